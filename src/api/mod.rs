@@ -1,0 +1,93 @@
+//! The HTTP edge: one module per resource. Handlers extract parameters, call the
+//! catalog and the read path, and encode; they never parse Zarr bytes.
+
+pub mod arrays;
+pub mod datasets;
+pub mod encode;
+pub mod ops;
+pub mod slice;
+
+use std::collections::BTreeMap;
+
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::error::{Error, Result};
+
+/// Query parameters, checked against the names an endpoint accepts.
+#[derive(Debug, Default)]
+pub struct Params(BTreeMap<String, String>);
+
+impl Params {
+    pub fn parse(raw: Option<&str>, allowed: &[&str]) -> Result<Self> {
+        let mut map = BTreeMap::new();
+        for (k, v) in url::form_urlencoded::parse(raw.unwrap_or("").as_bytes()) {
+            if !allowed.contains(&k.as_ref()) {
+                return Err(Error::BadRequest(format!(
+                    "unknown query parameter `{k}`; allowed: {}",
+                    allowed.join(", ")
+                )));
+            }
+            if map.insert(k.to_string(), v.to_string()).is_some() {
+                return Err(Error::BadRequest(format!(
+                    "query parameter `{k}` is given more than once"
+                )));
+            }
+        }
+        Ok(Self(map))
+    }
+
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
+    /// A finite number parameter.
+    pub fn number(&self, name: &str) -> Result<Option<f64>> {
+        self.get(name)
+            .map(|v| {
+                v.trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|f| f.is_finite())
+                    .ok_or_else(|| {
+                        Error::BadRequest(format!("`{name}` must be a finite number, got `{v}`"))
+                    })
+            })
+            .transpose()
+    }
+
+    /// A `true`/`false` parameter.
+    pub fn flag(&self, name: &str) -> Result<bool> {
+        match self.get(name) {
+            None | Some("false" | "0") => Ok(false),
+            Some("true" | "1") => Ok(true),
+            Some(other) => Err(Error::BadRequest(format!(
+                "`{name}` must be true or false, got `{other}`"
+            ))),
+        }
+    }
+}
+
+/// A JSON body with the configured `Cache-Control`.
+pub fn json_response(value: &serde_json::Value, cache_control: &str) -> Response {
+    let mut response = (
+        [(header::CONTENT_TYPE, "application/json")],
+        value.to_string(),
+    )
+        .into_response();
+    if let Ok(v) = HeaderValue::from_str(cache_control) {
+        response.headers_mut().insert(header::CACHE_CONTROL, v);
+    }
+    response
+}
+
+/// Whether `If-None-Match` matches `etag` (weak comparison, as RFC 9110 asks for GET).
+pub fn not_modified(headers: &HeaderMap, etag: &str) -> bool {
+    headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .any(|tag| tag == "*" || tag.trim_start_matches("W/") == etag)
+}

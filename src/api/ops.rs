@@ -1,0 +1,54 @@
+//! Health, readiness and metrics.
+
+use std::sync::atomic::Ordering;
+
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+
+use crate::AppState;
+use crate::error::Error;
+
+/// 200 `ok` while the process serves.
+pub async fn healthz() -> &'static str {
+    "ok"
+}
+
+/// 200 when every dataset's root `zarr.json` is readable; 503 naming the failures, and
+/// 503 as soon as shutdown begins so a load balancer drains the instance first.
+pub async fn readyz(State(state): State<AppState>) -> Response {
+    if state.shutting_down.load(Ordering::SeqCst) {
+        return Error::Unavailable {
+            detail: "the server is shutting down".into(),
+            retry_after: 1,
+        }
+        .into_response();
+    }
+    let mut failing = Vec::new();
+    for ds in state.catalog.datasets() {
+        match ds.store.head("zarr.json").await {
+            Ok(Some(_)) => {}
+            Ok(None) => failing.push(format!("{} (no zarr.json at its root)", ds.name)),
+            Err(e) => failing.push(format!("{} ({e})", ds.name)),
+        }
+    }
+    if failing.is_empty() {
+        "ready".into_response()
+    } else {
+        Error::Unavailable {
+            detail: format!("datasets not readable: {}", failing.join("; ")),
+            retry_after: 5,
+        }
+        .into_response()
+    }
+}
+
+/// Prometheus text exposition.
+pub async fn metrics(State(state): State<AppState>) -> Response {
+    crate::metrics::cache_size("shard_index", state.catalog.indexes.size());
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        crate::metrics::handle().render(),
+    )
+        .into_response()
+}

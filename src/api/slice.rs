@@ -1,0 +1,195 @@
+//! `GET /v1/slice/{ds}/{*path}?s=SELECTION&format=FORMAT`: a region of an array,
+//! decoded server-side.
+
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use xxhash_rust::xxh3::Xxh3;
+
+use super::encode::{self, Format};
+use super::{Params, not_modified};
+use crate::AppState;
+use crate::error::{Error, Result};
+use crate::zarr::metadata::ArrayMetadata;
+use crate::zarr::read::ReadOutput;
+use crate::zarr::selection::{DimSelection, Selection, result_shape};
+
+const PARAMS: &[&str] = &["s", "format", "vmin", "vmax"];
+
+pub async fn root(
+    state: State<AppState>,
+    Path(ds): Path<String>,
+    query: RawQuery,
+    headers: HeaderMap,
+) -> Result<Response> {
+    slice(state, Path((ds, String::new())), query, headers).await
+}
+
+pub async fn slice(
+    State(state): State<AppState>,
+    Path((ds, path)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response> {
+    let params = Params::parse(query.as_deref(), PARAMS)?;
+    let format = Format::negotiate(
+        params.get("format"),
+        headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()),
+    )?;
+    let render = Render {
+        format,
+        vmin: params.number("vmin")?,
+        vmax: params.number("vmax")?,
+    };
+    let dataset = state.catalog.dataset(&ds)?;
+    let array = state.catalog.array(dataset, &path).await?;
+    let selection = Selection::parse(params.get("s").unwrap_or(""))?.resolve(&array.meta.shape)?;
+    let shape = result_shape(&selection);
+    render.check(&array.meta, &shape, state.config.limits.max_response_bytes)?;
+    let output = array.read(&selection).await?;
+    let etag = etag(&ds, &path, &array.meta, &selection, &render, &output);
+    if not_modified(&headers, &etag) {
+        return Ok(with_validators(
+            StatusCode::NOT_MODIFIED.into_response(),
+            &etag,
+            &state.config.http.cache_control,
+        ));
+    }
+    let response = render.respond(&output.data, &array.meta, &shape)?;
+    Ok(with_validators(
+        response,
+        &etag,
+        &state.config.http.cache_control,
+    ))
+}
+
+/// How decoded data becomes a response body.
+#[derive(Debug, Clone, Copy)]
+pub struct Render {
+    pub format: Format,
+    pub vmin: Option<f64>,
+    pub vmax: Option<f64>,
+}
+
+impl Render {
+    /// Rejects, before any data is read, results that cannot be rendered or are too large.
+    pub fn check(&self, meta: &ArrayMetadata, shape: &[u64], limit: u64) -> Result<()> {
+        if self.format == Format::Png {
+            if shape.len() != 2 {
+                return Err(Error::NotAcceptable(format!(
+                    "png needs a 2-D result, this one has {} dimensions; select a 2-D region (integer indices drop dimensions)",
+                    shape.len()
+                )));
+            }
+            if meta.data_type.is_complex() {
+                return Err(Error::NotAcceptable(
+                    "png cannot show complex values; use npy, bin or json".into(),
+                ));
+            }
+        } else if self.vmin.is_some() || self.vmax.is_some() {
+            return Err(Error::BadRequest(
+                "`vmin` and `vmax` apply only to format=png".into(),
+            ));
+        }
+        let n: u128 = shape.iter().map(|&d| u128::from(d)).product();
+        let (what, per_element) = match self.format {
+            Format::Json => ("JSON", encode::json_bytes_per_element(meta.data_type)),
+            _ => ("binary data", meta.data_type.size() as u64),
+        };
+        let size = n * u128::from(per_element);
+        if size > u128::from(limit) {
+            return Err(Error::TooLarge { what, size, limit });
+        }
+        Ok(())
+    }
+
+    /// The body and data headers for decoded `data` of `shape`.
+    pub fn respond(&self, data: &[u8], meta: &ArrayMetadata, shape: &[u64]) -> Result<Response> {
+        let data_type = meta.data_type;
+        let body = match self.format {
+            Format::Npy => {
+                let mut out = encode::npy_header(data_type, shape);
+                out.extend_from_slice(data);
+                out
+            }
+            Format::Bin => data.to_vec(),
+            Format::Json => encode::json(data, data_type, shape),
+            Format::Png => encode::png(
+                data,
+                data_type,
+                shape,
+                &meta.fill_value,
+                self.vmin,
+                self.vmax,
+            )?,
+        };
+        let shape_header = shape
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut response = body.into_response();
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(self.format.media_type()),
+        );
+        headers.insert(
+            "zarr-shape",
+            HeaderValue::from_str(&shape_header).map_err(|e| Error::Internal(e.to_string()))?,
+        );
+        headers.insert("zarr-data-type", HeaderValue::from_static(data_type.name()));
+        Ok(response)
+    }
+}
+
+/// A strong `ETag` from everything the bytes depend on: the array's metadata, the request
+/// and the version of every stored object read.
+fn etag(
+    ds: &str,
+    path: &str,
+    meta: &ArrayMetadata,
+    selection: &[DimSelection],
+    render: &Render,
+    output: &ReadOutput,
+) -> String {
+    let mut h = Xxh3::new();
+    for part in [
+        ds,
+        "\0",
+        path,
+        "\0",
+        &serde_json::Value::Object(meta.document.clone()).to_string(),
+        "\0",
+        render.format.name(),
+    ] {
+        h.update(part.as_bytes());
+    }
+    for d in selection {
+        for v in [d.start, d.step, d.count, u64::from(d.drop)] {
+            h.update(&v.to_le_bytes());
+        }
+    }
+    for v in [render.vmin, render.vmax] {
+        h.update(&v.map_or(u64::MAX, f64::to_bits).to_le_bytes());
+    }
+    for (key, version) in &output.versions {
+        h.update(key.as_bytes());
+        h.update(b"\0");
+        h.update(version.as_bytes());
+        h.update(b"\0");
+    }
+    format!("\"{:032x}\"", h.digest128())
+}
+
+/// Adds `ETag` and `Cache-Control`.
+pub fn with_validators(mut response: Response, etag: &str, cache_control: &str) -> Response {
+    let headers = response.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(etag) {
+        headers.insert(header::ETAG, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(cache_control) {
+        headers.insert(header::CACHE_CONTROL, v);
+    }
+    response
+}

@@ -1,0 +1,294 @@
+//! The datasets zarrd serves: name → store, plus a TTL cache of parsed `zarr.json`
+//! documents so a rewritten array is seen within `cache.metadata_ttl_secs`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use moka::future::Cache;
+use object_store::local::LocalFileSystem;
+use object_store::path::Path;
+use serde_json::{Value, json};
+
+use crate::cache::{ObjectKey, ShardIndexCache};
+use crate::config::{Config, ConfigError, DatasetConfig};
+use crate::error::{Error, Result};
+use crate::store::Store;
+use crate::zarr::metadata::Node;
+use crate::zarr::read::ArrayReader;
+
+/// Nodes listed at most per dataset, and group nesting followed at most, when a dataset
+/// has no consolidated metadata and its tree is discovered by listing.
+const MAX_LISTED_NODES: usize = 10_000;
+const MAX_LISTED_DEPTH: usize = 32;
+
+/// One configured dataset.
+#[derive(Debug)]
+pub struct Dataset {
+    pub name: Arc<str>,
+    pub title: Option<String>,
+    pub store: Store,
+}
+
+pub struct Catalog {
+    datasets: BTreeMap<String, Arc<Dataset>>,
+    metadata: Cache<ObjectKey, Node>,
+    trees: Cache<Arc<str>, Arc<Vec<Value>>>,
+    pub indexes: ShardIndexCache,
+    max_chunks: u64,
+}
+
+/// Opens the store behind a dataset URL: a local path, `file://`, or any URL
+/// `object_store` understands (`s3://`, `gs://`, `az://`, `http(s)://`, `memory:///`).
+pub fn open_store(name: &str, ds: &DatasetConfig) -> Result<Store, ConfigError> {
+    let field = format!("datasets.{name}.url");
+    let bad = |reason: String| ConfigError::Invalid {
+        field: field.clone(),
+        reason,
+    };
+    let local = |path: std::path::PathBuf| -> Result<Store, ConfigError> {
+        let fs = LocalFileSystem::new_with_prefix(&path)
+            .map_err(|e| bad(format!("cannot open `{}`: {e}", path.display())))?;
+        if !path.is_dir() {
+            return Err(bad(format!("`{}` is not a directory", path.display())));
+        }
+        Ok(Store::new(Arc::new(fs), Path::default()))
+    };
+    if !ds.url.contains("://") {
+        return local(std::path::PathBuf::from(&ds.url));
+    }
+    let url = url::Url::parse(&ds.url).map_err(|e| bad(format!("not a valid URL: {e}")))?;
+    if url.scheme() == "file" {
+        return local(
+            url.to_file_path()
+                .map_err(|()| bad("not a valid file URL".into()))?,
+        );
+    }
+    let (store, root) =
+        object_store::parse_url_opts(&url, &ds.options).map_err(|e| bad(e.to_string()))?;
+    Ok(Store::new(Arc::from(store), root))
+}
+
+impl Catalog {
+    /// Opens every configured dataset; a bad URL fails here, before serving.
+    pub fn from_config(config: &Config) -> Result<Self, ConfigError> {
+        let datasets = config
+            .datasets
+            .iter()
+            .map(|(name, ds)| Ok((name.clone(), open_store(name, ds)?, ds.title.clone())))
+            .collect::<Result<Vec<_>, ConfigError>>()?;
+        Ok(Self::new(datasets, config))
+    }
+
+    /// A catalog over stores opened by the caller (tests use in-memory stores).
+    pub fn new(datasets: Vec<(String, Store, Option<String>)>, config: &Config) -> Self {
+        let ttl = Duration::from_secs(config.cache.metadata_ttl_secs.max(1));
+        Self {
+            datasets: datasets
+                .into_iter()
+                .map(|(name, store, title)| {
+                    (
+                        name.clone(),
+                        Arc::new(Dataset {
+                            name: name.into(),
+                            title,
+                            store,
+                        }),
+                    )
+                })
+                .collect(),
+            metadata: Cache::builder()
+                .max_capacity(10_000)
+                .time_to_live(ttl)
+                .build(),
+            trees: Cache::builder().max_capacity(64).time_to_live(ttl).build(),
+            indexes: ShardIndexCache::new(
+                config.cache.shard_index_bytes,
+                Duration::from_secs(config.cache.shard_index_ttl_secs),
+            ),
+            max_chunks: config.limits.max_chunks_per_request,
+        }
+    }
+
+    pub fn datasets(&self) -> impl Iterator<Item = &Arc<Dataset>> {
+        self.datasets.values()
+    }
+
+    pub fn dataset(&self, name: &str) -> Result<&Arc<Dataset>> {
+        self.datasets.get(name).ok_or_else(|| {
+            let known: Vec<&str> = self.datasets.keys().map(String::as_str).collect();
+            Error::NotFound(format!(
+                "unknown dataset `{name}`; configured datasets: {}",
+                known.join(", ")
+            ))
+        })
+    }
+
+    /// The parsed `zarr.json` of the node at `path` ("" for the dataset root).
+    pub async fn node(&self, ds: &Dataset, path: &str) -> Result<Node> {
+        let key = metadata_key(path)?;
+        let cache_key = (Arc::clone(&ds.name), key.clone());
+        self.metadata
+            .try_get_with(cache_key, async {
+                let bytes = ds
+                    .store
+                    .get(&key)
+                    .await?
+                    .ok_or_else(|| not_found(&ds.name, path))?;
+                Node::parse(&bytes).map_err(|e| Error::metadata(&key, e))
+            })
+            .await
+            .map_err(Arc::unwrap_or_clone)
+    }
+
+    /// A reader for the array at `path`.
+    pub async fn array(&self, ds: &Dataset, path: &str) -> Result<ArrayReader> {
+        match self.node(ds, path).await? {
+            Node::Array(meta) => Ok(ArrayReader {
+                dataset: Arc::clone(&ds.name),
+                store: ds.store.clone(),
+                path: path.to_owned(),
+                meta,
+                indexes: self.indexes.clone(),
+                max_chunks: self.max_chunks,
+            }),
+            Node::Group(_) => Err(Error::NotFound(format!(
+                "`{path}` in dataset `{}` is a group, not an array; GET /v1/datasets/{} lists its arrays",
+                ds.name, ds.name
+            ))),
+        }
+    }
+
+    /// Every node of the dataset: from consolidated metadata when the root has it, else by
+    /// listing groups (arrays are not descended into, so chunks are never enumerated).
+    pub async fn tree(&self, ds: &Dataset) -> Result<Arc<Vec<Value>>> {
+        self.trees
+            .try_get_with(Arc::clone(&ds.name), async {
+                self.discover(ds).await.map(Arc::new)
+            })
+            .await
+            .map_err(Arc::unwrap_or_clone)
+    }
+
+    async fn discover(&self, ds: &Dataset) -> Result<Vec<Value>> {
+        let root = self.node(ds, "").await?;
+        let mut nodes = vec![describe("", &root)];
+        if let Node::Group(g) = &root
+            && let Some(consolidated) = &g.consolidated
+        {
+            for (path, doc) in consolidated {
+                nodes.push(describe_doc(path, doc));
+            }
+            nodes.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
+            return Ok(nodes);
+        }
+        let mut groups = if matches!(root, Node::Group(_)) {
+            vec![String::new()]
+        } else {
+            Vec::new()
+        };
+        for _ in 0..MAX_LISTED_DEPTH {
+            if groups.is_empty() || nodes.len() >= MAX_LISTED_NODES {
+                break;
+            }
+            let mut children = Vec::new();
+            for group in &groups {
+                let prefix = group.clone();
+                children.extend(
+                    ds.store
+                        .list_dirs(&prefix)
+                        .await?
+                        .into_iter()
+                        .map(|name| join(group, &name)),
+                );
+            }
+            let found: Vec<(String, Result<Node>)> = futures::stream::iter(children)
+                .map(|path| async move { (path.clone(), self.node(ds, &path).await) })
+                .buffered(16)
+                .collect()
+                .await;
+            groups = Vec::new();
+            for (path, node) in found {
+                match node {
+                    Ok(node) => {
+                        if matches!(node, Node::Group(_)) {
+                            groups.push(path.clone());
+                        }
+                        nodes.push(describe(&path, &node));
+                    }
+                    // A directory without zarr.json (a chunk directory, say) is not a node.
+                    Err(Error::NotFound(_)) => {}
+                    // A node the server cannot serve is still part of the tree.
+                    Err(Error::Unsupported(_) | Error::Corrupt(_)) => {
+                        nodes.push(json!({"path": path, "node_type": "array"}))
+                    }
+                    Err(e) => return Err(e),
+                }
+                if nodes.len() >= MAX_LISTED_NODES {
+                    break;
+                }
+            }
+        }
+        nodes.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
+        Ok(nodes)
+    }
+}
+
+fn join(parent: &str, name: &str) -> String {
+    if parent.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{parent}/{name}")
+    }
+}
+
+fn not_found(dataset: &str, path: &str) -> Error {
+    if path.is_empty() {
+        Error::NotFound(format!("dataset `{dataset}` has no zarr.json at its root"))
+    } else {
+        Error::NotFound(format!("no array or group `{path}` in dataset `{dataset}`"))
+    }
+}
+
+/// The key of a node's `zarr.json`, rejecting paths with empty, `.` or `..` segments.
+fn metadata_key(path: &str) -> Result<String> {
+    if path.is_empty() {
+        return Ok("zarr.json".to_owned());
+    }
+    if path
+        .split('/')
+        .any(|p| p.is_empty() || p == "." || p == "..")
+    {
+        return Err(Error::NotFound(format!(
+            "`{path}` is not a valid node path (segments must be non-empty and not `.` or `..`)"
+        )));
+    }
+    Ok(format!("{path}/zarr.json"))
+}
+
+fn describe(path: &str, node: &Node) -> Value {
+    match node {
+        Node::Array(a) => {
+            json!({"path": path, "node_type": "array", "shape": a.shape, "data_type": a.data_type.name()})
+        }
+        Node::Group(_) => json!({"path": path, "node_type": "group"}),
+    }
+}
+
+/// A consolidated entry, described without requiring the server to support it.
+fn describe_doc(path: &str, doc: &Value) -> Value {
+    let node_type = doc
+        .get("node_type")
+        .and_then(Value::as_str)
+        .unwrap_or("group");
+    let mut out = json!({"path": path, "node_type": node_type});
+    if node_type == "array" {
+        out["shape"] = doc.get("shape").cloned().unwrap_or(Value::Null);
+        out["data_type"] = match doc.get("data_type") {
+            Some(Value::Object(o)) => o.get("name").cloned().unwrap_or(Value::Null),
+            other => other.cloned().unwrap_or(Value::Null),
+        };
+    }
+    out
+}

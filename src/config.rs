@@ -1,0 +1,389 @@
+//! Configuration: the embedded default < a TOML file < `ZARRD__SECTION__KEY` environment
+//! variables < command-line flags. Unknown fields are rejected and every value is
+//! validated at load, so a bad configuration fails at startup naming the field.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::Path;
+
+use serde::Deserialize;
+
+/// The embedded default: serves the bundled sample on 127.0.0.1:8080.
+pub const DEFAULT_CONFIG: &str = include_str!("../config/default.toml");
+
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 256 * 1024 * 1024;
+pub const DEFAULT_MAX_CHUNKS_PER_REQUEST: u64 = 100_000;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub listen: SocketAddr,
+    #[serde(default)]
+    pub limits: Limits,
+    #[serde(default)]
+    pub cache: CacheConfig,
+    #[serde(default)]
+    pub http: HttpConfig,
+    #[serde(default)]
+    pub log: LogConfig,
+    #[serde(default)]
+    pub datasets: BTreeMap<String, DatasetConfig>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Largest decoded result a data request may produce (413 beyond).
+    pub max_response_bytes: u64,
+    /// Most stored chunks one request may touch (413 beyond).
+    pub max_chunks_per_request: u64,
+    /// Whole-request deadline (504 beyond).
+    pub request_timeout_secs: u64,
+    /// Requests served at once; more are answered 503 with Retry-After.
+    pub max_in_flight: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            max_chunks_per_request: DEFAULT_MAX_CHUNKS_PER_REQUEST,
+            request_timeout_secs: 30,
+            max_in_flight: 512,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CacheConfig {
+    pub shard_index_bytes: u64,
+    pub shard_index_ttl_secs: u64,
+    pub metadata_ttl_secs: u64,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        Self {
+            shard_index_bytes: 64 * 1024 * 1024,
+            shard_index_ttl_secs: 300,
+            metadata_ttl_secs: 60,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpConfig {
+    /// Origins allowed by CORS; `["*"]` allows any.
+    pub cors_origins: Vec<String>,
+    /// `Cache-Control` of successful data and metadata responses.
+    pub cache_control: String,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            cors_origins: vec!["*".into()],
+            cache_control: "public, max-age=60".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogConfig {
+    /// `text` or `json`.
+    pub format: String,
+    /// A tracing filter, e.g. `info` or `zarrd=debug`.
+    pub level: String,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self {
+            format: "text".into(),
+            level: "info".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatasetConfig {
+    /// A local path, `file://`, `s3://`, `gs://`, `az://` or `http(s)://` URL.
+    pub url: String,
+    #[serde(default)]
+    pub title: Option<String>,
+    /// `object_store` options (credentials, region, endpoint…); never shown by the API.
+    #[serde(default)]
+    pub options: BTreeMap<String, String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("invalid configuration: {0}")]
+    Parse(String),
+    #[error("invalid configuration field `{field}`: {reason}")]
+    Invalid { field: String, reason: String },
+}
+
+fn invalid(field: &str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        field: field.to_owned(),
+        reason: reason.into(),
+    }
+}
+
+/// Overrides from the command line; `None` leaves the file's value.
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    pub listen: Option<SocketAddr>,
+    /// `NAME=URL` pairs added to (or replacing) configured datasets.
+    pub datasets: Vec<String>,
+    pub log_format: Option<String>,
+}
+
+impl Config {
+    /// Loads the default or `file`, then the environment, then `overrides`.
+    pub fn load(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+        overrides: &Overrides,
+    ) -> Result<Self, ConfigError> {
+        let text = match file {
+            None => DEFAULT_CONFIG.to_owned(),
+            Some(p) => std::fs::read_to_string(p).map_err(|source| ConfigError::Read {
+                path: p.display().to_string(),
+                source,
+            })?,
+        };
+        let mut table: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| ConfigError::Parse(e.to_string()))?;
+        apply_env(&mut table, env)?;
+        let mut config: Self = toml::Value::Table(table)
+            .try_into()
+            .map_err(|e: toml::de::Error| ConfigError::Parse(e.to_string()))?;
+        if let Some(listen) = overrides.listen {
+            config.listen = listen;
+        }
+        if let Some(format) = &overrides.log_format {
+            config.log.format.clone_from(format);
+        }
+        for pair in &overrides.datasets {
+            let (name, url) = pair
+                .split_once('=')
+                .ok_or_else(|| invalid("--dataset", format!("`{pair}` is not NAME=URL")))?;
+            config.datasets.insert(
+                name.to_owned(),
+                DatasetConfig {
+                    url: url.to_owned(),
+                    title: None,
+                    options: BTreeMap::new(),
+                },
+            );
+        }
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.datasets.is_empty() {
+            return Err(invalid(
+                "datasets",
+                "at least one dataset must be configured",
+            ));
+        }
+        for (name, ds) in &self.datasets {
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+            {
+                return Err(invalid(
+                    &format!("datasets.{name}"),
+                    "names may use only letters, digits, '-', '_' and '.'",
+                ));
+            }
+            if ds.url.trim().is_empty() {
+                return Err(invalid(&format!("datasets.{name}.url"), "is empty"));
+            }
+        }
+        let l = &self.limits;
+        for (field, value) in [
+            ("limits.max_response_bytes", l.max_response_bytes),
+            ("limits.max_chunks_per_request", l.max_chunks_per_request),
+            ("limits.request_timeout_secs", l.request_timeout_secs),
+            ("limits.max_in_flight", l.max_in_flight as u64),
+            (
+                "cache.shard_index_ttl_secs",
+                self.cache.shard_index_ttl_secs,
+            ),
+        ] {
+            if value == 0 {
+                return Err(invalid(field, "must be greater than 0"));
+            }
+        }
+        if !matches!(self.log.format.as_str(), "text" | "json") {
+            return Err(invalid(
+                "log.format",
+                format!("`{}` is not `text` or `json`", self.log.format),
+            ));
+        }
+        if tracing_subscriber::EnvFilter::try_new(&self.log.level).is_err() {
+            return Err(invalid(
+                "log.level",
+                format!("`{}` is not a valid filter", self.log.level),
+            ));
+        }
+        for origin in &self.http.cors_origins {
+            if origin != "*" && axum::http::HeaderValue::from_str(origin).is_err() {
+                return Err(invalid(
+                    "http.cors_origins",
+                    format!("`{origin}` is not a valid origin"),
+                ));
+            }
+        }
+        if axum::http::HeaderValue::from_str(&self.http.cache_control).is_err() {
+            return Err(invalid("http.cache_control", "is not a valid header value"));
+        }
+        Ok(())
+    }
+}
+
+/// `ZARRD__LIMITS__MAX_IN_FLIGHT=64` sets `limits.max_in_flight`; values are TOML
+/// literals when they parse as one, else strings.
+fn apply_env(
+    table: &mut toml::Table,
+    env: impl IntoIterator<Item = (String, String)>,
+) -> Result<(), ConfigError> {
+    for (name, raw) in env {
+        let Some(path) = name.strip_prefix("ZARRD__") else {
+            continue;
+        };
+        let keys: Vec<String> = path.split("__").map(str::to_ascii_lowercase).collect();
+        if keys.iter().any(String::is_empty) {
+            return Err(invalid(&name, "empty path segment"));
+        }
+        let value = format!("v = {raw}")
+            .parse::<toml::Table>()
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or(toml::Value::String(raw));
+        let (last, parents) = keys.split_last().ok_or_else(|| invalid(&name, "no key"))?;
+        let mut node = &mut *table;
+        for key in parents {
+            node = node
+                .entry(key.clone())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+                .as_table_mut()
+                .ok_or_else(|| invalid(&name, format!("`{key}` is not a table")))?;
+        }
+        node.insert(last.clone(), value);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str, env: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, text).unwrap();
+        Config::load(
+            Some(&path),
+            env.iter().map(|(a, b)| ((*a).to_owned(), (*b).to_owned())),
+            &Overrides::default(),
+        )
+    }
+
+    #[test]
+    fn the_embedded_default_is_valid() {
+        let c = Config::load(None, [], &Overrides::default()).unwrap();
+        assert_eq!(c.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(c.datasets["sample"].url, "data/sample.zarr");
+    }
+
+    #[test]
+    fn env_and_flags_override_the_file() {
+        let c = load(
+            "listen = \"127.0.0.1:1\"\n[datasets.a]\nurl = \"/tmp\"\n",
+            &[
+                ("ZARRD__LIMITS__MAX_IN_FLIGHT", "7"),
+                ("ZARRD__HTTP__CACHE_CONTROL", "no-cache"),
+                ("OTHER", "x"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(c.limits.max_in_flight, 7);
+        assert_eq!(c.http.cache_control, "no-cache");
+        let o = Overrides {
+            listen: Some("0.0.0.0:9".parse().unwrap()),
+            datasets: vec!["b=s3://bucket/x".into()],
+            log_format: Some("json".into()),
+        };
+        let c = Config::load(None, [], &o).unwrap();
+        assert_eq!(
+            (
+                c.listen.port(),
+                c.datasets["b"].url.as_str(),
+                c.log.format.as_str()
+            ),
+            (9, "s3://bucket/x", "json")
+        );
+    }
+
+    #[test]
+    fn bad_configs_name_the_field() {
+        let cases = [
+            (
+                "listen = \"127.0.0.1:1\"\nbogus = 1\n[datasets.a]\nurl = \"/tmp\"\n",
+                "bogus",
+            ),
+            (
+                "listen = \"nope\"\n[datasets.a]\nurl = \"/tmp\"\n",
+                "listen",
+            ),
+            (
+                "listen = \"127.0.0.1:1\"\n[limits]\nmax_response_bytes = 0\n[datasets.a]\nurl = \"/tmp\"\n",
+                "limits.max_response_bytes",
+            ),
+            (
+                "listen = \"127.0.0.1:1\"\n[log]\nformat = \"xml\"\n[datasets.a]\nurl = \"/tmp\"\n",
+                "log.format",
+            ),
+            ("listen = \"127.0.0.1:1\"\n", "datasets"),
+            (
+                "listen = \"127.0.0.1:1\"\n[datasets.\"a b\"]\nurl = \"/tmp\"\n",
+                "datasets.a b",
+            ),
+            (
+                "listen = \"127.0.0.1:1\"\n[datasets.a]\nurl = \"/tmp\"\nsecret = 1\n",
+                "secret",
+            ),
+        ];
+        for (text, field) in cases {
+            let err = load(text, &[]).unwrap_err().to_string();
+            assert!(err.contains(field), "{err} should name {field}");
+        }
+        assert!(
+            Config::load(
+                None,
+                [],
+                &Overrides {
+                    datasets: vec!["nourl".into()],
+                    ..Overrides::default()
+                }
+            )
+            .is_err()
+        );
+    }
+}

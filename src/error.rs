@@ -1,0 +1,161 @@
+//! The one application error type and its one mapping to HTTP: an RFC 9457
+//! `application/problem+json` document whose `detail` says what was wrong and what is
+//! allowed. Internal failures are logged with their source chain and answered without
+//! leaking internals.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::store::StoreError;
+use crate::zarr::metadata::MetadataError;
+use crate::zarr::read::ReadError;
+use crate::zarr::selection::SelectionError;
+
+pub const PROBLEM_JSON: &str = "application/problem+json";
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Error {
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    NotAcceptable(String),
+    #[error(
+        "the result would be {size} bytes as {what}, more than the limit of {limit} bytes; select a smaller region"
+    )]
+    TooLarge {
+        what: &'static str,
+        size: u128,
+        limit: u64,
+    },
+    #[error("{0}")]
+    TooManyChunks(String),
+    #[error("byte range not satisfiable: {0}")]
+    RangeNotSatisfiable(String, u64),
+    #[error("{0}")]
+    Unsupported(String),
+    #[error("internal error")]
+    Internal(String),
+    #[error("{0}")]
+    Storage(String),
+    #[error("{0}")]
+    Corrupt(String),
+    #[error("{detail}")]
+    Unavailable { detail: String, retry_after: u64 },
+    #[error("storage did not answer within {0} s")]
+    Timeout(u64),
+}
+
+impl Error {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::NotFound(_) => StatusCode::NOT_FOUND,
+            Self::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
+            Self::TooLarge { .. } | Self::TooManyChunks(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::RangeNotSatisfiable(..) => StatusCode::RANGE_NOT_SATISFIABLE,
+            Self::Unsupported(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::Storage(_) | Self::Corrupt(_) => StatusCode::BAD_GATEWAY,
+            Self::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
+        }
+    }
+
+    /// A stable slug for the problem `type` URI.
+    fn slug(&self) -> &'static str {
+        match self {
+            Self::BadRequest(_) => "bad-request",
+            Self::NotFound(_) => "not-found",
+            Self::NotAcceptable(_) => "not-acceptable",
+            Self::TooLarge { .. } | Self::TooManyChunks(_) => "too-large",
+            Self::RangeNotSatisfiable(..) => "range-not-satisfiable",
+            Self::Unsupported(_) => "unsupported-feature",
+            Self::Internal(_) => "internal",
+            Self::Storage(_) => "storage-failure",
+            Self::Corrupt(_) => "corrupt-data",
+            Self::Unavailable { .. } => "unavailable",
+            Self::Timeout(_) => "storage-timeout",
+        }
+    }
+
+    /// Metadata that cannot be served: unsupported features are 422, broken documents 502.
+    pub fn metadata(key: &str, e: MetadataError) -> Self {
+        match e {
+            MetadataError::Unsupported(what) => {
+                Self::Unsupported(format!("`{key}` uses an unsupported feature: {what}"))
+            }
+            other => Self::Corrupt(format!("stored metadata `{key}` is invalid: {other}")),
+        }
+    }
+}
+
+impl From<SelectionError> for Error {
+    fn from(e: SelectionError) -> Self {
+        Self::BadRequest(e.to_string())
+    }
+}
+
+impl From<StoreError> for Error {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::InvalidKey(key) => {
+                Self::NotFound(format!("`{key}` is not a valid key in this dataset"))
+            }
+            backend @ StoreError::Backend { .. } => {
+                tracing::warn!(error = %backend, "storage failure");
+                Self::Storage(backend.to_string())
+            }
+        }
+    }
+}
+
+impl From<ReadError> for Error {
+    fn from(e: ReadError) -> Self {
+        match e {
+            ReadError::Store(s) => s.into(),
+            corrupt @ (ReadError::Corrupt { .. } | ReadError::Changed { .. }) => {
+                tracing::warn!(error = %corrupt, "unreadable stored data");
+                Self::Corrupt(corrupt.to_string())
+            }
+            too_many @ ReadError::TooManyChunks { .. } => Self::TooManyChunks(too_many.to_string()),
+            ReadError::Task(detail) => Self::Internal(detail),
+        }
+    }
+}
+
+impl IntoResponse for Error {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        if let Self::Internal(detail) = &self {
+            tracing::error!(%detail, "internal error");
+        }
+        let body = json!({
+            "type": format!("https://zarrd.dev/problems/{}", self.slug()),
+            "title": status.canonical_reason().unwrap_or("Error"),
+            "status": status.as_u16(),
+            "detail": self.to_string(),
+        });
+        let mut response = (status, body.to_string()).into_response();
+        let headers = response.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+        // An error is never cached.
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        match self {
+            Self::Unavailable { retry_after, .. } => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+            }
+            Self::RangeNotSatisfiable(_, size) => {
+                if let Ok(v) = HeaderValue::from_str(&format!("bytes */{size}")) {
+                    headers.insert(header::CONTENT_RANGE, v);
+                }
+            }
+            _ => {}
+        }
+        response
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

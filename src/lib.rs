@@ -1,0 +1,58 @@
+//! zarrd: an HTTP server for Zarr v3 arrays. [`app`] builds the router that `main`
+//! serves and that the tests drive in-process.
+
+pub mod api;
+pub mod cache;
+pub mod catalog;
+pub mod config;
+pub mod error;
+pub mod metrics;
+pub mod store;
+pub mod zarr;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use axum::Router;
+use axum::routing::get;
+
+use crate::catalog::Catalog;
+use crate::config::Config;
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct AppState {
+    pub catalog: Arc<Catalog>,
+    pub config: Arc<Config>,
+    /// Set when shutdown begins, so `/readyz` fails before the listener closes.
+    pub shutting_down: Arc<AtomicBool>,
+}
+
+impl AppState {
+    pub fn new(catalog: Catalog, config: Config) -> Self {
+        Self {
+            catalog: Arc::new(catalog),
+            config: Arc::new(config),
+            shutting_down: Arc::new(AtomicBool::new(false)),
+        }
+    }
+}
+
+/// The zarrd router with all routes of API.md.
+pub fn app(state: AppState) -> Router {
+    metrics::handle();
+    Router::new()
+        .route("/healthz", get(api::ops::healthz))
+        .route("/readyz", get(api::ops::readyz))
+        .route("/metrics", get(api::ops::metrics))
+        .route("/v1/datasets", get(api::datasets::list))
+        .route("/v1/datasets/{ds}", get(api::datasets::show))
+        .route("/v1/arrays/{ds}", get(api::arrays::root))
+        .route("/v1/arrays/{ds}/{*path}", get(api::arrays::show))
+        .route("/v1/slice/{ds}", get(api::slice::root))
+        .route("/v1/slice/{ds}/{*path}", get(api::slice::slice))
+        .fallback(|| async {
+            error::Error::NotFound("no such route; see openapi.yaml for the API".into())
+        })
+        .with_state(state)
+}

@@ -1,0 +1,130 @@
+//! The zarrd command line: load the configuration, open the datasets, serve.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use tracing_subscriber::EnvFilter;
+use zarrd::AppState;
+use zarrd::catalog::Catalog;
+use zarrd::config::{Config, Overrides};
+
+#[derive(Parser)]
+#[command(name = "zarrd", version, about = "An HTTP server for Zarr v3 arrays")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the configured datasets.
+    Serve {
+        /// A TOML configuration file (default: the embedded config/default.toml).
+        #[arg(long, env = "ZARRD_CONFIG")]
+        config: Option<PathBuf>,
+        /// Address to listen on, e.g. 0.0.0.0:8080.
+        #[arg(long, env = "ZARRD_LISTEN")]
+        listen: Option<std::net::SocketAddr>,
+        /// A dataset as NAME=URL (local path, file://, s3://, gs://, az://, http(s)://); repeatable.
+        #[arg(long = "dataset", value_name = "NAME=URL")]
+        datasets: Vec<String>,
+        /// Log format: text or json.
+        #[arg(long, env = "ZARRD_LOG_FORMAT")]
+        log_format: Option<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    let Command::Serve {
+        config,
+        listen,
+        datasets,
+        log_format,
+    } = Cli::parse().command;
+    let overrides = Overrides {
+        listen,
+        datasets,
+        log_format,
+    };
+    let config = match Config::load(config.as_deref(), std::env::vars(), &overrides) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("zarrd: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    init_logging(&config);
+    let catalog = match Catalog::from_config(&config) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("zarrd: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("zarrd: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(serve(AppState::new(catalog, config))) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("zarrd: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging(config: &Config) {
+    let filter =
+        EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new(&config.log.level));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    if config.log.format == "json" {
+        builder.json().flatten_event(true).init();
+    } else {
+        builder.init();
+    }
+}
+
+async fn serve(state: AppState) -> std::io::Result<()> {
+    let listen = state.config.listen;
+    let listener = tokio::net::TcpListener::bind(listen).await?;
+    tracing::info!(%listen, datasets = state.config.datasets.len(), "zarrd listening");
+    let shutting_down = state.shutting_down.clone();
+    axum::serve(listener, zarrd::app(state))
+        .with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            // Fail readiness first so a load balancer stops routing, then drain.
+            shutting_down.store(true, Ordering::SeqCst);
+            tracing::info!("shutting down: readiness failed, finishing in-flight requests");
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        })
+        .await
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
+            s.recv().await;
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+}

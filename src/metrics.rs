@@ -1,0 +1,63 @@
+//! Prometheus metrics (API.md "Health and operations"), recorded through the `metrics`
+//! facade and rendered by `metrics-exporter-prometheus` at `GET /metrics`.
+
+use std::sync::OnceLock;
+
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+
+static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+
+/// Installs the global recorder once per process and returns the renderer.
+pub fn handle() -> PrometheusHandle {
+    HANDLE
+        .get_or_init(|| {
+            let recorder = PrometheusBuilder::new()
+                .set_buckets_for_metric(
+                    metrics_exporter_prometheus::Matcher::Full(
+                        "zarrd_request_duration_seconds".into(),
+                    ),
+                    &[
+                        0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+                        10.0,
+                    ],
+                )
+                .expect("static bucket list is not empty")
+                .build_recorder();
+            let handle = recorder.handle();
+            // A recorder may already be set by an embedding program; ours then stays local.
+            let _ = metrics::set_global_recorder(recorder);
+            handle
+        })
+        .clone()
+}
+
+pub fn storage_request() {
+    metrics::counter!("zarrd_storage_requests_total").increment(1);
+}
+
+pub fn storage_bytes(n: usize) {
+    metrics::counter!("zarrd_storage_bytes_read_total").increment(n as u64);
+}
+
+pub fn cache_lookup(cache: &'static str, hit: bool) {
+    let name = if hit {
+        "zarrd_cache_hits_total"
+    } else {
+        "zarrd_cache_misses_total"
+    };
+    metrics::counter!(name, "cache" => cache).increment(1);
+}
+
+pub fn cache_size(cache: &'static str, bytes: u64) {
+    metrics::gauge!("zarrd_cache_size_bytes", "cache" => cache).set(bytes as f64);
+}
+
+pub fn request(route: &str, status: u16, seconds: f64, bytes_out: u64) {
+    let status = status.to_string();
+    metrics::counter!("zarrd_http_requests_total", "route" => route.to_owned(), "status" => status)
+        .increment(1);
+    metrics::histogram!("zarrd_request_duration_seconds", "route" => route.to_owned())
+        .record(seconds);
+    metrics::counter!("zarrd_http_response_bytes_total", "route" => route.to_owned())
+        .increment(bytes_out);
+}

@@ -1,0 +1,316 @@
+//! The codec pipeline (core spec "Codecs"): zero or more array→array codecs, exactly one
+//! array→bytes codec, then zero or more bytes→bytes codecs; decoding runs them in reverse.
+//!
+//! The set of codecs is a closed enum: adding one is a file here and a variant below, and
+//! the exhaustive `match`es show what else needs it.
+
+mod blosc;
+mod bytes;
+mod crc32c;
+mod gzip;
+pub mod sharding;
+mod transpose;
+mod zstd;
+
+use serde_json::Value;
+
+pub use self::bytes::BytesCodec;
+pub use self::sharding::{IndexLocation, InnerChunk, ShardIndex, ShardingCodec};
+pub use self::transpose::Transpose;
+use super::data_type::DataType;
+use super::metadata::{MetadataError, extension_parts};
+
+/// A failure to decode stored bytes: the data is corrupt or not what the metadata says.
+#[derive(Debug, thiserror::Error)]
+pub enum CodecError {
+    #[error("crc32c checksum mismatch: stored {stored:#010x}, computed {computed:#010x}")]
+    Checksum { stored: u32, computed: u32 },
+    #[error("{codec}: {detail}")]
+    Corrupt { codec: &'static str, detail: String },
+    #[error("{codec}: decoded data exceeds the expected {limit} bytes")]
+    TooLarge { codec: &'static str, limit: usize },
+}
+
+impl CodecError {
+    pub(crate) fn corrupt(codec: &'static str, detail: impl Into<String>) -> Self {
+        Self::Corrupt {
+            codec,
+            detail: detail.into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArrayToArray {
+    Transpose(Transpose),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArrayToBytes {
+    Bytes(BytesCodec),
+    Sharding(Box<ShardingCodec>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BytesToBytes {
+    Zstd,
+    Gzip,
+    Blosc,
+    Crc32c,
+}
+
+impl BytesToBytes {
+    fn decode(self, input: &[u8], max_len: usize) -> Result<Vec<u8>, CodecError> {
+        match self {
+            Self::Zstd => zstd::decode(input, max_len),
+            Self::Gzip => gzip::decode(input, max_len),
+            Self::Blosc => blosc::decode(input, max_len),
+            Self::Crc32c => crc32c::decode(input).map(<[u8]>::to_vec),
+        }
+    }
+
+    /// The largest encoded size for `len` input bytes, if it is fixed.
+    fn fixed_encoded_size(self, len: u64) -> Option<u64> {
+        match self {
+            Self::Crc32c => Some(len + 4),
+            Self::Zstd | Self::Gzip | Self::Blosc => None,
+        }
+    }
+}
+
+/// A parsed `codecs` list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodecChain {
+    pub array_to_array: Vec<ArrayToArray>,
+    pub array_to_bytes: ArrayToBytes,
+    pub bytes_to_bytes: Vec<BytesToBytes>,
+}
+
+impl CodecChain {
+    /// Parses a codec list for chunks of `rank` dimensions holding `data_type`.
+    /// `chunk_edges` lists, per dimension, every distinct chunk edge this chain will see,
+    /// so that sharding can check its inner chunks divide them.
+    pub fn from_json(
+        value: &Value,
+        data_type: DataType,
+        chunk_edges: &[Vec<u64>],
+        field: &str,
+    ) -> Result<Self, MetadataError> {
+        let Value::Array(items) = value else {
+            return Err(MetadataError::invalid(field, "expected a list of codecs"));
+        };
+        let rank = chunk_edges.len();
+        let mut edges = chunk_edges.to_vec();
+        let mut array_to_array = Vec::new();
+        let mut array_to_bytes = None;
+        let mut bytes_to_bytes = Vec::new();
+        for item in items {
+            let (name, config) = extension_parts(item, field)?;
+            let misplaced = |kind: &str| {
+                MetadataError::invalid(field, &format!("{kind} codec `{name}` is out of order"))
+            };
+            match name {
+                "transpose" => {
+                    if array_to_bytes.is_some() {
+                        return Err(misplaced("array→array"));
+                    }
+                    let t = Transpose::from_config(config, rank)?;
+                    edges = t.order().iter().map(|&i| edges[i].clone()).collect();
+                    array_to_array.push(ArrayToArray::Transpose(t));
+                }
+                "bytes" | "sharding_indexed" => {
+                    if array_to_bytes.is_some() {
+                        return Err(MetadataError::invalid(
+                            field,
+                            "more than one array→bytes codec",
+                        ));
+                    }
+                    array_to_bytes = Some(if name == "bytes" {
+                        ArrayToBytes::Bytes(BytesCodec::from_config(config, data_type)?)
+                    } else {
+                        ArrayToBytes::Sharding(Box::new(ShardingCodec::from_config(
+                            config, data_type, &edges,
+                        )?))
+                    });
+                }
+                "zstd" | "gzip" | "blosc" | "crc32c" => {
+                    if array_to_bytes.is_none() {
+                        return Err(misplaced("bytes→bytes"));
+                    }
+                    bytes_to_bytes.push(match name {
+                        "zstd" => BytesToBytes::Zstd,
+                        "gzip" => BytesToBytes::Gzip,
+                        "blosc" => BytesToBytes::Blosc,
+                        _ => BytesToBytes::Crc32c,
+                    });
+                }
+                other => {
+                    let optional =
+                        item.get("must_understand").and_then(Value::as_bool) == Some(false);
+                    if !optional {
+                        return Err(MetadataError::Unsupported(format!("codec `{other}`")));
+                    }
+                }
+            }
+        }
+        let array_to_bytes = array_to_bytes.ok_or_else(|| {
+            MetadataError::invalid(
+                field,
+                "no array→bytes codec (`bytes` or `sharding_indexed`)",
+            )
+        })?;
+        Ok(Self {
+            array_to_array,
+            array_to_bytes,
+            bytes_to_bytes,
+        })
+    }
+
+    /// The sharding codec when it is the whole chain, so that inner chunks can be read
+    /// by byte range without touching the rest of the shard.
+    pub fn sharding(&self) -> Option<&ShardingCodec> {
+        match &self.array_to_bytes {
+            ArrayToBytes::Sharding(s)
+                if self.array_to_array.is_empty() && self.bytes_to_bytes.is_empty() =>
+            {
+                Some(s)
+            }
+            _ => None,
+        }
+    }
+
+    /// The shape the array→bytes codec sees for a chunk of `shape`.
+    fn encoded_shape(&self, shape: &[u64]) -> Vec<u64> {
+        self.array_to_array
+            .iter()
+            .fold(shape.to_vec(), |s, c| match c {
+                ArrayToArray::Transpose(t) => t.encoded_shape(&s),
+            })
+    }
+
+    /// The encoded size of a chunk of `shape`, when no codec in the chain compresses.
+    pub fn fixed_encoded_size(&self, shape: &[u64], data_type: DataType) -> Option<u64> {
+        let ArrayToBytes::Bytes(_) = self.array_to_bytes else {
+            return None;
+        };
+        let n: u64 = shape.iter().product();
+        self.bytes_to_bytes
+            .iter()
+            .try_fold(n * data_type.size() as u64, |len, c| {
+                c.fixed_encoded_size(len)
+            })
+    }
+
+    /// Decodes one chunk of declared `shape` into little-endian C-order elements.
+    /// `fill` is the fill value, needed for empty inner chunks of a shard.
+    pub fn decode(
+        &self,
+        encoded: &[u8],
+        shape: &[u64],
+        data_type: DataType,
+        fill: &[u8],
+    ) -> Result<Vec<u8>, CodecError> {
+        let decoded_len = shape.iter().product::<u64>() as usize * data_type.size();
+        let encoded_shape = self.encoded_shape(shape);
+        // The array→bytes input size: exact for `bytes`; for a shard, generously bounded by
+        // the decoded size plus index and per-chunk overhead so corrupt data cannot balloon.
+        let bytes_len = match &self.array_to_bytes {
+            ArrayToBytes::Bytes(_) => decoded_len,
+            ArrayToBytes::Sharding(_) => decoded_len.saturating_mul(2).saturating_add(1 << 20),
+        };
+        let mut owned: Option<Vec<u8>> = None;
+        for (i, codec) in self.bytes_to_bytes.iter().enumerate().rev() {
+            let input = owned.as_deref().unwrap_or(encoded);
+            // Only the codec nearest the array→bytes codec knows its exact output size;
+            // the outer ones can add at most a little framing (checksums).
+            let max_len = bytes_len.saturating_add(64 * i);
+            owned = Some(codec.decode(input, max_len)?);
+        }
+        let bytes = owned.as_deref().unwrap_or(encoded);
+        let mut array = match &self.array_to_bytes {
+            ArrayToBytes::Bytes(b) => b.decode(bytes, &encoded_shape, data_type)?,
+            ArrayToBytes::Sharding(s) => s.decode(bytes, &encoded_shape, data_type, fill)?,
+        };
+        let mut shapes = vec![shape.to_vec()];
+        for c in &self.array_to_array {
+            let ArrayToArray::Transpose(t) = c;
+            shapes.push(t.encoded_shape(shapes.last().map_or(shape, Vec::as_slice)));
+        }
+        for (c, decoded_shape) in self.array_to_array.iter().zip(&shapes).rev() {
+            let ArrayToArray::Transpose(t) = c;
+            array = t.decode(&array, decoded_shape, data_type.size());
+        }
+        Ok(array)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn chain_order_is_enforced() {
+        let edges = vec![vec![4]];
+        let parse = |v: Value| CodecChain::from_json(&v, DataType::Int32, &edges, "codecs");
+        assert!(
+            parse(json!([{"name": "bytes", "configuration": {"endian": "little"}}, "crc32c"]))
+                .is_ok()
+        );
+        assert!(
+            parse(json!([{"name": "zstd", "configuration": {"level": 1}}, {"name": "bytes"}]))
+                .is_err()
+        );
+        assert!(
+            parse(
+                json!([{"name": "bytes"}, {"name": "transpose", "configuration": {"order": [0]}}])
+            )
+            .is_err()
+        );
+        assert!(parse(json!([{"name": "bytes"}, {"name": "bytes"}])).is_err());
+        assert!(parse(json!([{"name": "zstd"}])).is_err());
+        assert!(parse(json!([])).is_err());
+        let unknown = parse(json!([{"name": "bytes"}, {"name": "bitround", "configuration": {}}]))
+            .unwrap_err();
+        assert!(
+            matches!(unknown, MetadataError::Unsupported(ref s) if s.contains("bitround")),
+            "{unknown}"
+        );
+        let skipped =
+            parse(json!([{"name": "bytes"}, {"name": "bitround", "must_understand": false}]))
+                .unwrap();
+        assert!(skipped.bytes_to_bytes.is_empty());
+    }
+
+    #[test]
+    fn decodes_transpose_bytes_gzip_crc() {
+        // A 2x3 int16 chunk stored transposed (3x2), big-endian, gzip, crc32c.
+        use std::io::Write;
+        let logical: [i16; 6] = [1, 2, 3, 4, 5, 6];
+        let transposed = [1i16, 4, 2, 5, 3, 6];
+        let raw: Vec<u8> = transposed.iter().flat_map(|v| v.to_be_bytes()).collect();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&raw).unwrap();
+        let mut stored = gz.finish().unwrap();
+        stored.extend(::crc32c::crc32c(&stored).to_le_bytes());
+        let chain = CodecChain::from_json(
+            &json!([{"name": "transpose", "configuration": {"order": [1, 0]}}, {"name": "bytes", "configuration": {"endian": "big"}}, {"name": "gzip", "configuration": {"level": 5}}, {"name": "crc32c"}]),
+            DataType::Int16,
+            &[vec![2], vec![3]],
+            "codecs",
+        )
+        .unwrap();
+        let out = chain
+            .decode(&stored, &[2, 3], DataType::Int16, &[0, 0])
+            .unwrap();
+        let expected: Vec<u8> = logical.iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert_eq!(out, expected);
+        assert_eq!(chain.fixed_encoded_size(&[2, 3], DataType::Int16), None);
+        let last = stored.len() - 1;
+        stored[last] ^= 1;
+        assert!(matches!(
+            chain.decode(&stored, &[2, 3], DataType::Int16, &[0, 0]),
+            Err(CodecError::Checksum { .. })
+        ));
+    }
+}

@@ -1,0 +1,393 @@
+//! The `zarr.json` documents of arrays and groups (core spec "Metadata").
+//!
+//! Unknown top-level members are accepted only as `{"must_understand": false}` objects;
+//! anything else the server cannot interpret is [`MetadataError::Unsupported`], which
+//! the API answers with 422 naming the feature.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::chunk_grid::ChunkGrid;
+use super::chunk_key::ChunkKeyEncoding;
+use super::codec::{CodecChain, ShardingCodec};
+use super::data_type::DataType;
+
+#[derive(Debug, thiserror::Error)]
+pub enum MetadataError {
+    #[error("zarr.json is not valid JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("invalid `{field}`: {reason}")]
+    Invalid { field: String, reason: String },
+    #[error("unsupported {0}")]
+    Unsupported(String),
+}
+
+impl MetadataError {
+    pub fn invalid(field: &str, reason: &str) -> Self {
+        Self::Invalid {
+            field: field.to_owned(),
+            reason: reason.to_owned(),
+        }
+    }
+}
+
+/// The name and configuration of an extension object, in object or short-hand form.
+pub fn extension_parts<'a>(
+    value: &'a Value,
+    field: &str,
+) -> Result<(&'a str, Option<&'a Map<String, Value>>), MetadataError> {
+    match value {
+        Value::String(name) => Ok((name, None)),
+        Value::Object(o) => {
+            let Some(Value::String(name)) = o.get("name") else {
+                return Err(MetadataError::invalid(
+                    field,
+                    "an extension object without a string `name`",
+                ));
+            };
+            match o.get("configuration") {
+                None | Some(Value::Null) => Ok((name, None)),
+                Some(Value::Object(c)) => Ok((name, Some(c))),
+                Some(_) => Err(MetadataError::invalid(
+                    field,
+                    "`configuration` is not an object",
+                )),
+            }
+        }
+        _ => Err(MetadataError::invalid(
+            field,
+            "expected an extension name or object",
+        )),
+    }
+}
+
+/// A list of non-negative integers.
+pub fn u64_list(value: Option<&Value>, field: &str) -> Result<Vec<u64>, MetadataError> {
+    let Some(Value::Array(items)) = value else {
+        return Err(MetadataError::invalid(
+            field,
+            "expected a list of non-negative integers",
+        ));
+    };
+    items
+        .iter()
+        .map(|v| {
+            v.as_u64().ok_or_else(|| {
+                MetadataError::invalid(field, &format!("{v} is not a non-negative integer"))
+            })
+        })
+        .collect()
+}
+
+/// A parsed array `zarr.json`.
+#[derive(Debug, Clone)]
+pub struct ArrayMetadata {
+    pub shape: Vec<u64>,
+    pub data_type: DataType,
+    pub chunk_grid: ChunkGrid,
+    pub chunk_key_encoding: ChunkKeyEncoding,
+    /// Little-endian bytes of one element.
+    pub fill_value: Vec<u8>,
+    pub codecs: CodecChain,
+    pub dimension_names: Option<Vec<Option<String>>>,
+    pub attributes: Map<String, Value>,
+    /// The document as stored, for reporting codecs and fill value verbatim.
+    pub document: Map<String, Value>,
+}
+
+impl ArrayMetadata {
+    /// The sharding codec when inner chunks can be read by byte range.
+    pub fn sharding(&self) -> Option<&ShardingCodec> {
+        self.codecs.sharding()
+    }
+
+    /// The shape of the innermost chunks that can be read on their own (the read grid),
+    /// or `None` when the stored chunks are the smallest unit.
+    pub fn read_chunk_shape(&self) -> Option<Vec<u64>> {
+        let mut shard = self.sharding()?;
+        while let Some(inner) = shard.codecs.sharding() {
+            shard = inner;
+        }
+        Some(shard.chunk_shape.clone())
+    }
+}
+
+/// A parsed group `zarr.json`.
+#[derive(Debug, Clone, Default)]
+pub struct GroupMetadata {
+    pub attributes: Map<String, Value>,
+    /// Inline consolidated metadata: path relative to this group -> node document.
+    pub consolidated: Option<Map<String, Value>>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Node {
+    Array(Arc<ArrayMetadata>),
+    Group(Arc<GroupMetadata>),
+}
+
+const ARRAY_KEYS: &[&str] = &[
+    "zarr_format",
+    "node_type",
+    "shape",
+    "data_type",
+    "chunk_grid",
+    "chunk_key_encoding",
+    "fill_value",
+    "codecs",
+    "attributes",
+    "storage_transformers",
+    "dimension_names",
+];
+const GROUP_KEYS: &[&str] = &[
+    "zarr_format",
+    "node_type",
+    "attributes",
+    "consolidated_metadata",
+];
+
+impl Node {
+    /// Parses the bytes of a `zarr.json`.
+    pub fn parse(bytes: &[u8]) -> Result<Self, MetadataError> {
+        Self::from_value(serde_json::from_slice(bytes)?)
+    }
+
+    pub fn from_value(value: Value) -> Result<Self, MetadataError> {
+        let Value::Object(doc) = value else {
+            return Err(MetadataError::invalid("zarr.json", "not a JSON object"));
+        };
+        match doc.get("zarr_format") {
+            Some(v) if v.as_u64() == Some(3) => {}
+            Some(v) => {
+                return Err(MetadataError::Unsupported(format!(
+                    "zarr_format {v} (only 3 is served)"
+                )));
+            }
+            None => return Err(MetadataError::invalid("zarr_format", "missing")),
+        }
+        match doc.get("node_type").and_then(Value::as_str) {
+            Some("array") => {
+                check_extra_keys(&doc, ARRAY_KEYS)?;
+                Ok(Self::Array(Arc::new(parse_array(doc)?)))
+            }
+            Some("group") => {
+                check_extra_keys(&doc, GROUP_KEYS)?;
+                Ok(Self::Group(Arc::new(parse_group(&doc)?)))
+            }
+            _ => Err(MetadataError::invalid(
+                "node_type",
+                "must be \"array\" or \"group\"",
+            )),
+        }
+    }
+}
+
+fn check_extra_keys(doc: &Map<String, Value>, known: &[&str]) -> Result<(), MetadataError> {
+    for (key, value) in doc {
+        if !known.contains(&key.as_str())
+            && value.get("must_understand").and_then(Value::as_bool) != Some(false)
+        {
+            return Err(MetadataError::Unsupported(format!(
+                "metadata extension `{key}` (must be understood)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn attributes(doc: &Map<String, Value>) -> Result<Map<String, Value>, MetadataError> {
+    match doc.get("attributes") {
+        None | Some(Value::Null) => Ok(Map::new()),
+        Some(Value::Object(a)) => Ok(a.clone()),
+        Some(_) => Err(MetadataError::invalid("attributes", "not an object")),
+    }
+}
+
+fn parse_array(doc: Map<String, Value>) -> Result<ArrayMetadata, MetadataError> {
+    let shape = u64_list(doc.get("shape"), "shape")?;
+    let data_type = DataType::from_json(doc.get("data_type").unwrap_or(&Value::Null))?;
+    let chunk_grid = ChunkGrid::from_json(doc.get("chunk_grid").unwrap_or(&Value::Null), &shape)?;
+    let chunk_key_encoding =
+        ChunkKeyEncoding::from_json(doc.get("chunk_key_encoding").unwrap_or(&Value::Null))?;
+    let fill_value = data_type.parse_fill_value(
+        doc.get("fill_value")
+            .ok_or_else(|| MetadataError::invalid("fill_value", "missing"))?,
+    )?;
+    let edges: Vec<Vec<u64>> = chunk_grid
+        .dims
+        .iter()
+        .map(super::chunk_grid::Dim::distinct_edges)
+        .collect();
+    let codecs = CodecChain::from_json(
+        doc.get("codecs").unwrap_or(&Value::Null),
+        data_type,
+        &edges,
+        "codecs",
+    )?;
+    match doc.get("storage_transformers") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(list)) => {
+            for t in list {
+                if t.get("must_understand").and_then(Value::as_bool) != Some(false) {
+                    let (name, _) = extension_parts(t, "storage_transformers")?;
+                    return Err(MetadataError::Unsupported(format!(
+                        "storage transformer `{name}`"
+                    )));
+                }
+            }
+        }
+        Some(_) => return Err(MetadataError::invalid("storage_transformers", "not a list")),
+    }
+    let dimension_names = match doc.get("dimension_names") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(names)) if names.len() == shape.len() => Some(
+            names
+                .iter()
+                .map(|n| match n {
+                    Value::String(s) => Ok(Some(s.clone())),
+                    Value::Null => Ok(None),
+                    other => Err(MetadataError::invalid(
+                        "dimension_names",
+                        &format!("{other} is not a string or null"),
+                    )),
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+        Some(_) => {
+            return Err(MetadataError::invalid(
+                "dimension_names",
+                "must be a list with one entry per dimension",
+            ));
+        }
+    };
+    let attributes = attributes(&doc)?;
+    Ok(ArrayMetadata {
+        shape,
+        data_type,
+        chunk_grid,
+        chunk_key_encoding,
+        fill_value,
+        codecs,
+        dimension_names,
+        attributes,
+        document: doc,
+    })
+}
+
+fn parse_group(doc: &Map<String, Value>) -> Result<GroupMetadata, MetadataError> {
+    let consolidated = match doc.get("consolidated_metadata") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(c)) => {
+            match c.get("kind").and_then(Value::as_str) {
+                Some("inline") => {}
+                other => {
+                    return Err(MetadataError::Unsupported(format!(
+                        "consolidated metadata kind {other:?}"
+                    )));
+                }
+            }
+            match c.get("metadata") {
+                Some(Value::Object(m)) => Some(m.clone()),
+                _ => {
+                    return Err(MetadataError::invalid(
+                        "consolidated_metadata",
+                        "`metadata` is not an object",
+                    ));
+                }
+            }
+        }
+        Some(_) => {
+            return Err(MetadataError::invalid(
+                "consolidated_metadata",
+                "not an object",
+            ));
+        }
+    };
+    Ok(GroupMetadata {
+        attributes: attributes(doc)?,
+        consolidated,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn array_doc() -> Value {
+        json!({
+            "zarr_format": 3, "node_type": "array", "shape": [5, 7], "data_type": "float32",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2, 3]}},
+            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+            "fill_value": "NaN",
+            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "zstd", "configuration": {"level": 0, "checksum": false}}],
+            "attributes": {"units": "K"}, "storage_transformers": [], "dimension_names": ["y", null]
+        })
+    }
+
+    #[test]
+    fn parses_a_zarr_python_array() {
+        let Node::Array(a) = Node::from_value(array_doc()).unwrap() else {
+            panic!("not an array")
+        };
+        assert_eq!(a.shape, [5, 7]);
+        assert_eq!(a.data_type, DataType::Float32);
+        assert_eq!(a.fill_value, 0x7fc0_0000u32.to_le_bytes());
+        assert_eq!(a.dimension_names, Some(vec![Some("y".into()), None]));
+        assert_eq!(a.attributes["units"], "K");
+        assert!(a.read_chunk_shape().is_none());
+    }
+
+    #[test]
+    fn extensions_must_be_understood_unless_marked() {
+        let mut doc = array_doc();
+        doc["foo"] = json!({"must_understand": false, "x": 1});
+        assert!(Node::from_value(doc.clone()).is_ok());
+        doc["bar"] = json!(1);
+        let err = Node::from_value(doc).unwrap_err();
+        assert!(
+            matches!(err, MetadataError::Unsupported(ref s) if s.contains("bar")),
+            "{err}"
+        );
+        let mut st = array_doc();
+        st["storage_transformers"] = json!([{"name": "chunk-manifest"}]);
+        assert!(matches!(
+            Node::from_value(st).unwrap_err(),
+            MetadataError::Unsupported(_)
+        ));
+    }
+
+    #[test]
+    fn groups_with_consolidated_metadata_or_null() {
+        let Node::Group(g) = Node::from_value(
+            json!({"zarr_format": 3, "node_type": "group", "consolidated_metadata": null}),
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert!(g.consolidated.is_none());
+        let doc = json!({"zarr_format": 3, "node_type": "group", "attributes": {"a": 1},
+            "consolidated_metadata": {"kind": "inline", "must_understand": false, "metadata": {"x": array_doc()}}});
+        let Node::Group(g) = Node::from_value(doc).unwrap() else {
+            panic!()
+        };
+        assert!(g.consolidated.as_ref().unwrap().contains_key("x"));
+    }
+
+    #[test]
+    fn invalid_documents() {
+        assert!(Node::parse(b"{not json").is_err());
+        assert!(matches!(
+            Node::from_value(json!({"zarr_format": 2, "node_type": "array"})),
+            Err(MetadataError::Unsupported(_))
+        ));
+        assert!(Node::from_value(json!({"zarr_format": 3, "node_type": "table"})).is_err());
+        let mut names = array_doc();
+        names["dimension_names"] = json!(["only-one"]);
+        assert!(Node::from_value(names).is_err());
+        let mut no_fill = array_doc();
+        no_fill.as_object_mut().unwrap().remove("fill_value");
+        assert!(Node::from_value(no_fill).is_err());
+    }
+}

@@ -1,0 +1,11 @@
+//! The Zarr v3 domain: metadata, grids, keys, codecs and the read path. Nothing here
+//! knows about HTTP.
+
+pub mod chunk_grid;
+pub mod chunk_key;
+pub mod codec;
+pub mod copy;
+pub mod data_type;
+pub mod metadata;
+pub mod read;
+pub mod selection;

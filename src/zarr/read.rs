@@ -1,0 +1,466 @@
+//! The read path: a resolved selection → the stored chunks it touches → for sharded
+//! arrays the inner chunks it needs → byte ranges → decoded, assembled output.
+//!
+//! Shard indexes come from the [`ShardIndexCache`] (one suffix or prefix range per
+//! shard on a miss); the needed inner chunks of a shard are fetched together with one
+//! `get_ranges` (merged by the store); decoding runs on the blocking pool, in parallel
+//! with rayon, and the decoded chunks are copied into the output in contiguous runs.
+//! Missing chunks and shards, and empty inner chunks, are left at the fill value.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+use rayon::prelude::*;
+
+use super::chunk_grid::{ChunkGrid, Dim};
+use super::codec::{CodecChain, CodecError, IndexLocation, InnerChunk, ShardIndex, ShardingCodec};
+use super::copy::{Region, copy_region, filled};
+use super::metadata::ArrayMetadata;
+use super::selection::DimSelection;
+use crate::cache::{CachedIndex, ShardIndexCache};
+use crate::store::{Store, StoreError};
+
+/// The version recorded for an object that does not exist.
+const MISSING: &str = "-";
+
+/// Stored chunks (or shards) read concurrently per request.
+const FETCH_FAN_OUT: usize = 16;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("stored data in `{key}` is corrupt: {source}")]
+    Corrupt {
+        key: String,
+        #[source]
+        source: CodecError,
+    },
+    #[error("the selection touches {chunks} chunks; at most {limit} are read per request")]
+    TooManyChunks { chunks: u128, limit: u64 },
+    #[error("shard `{key}` changed while it was being read")]
+    Changed { key: String },
+    #[error("a decoding task failed: {0}")]
+    Task(String),
+}
+
+/// An array ready to be read: its metadata, where its objects live, and the caches.
+#[derive(Clone)]
+pub struct ArrayReader {
+    pub dataset: Arc<str>,
+    pub store: Store,
+    /// The array's path in the dataset ("" for a root array).
+    pub path: String,
+    pub meta: Arc<ArrayMetadata>,
+    pub indexes: ShardIndexCache,
+    pub max_chunks: u64,
+}
+
+/// The part of one chunk a selection covers along one dimension.
+#[derive(Debug, Clone, Copy)]
+struct Touch {
+    chunk: u64,
+    /// First selected coordinate, relative to the chunk start.
+    start: u64,
+    count: u64,
+    /// Where these elements go in the output dimension.
+    out: u64,
+}
+
+/// The chunks along `dim` holding at least one selected coordinate, in order.
+fn touched(dim: &Dim, sel: &DimSelection) -> Vec<Touch> {
+    let mut touches = Vec::new();
+    let mut i = 0;
+    while i < sel.count {
+        let x = sel.coord(i);
+        let chunk = dim.chunk_index(x);
+        let chunk_start = dim.chunk_start(chunk);
+        let chunk_end = chunk_start + dim.chunk_size(chunk);
+        let count = (chunk_end - x).div_ceil(sel.step).min(sel.count - i);
+        touches.push(Touch {
+            chunk,
+            start: x - chunk_start,
+            count,
+            out: i,
+        });
+        i += count;
+    }
+    touches
+}
+
+/// One chunk's share of the selection, in all dimensions.
+#[derive(Debug, Clone)]
+struct Part {
+    coords: Vec<u64>,
+    start: Vec<u64>,
+    count: Vec<u64>,
+    out: Vec<u64>,
+}
+
+/// Every combination of per-dimension touches, in C order.
+fn parts(per_dim: &[Vec<Touch>]) -> Vec<Part> {
+    let rank = per_dim.len();
+    let total: usize = per_dim.iter().map(Vec::len).product();
+    let mut out = Vec::with_capacity(total);
+    if total == 0 {
+        return out;
+    }
+    let mut idx = vec![0usize; rank];
+    loop {
+        let pick = |f: fn(&Touch) -> u64| -> Vec<u64> {
+            idx.iter().zip(per_dim).map(|(&i, t)| f(&t[i])).collect()
+        };
+        out.push(Part {
+            coords: pick(|t| t.chunk),
+            start: pick(|t| t.start),
+            count: pick(|t| t.count),
+            out: pick(|t| t.out),
+        });
+        let mut d = rank;
+        loop {
+            if d == 0 {
+                return out;
+            }
+            d -= 1;
+            idx[d] += 1;
+            if idx[d] < per_dim[d].len() {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+}
+
+/// A decoded selection and the versions of the objects it was read from.
+#[derive(Debug)]
+pub struct ReadOutput {
+    pub data: Vec<u8>,
+    /// `(store key, version)` of every stored chunk or shard touched, missing ones as "-".
+    pub versions: Vec<(String, String)>,
+}
+
+/// What one stored chunk or shard contributed: its version and the chunks to decode.
+struct Fetch {
+    key: String,
+    version: String,
+    jobs: Vec<DecodeJob>,
+}
+
+/// Encoded bytes and where their decoded elements go.
+struct DecodeJob {
+    key: Arc<str>,
+    bytes: Bytes,
+    chain: Arc<CodecChain>,
+    shape: Vec<u64>,
+    part: Part,
+}
+
+/// The output buffer and its full-rank shape (dropped dimensions have length 1).
+struct Output {
+    data: Vec<u8>,
+    shape: Vec<u64>,
+    steps: Vec<u64>,
+}
+
+impl ArrayReader {
+    /// The store key of the stored chunk (or shard) at `coords`.
+    pub fn chunk_key(&self, coords: &[u64]) -> String {
+        let key = self.meta.chunk_key_encoding.encode(coords);
+        if self.path.is_empty() {
+            key
+        } else {
+            format!("{}/{key}", self.path)
+        }
+    }
+
+    fn grid(&self) -> &ChunkGrid {
+        &self.meta.chunk_grid
+    }
+
+    /// Counts the stored chunks a selection touches, without building them.
+    fn check_chunk_count(&self, per_dim: &[Vec<Touch>]) -> Result<(), ReadError> {
+        let chunks: u128 = per_dim.iter().map(|t| t.len() as u128).product();
+        if chunks > u128::from(self.max_chunks) {
+            return Err(ReadError::TooManyChunks {
+                chunks,
+                limit: self.max_chunks,
+            });
+        }
+        Ok(())
+    }
+
+    /// Reads a resolved selection into little-endian C-order elements.
+    pub async fn read(&self, selection: &[DimSelection]) -> Result<ReadOutput, ReadError> {
+        let shape: Vec<u64> = selection.iter().map(|s| s.count).collect();
+        let n: u64 = shape.iter().product();
+        let mut output = Output {
+            data: filled(n as usize, &self.meta.fill_value),
+            shape,
+            steps: selection.iter().map(|s| s.step).collect(),
+        };
+        if n == 0 {
+            return Ok(ReadOutput {
+                data: output.data,
+                versions: Vec::new(),
+            });
+        }
+        let per_dim: Vec<Vec<Touch>> = self
+            .grid()
+            .dims
+            .iter()
+            .zip(selection)
+            .map(|(d, s)| touched(d, s))
+            .collect();
+        self.check_chunk_count(&per_dim)?;
+        let parts = parts(&per_dim);
+        let chain = Arc::new(self.meta.codecs.clone());
+        let steps = &output.steps;
+        let fetched: Vec<Fetch> = futures::stream::iter(parts)
+            .map(|part| async {
+                match self.meta.sharding() {
+                    Some(sharding) => self.fetch_inner_chunks(sharding, part, steps).await,
+                    None => self.fetch_chunk(&chain, part).await,
+                }
+            })
+            .buffer_unordered(FETCH_FAN_OUT)
+            .try_collect()
+            .await?;
+        let mut versions = Vec::with_capacity(fetched.len());
+        let mut jobs = Vec::new();
+        for f in fetched {
+            versions.push((f.key, f.version));
+            jobs.extend(f.jobs);
+        }
+        let meta = Arc::clone(&self.meta);
+        tokio::task::spawn_blocking(move || {
+            let decoded: Vec<Vec<u8>> = jobs
+                .par_iter()
+                .map(|job| {
+                    job.chain
+                        .decode(&job.bytes, &job.shape, meta.data_type, &meta.fill_value)
+                        .map_err(|source| ReadError::Corrupt {
+                            key: job.key.to_string(),
+                            source,
+                        })
+                })
+                .collect::<Result<_, _>>()?;
+            let item = meta.data_type.size();
+            for (job, chunk) in jobs.iter().zip(&decoded) {
+                let region = Region {
+                    src_shape: &job.shape,
+                    src_start: &job.part.start,
+                    src_step: &output.steps,
+                    dst_shape: &output.shape,
+                    dst_start: &job.part.out,
+                    count: &job.part.count,
+                };
+                copy_region(chunk, &mut output.data, &region, item);
+            }
+            Ok(ReadOutput {
+                data: output.data,
+                versions,
+            })
+        })
+        .await
+        .map_err(|e| ReadError::Task(e.to_string()))?
+    }
+
+    /// A whole stored chunk (unsharded, or a shard whose chain hides byte ranges).
+    async fn fetch_chunk(&self, chain: &Arc<CodecChain>, part: Part) -> Result<Fetch, ReadError> {
+        let key = self.chunk_key(&part.coords);
+        let Some(object) = self.store.get_object(&key).await? else {
+            return Ok(Fetch {
+                key,
+                version: MISSING.into(),
+                jobs: Vec::new(),
+            });
+        };
+        let shape = self.grid().chunk_shape(&part.coords);
+        let job = DecodeJob {
+            key: key.as_str().into(),
+            bytes: object.bytes,
+            chain: Arc::clone(chain),
+            shape,
+            part,
+        };
+        Ok(Fetch {
+            key,
+            version: object.version,
+            jobs: vec![job],
+        })
+    }
+
+    /// The index of the shard at `key` with declared `shard_shape`, from the cache.
+    pub async fn shard_index(
+        &self,
+        sharding: &ShardingCodec,
+        key: &str,
+        shard_shape: &[u64],
+    ) -> Result<CachedIndex, ReadError> {
+        let cache_key = (Arc::clone(&self.dataset), key.to_owned());
+        self.indexes
+            .get_or_load(cache_key, async {
+                let cps = sharding.chunks_per_shard(shard_shape).map_err(|source| {
+                    ReadError::Corrupt {
+                        key: key.to_owned(),
+                        source,
+                    }
+                })?;
+                let size = sharding.index_size(&cps);
+                let fetched = match sharding.index_location {
+                    IndexLocation::End => self.store.get_suffix(key, size).await?,
+                    IndexLocation::Start => self.store.get_prefix(key, size).await?,
+                };
+                let Some(fetched) = fetched else {
+                    return Ok(None);
+                };
+                if (fetched.bytes.len() as u64) < size {
+                    let source = CodecError::corrupt(
+                        "sharding_indexed",
+                        format!(
+                            "shard of {} bytes is shorter than its {size}-byte index",
+                            fetched.object_size
+                        ),
+                    );
+                    return Err(ReadError::Corrupt {
+                        key: key.to_owned(),
+                        source,
+                    });
+                }
+                let mut index = sharding
+                    .decode_index(&fetched.bytes, &cps, fetched.object_size)
+                    .map_err(|source| ReadError::Corrupt {
+                        key: key.to_owned(),
+                        source,
+                    })?;
+                index.e_tag = fetched.e_tag;
+                index.version = fetched.version;
+                Ok(Some(Arc::new(index)))
+            })
+            .await
+            .map_err(|e| match Arc::try_unwrap(e) {
+                Ok(e) => e,
+                Err(shared) => ReadError::Task(shared.to_string()),
+            })
+    }
+
+    /// The inner chunks of one shard that `part` needs, read by byte range.
+    /// If the shard changes between reading its index and its chunks, the stale index is
+    /// dropped and the read retried once.
+    async fn fetch_inner_chunks(
+        &self,
+        sharding: &ShardingCodec,
+        part: Part,
+        steps: &[u64],
+    ) -> Result<Fetch, ReadError> {
+        match self.try_fetch_inner_chunks(sharding, &part, steps).await {
+            Err(ReadError::Changed { .. }) => {
+                self.try_fetch_inner_chunks(sharding, &part, steps).await
+            }
+            other => other,
+        }
+    }
+
+    async fn try_fetch_inner_chunks(
+        &self,
+        sharding: &ShardingCodec,
+        part: &Part,
+        steps: &[u64],
+    ) -> Result<Fetch, ReadError> {
+        let key = self.chunk_key(&part.coords);
+        let shard_shape = self.grid().chunk_shape(&part.coords);
+        let Some(index) = self.shard_index(sharding, &key, &shard_shape).await? else {
+            return Ok(Fetch {
+                key,
+                version: MISSING.into(),
+                jobs: Vec::new(),
+            });
+        };
+        let version = index.version.clone();
+        let inner_grid = ChunkGrid::regular(&sharding.chunk_shape, &shard_shape)
+            .map_err(|e| ReadError::Task(e.to_string()))?;
+        let per_dim: Vec<Vec<Touch>> = inner_grid
+            .dims
+            .iter()
+            .enumerate()
+            .map(|(d, dim)| {
+                let sel = DimSelection {
+                    start: part.start[d],
+                    step: steps[d],
+                    count: part.count[d],
+                    drop: false,
+                };
+                touched(dim, &sel)
+                    .into_iter()
+                    .map(|t| Touch {
+                        out: t.out + part.out[d],
+                        ..t
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut ranges: Vec<Range<u64>> = Vec::new();
+        let mut inner_parts = Vec::new();
+        for inner in parts(&per_dim) {
+            let linear = inner
+                .coords
+                .iter()
+                .zip(&index.chunks_per_shard)
+                .fold(0u64, |acc, (&c, &n)| acc * n + c) as usize;
+            if let InnerChunk::Stored { offset, nbytes } = index.chunk(linear) {
+                ranges.push(offset..offset + nbytes);
+                inner_parts.push(inner);
+            }
+        }
+        if ranges.is_empty() {
+            return Ok(Fetch {
+                key,
+                version,
+                jobs: Vec::new(),
+            });
+        }
+        let chunks = self.read_ranges(&key, &index, &ranges).await?;
+        let shared_key: Arc<str> = key.as_str().into();
+        let chain = Arc::new(sharding.codecs.clone());
+        let jobs = chunks
+            .into_iter()
+            .zip(inner_parts)
+            .map(|(bytes, part)| DecodeJob {
+                key: Arc::clone(&shared_key),
+                bytes,
+                chain: Arc::clone(&chain),
+                shape: sharding.chunk_shape.clone(),
+                part,
+            })
+            .collect();
+        Ok(Fetch { key, version, jobs })
+    }
+
+    /// Reads inner-chunk ranges, guarding against the shard changing since its index was
+    /// read: where the store gives `ETags`, the ranges are read with If-Match.
+    async fn read_ranges(
+        &self,
+        key: &str,
+        index: &ShardIndex,
+        ranges: &[Range<u64>],
+    ) -> Result<Vec<Bytes>, ReadError> {
+        match self
+            .store
+            .get_ranges(key, ranges, index.e_tag.as_deref())
+            .await
+        {
+            Ok(chunks) => Ok(chunks),
+            Err(e) if e.is_precondition() => {
+                self.indexes
+                    .invalidate(&(Arc::clone(&self.dataset), key.to_owned()))
+                    .await;
+                Err(ReadError::Changed {
+                    key: key.to_owned(),
+                })
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! Shared test helpers: build the app over fixture stores, drive it in-process, and read
+//! `.npy` files independently of the server's own encoder.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{HeaderMap, Request, StatusCode};
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use object_store::ObjectStoreExt;
+use object_store::local::LocalFileSystem;
+use object_store::memory::InMemory;
+use object_store::path::Path as ObjectPath;
+use serde_json::Value;
+use tower::ServiceExt;
+use zarrd::AppState;
+use zarrd::catalog::Catalog;
+use zarrd::config::Config;
+use zarrd::store::Store;
+
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+pub fn conformance_dir() -> PathBuf {
+    fixtures().join("conformance")
+}
+
+pub fn manifest() -> Value {
+    serde_json::from_slice(&std::fs::read(conformance_dir().join("manifest.json")).unwrap())
+        .unwrap()
+}
+
+/// A configuration for tests; `extra` is TOML appended before the datasets table.
+pub fn config(extra: &str) -> Config {
+    let text = format!("listen = \"127.0.0.1:0\"\n{extra}\n[datasets.placeholder]\nurl = \"/\"\n");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("test.toml");
+    std::fs::write(&path, text).unwrap();
+    Config::load(
+        Some(&path),
+        std::iter::empty(),
+        &zarrd::config::Overrides::default(),
+    )
+    .unwrap()
+}
+
+pub fn local_store(dir: &Path) -> Store {
+    Store::new(
+        Arc::new(LocalFileSystem::new_with_prefix(dir).unwrap()),
+        ObjectPath::default(),
+    )
+}
+
+/// Copies every file under `dir` into an in-memory store.
+pub async fn memory_store(dir: &Path) -> Store {
+    let mem = InMemory::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let p = entry.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p
+                    .strip_prefix(dir)
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .replace('\\', "/");
+                mem.put(&ObjectPath::from(rel), std::fs::read(&p).unwrap().into())
+                    .await
+                    .unwrap();
+            }
+        }
+    }
+    Store::new(Arc::new(mem), ObjectPath::default())
+}
+
+pub fn app_with(stores: Vec<(&str, Store)>, config: Config) -> Router {
+    let catalog = Catalog::new(
+        stores
+            .into_iter()
+            .map(|(n, s)| (n.to_owned(), s, Some(format!("{n} title"))))
+            .collect(),
+        &config,
+    );
+    zarrd::app(AppState::new(catalog, config))
+}
+
+/// The app serving the conformance store as dataset `conf` from local disk.
+pub fn conformance_app() -> Router {
+    app_with(
+        vec![("conf", local_store(&conformance_dir().join("data.zarr")))],
+        config(""),
+    )
+}
+
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> &str {
+        self.headers.get(name).map_or("", |v| v.to_str().unwrap())
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.describe()))
+    }
+
+    pub fn describe(&self) -> String {
+        format!(
+            "{} {:?} {}",
+            self.status,
+            self.headers,
+            String::from_utf8_lossy(&self.body[..self.body.len().min(600)])
+        )
+    }
+
+    /// Asserts an RFC 9457 problem document with `status`.
+    pub fn assert_problem(&self, status: u16) -> Value {
+        assert_eq!(self.status.as_u16(), status, "{}", self.describe());
+        assert_eq!(
+            self.header("content-type"),
+            "application/problem+json",
+            "{}",
+            self.describe()
+        );
+        let doc = self.json();
+        assert_eq!(doc["status"], status);
+        for field in ["type", "title", "detail"] {
+            assert!(
+                doc[field].as_str().is_some_and(|s| !s.is_empty()),
+                "problem without {field}: {doc}"
+            );
+        }
+        doc
+    }
+}
+
+pub async fn get(app: &Router, uri: &str) -> Reply {
+    get_with(app, uri, &[]).await
+}
+
+pub async fn get_with(app: &Router, uri: &str, headers: &[(&str, &str)]) -> Reply {
+    let mut req = Request::get(uri);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let response = app
+        .clone()
+        .oneshot(req.body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    Reply {
+        status,
+        headers,
+        body,
+    }
+}
+
+/// A parsed `.npy` file with its data converted to little-endian.
+#[derive(Debug)]
+pub struct Npy {
+    /// The little-endian descr, e.g. `<f4`.
+    pub descr: String,
+    pub shape: Vec<u64>,
+    pub data: Vec<u8>,
+}
+
+impl Npy {
+    pub fn item(&self) -> usize {
+        self.descr[2..].parse().unwrap()
+    }
+
+    /// The unit whose byte order flips (complex numbers swap each half).
+    fn swap_unit(&self) -> usize {
+        if self.descr.as_bytes()[1] == b'c' {
+            self.item() / 2
+        } else {
+            self.item()
+        }
+    }
+}
+
+/// Reads a `.npy` file (v1/v2/v3 headers, C order), independently of zarrd's encoder.
+pub fn parse_npy(bytes: &[u8]) -> Npy {
+    assert_eq!(&bytes[..6], b"\x93NUMPY", "not an npy file");
+    let (header_len, start) = match bytes[6] {
+        1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
+        _ => (
+            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
+            12,
+        ),
+    };
+    let header = std::str::from_utf8(&bytes[start..start + header_len]).unwrap();
+    let field = |name: &str| -> &str {
+        let at = header.find(&format!("'{name}': ")).unwrap() + name.len() + 4;
+        &header[at..]
+    };
+    let descr = field("descr")
+        .trim_start_matches('\'')
+        .split('\'')
+        .next()
+        .unwrap()
+        .to_owned();
+    assert!(
+        field("fortran_order").starts_with("False"),
+        "fortran order in {header}"
+    );
+    let shape_text = field("shape");
+    let shape: Vec<u64> = shape_text[1..shape_text.find(')').unwrap()]
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().unwrap())
+        .collect();
+    let mut npy = Npy {
+        descr: descr.clone(),
+        shape,
+        data: bytes[start + header_len..].to_vec(),
+    };
+    let order = descr.as_bytes()[0];
+    npy.descr = format!("{}{}", if npy.item() == 1 { '|' } else { '<' }, &descr[1..]);
+    if order == b'>' {
+        let unit = npy.swap_unit();
+        for u in npy.data.chunks_exact_mut(unit) {
+            u.reverse();
+        }
+    }
+    npy
+}
+
+pub fn expected(path: &str) -> Npy {
+    let file = conformance_dir()
+        .join("expected")
+        .join(format!("{}.npy", path.replace('/', "__")));
+    parse_npy(&std::fs::read(file).unwrap())
+}
+
+/// The elements of `full` at flat `indices`.
+pub fn gather(full: &Npy, indices: &[u64]) -> Vec<u8> {
+    let item = full.item();
+    indices
+        .iter()
+        .flat_map(|&i| {
+            full.data[i as usize * item..(i as usize + 1) * item]
+                .iter()
+                .copied()
+        })
+        .collect()
+}

@@ -1,0 +1,218 @@
+//! Every conformance array (written by zarr-python 3.4.2 and tensorstore) read through
+//! the HTTP API, in every format and for many selections, compared with the expected
+//! `.npy` values. Expected selection results come from NumPy (selection_cases.json).
+
+mod common;
+
+use axum::Router;
+use common::{Npy, Reply, expected, gather, get, parse_npy};
+use serde_json::Value;
+
+fn cases() -> Value {
+    serde_json::from_slice(&std::fs::read(common::fixtures().join("selection_cases.json")).unwrap())
+        .unwrap()
+}
+
+fn encode_s(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+fn assert_same_bits(path: &str, s: &str, got: &[u8], want: &[u8]) {
+    assert_eq!(got.len(), want.len(), "{path} s={s}: length");
+    if got != want {
+        let first = got.iter().zip(want).position(|(a, b)| a != b).unwrap();
+        panic!("{path} s={s}: bytes differ first at byte {first}");
+    }
+}
+
+/// Checks one JSON element against its little-endian bytes.
+fn assert_json_element(v: &Value, bytes: &[u8], descr: &str, ctx: &str) {
+    let kind = &descr[1..2];
+    let size: usize = descr[2..].parse().unwrap();
+    match kind {
+        "b" => assert_eq!(v.as_bool().unwrap(), bytes[0] != 0, "{ctx}"),
+        "i" => {
+            let mut a = [0u8; 8];
+            a[..size].copy_from_slice(bytes);
+            let x = (i64::from_le_bytes(a) << (64 - 8 * size)) >> (64 - 8 * size);
+            assert_eq!(v.as_i64().unwrap(), x, "{ctx}");
+        }
+        "u" => {
+            let mut a = [0u8; 8];
+            a[..size].copy_from_slice(bytes);
+            assert_eq!(v.as_u64().unwrap(), u64::from_le_bytes(a), "{ctx}");
+        }
+        "f" => {
+            let want = match size {
+                2 => half::f16::from_le_bytes([bytes[0], bytes[1]]).to_f64(),
+                4 => f64::from(f32::from_le_bytes(bytes.try_into().unwrap())),
+                _ => f64::from_le_bytes(bytes.try_into().unwrap()),
+            };
+            if want.is_finite() {
+                let got = v
+                    .as_f64()
+                    .unwrap_or_else(|| panic!("{ctx}: {v} is not a number"));
+                let same = match size {
+                    2 => half::f16::from_f64(got) == half::f16::from_f64(want),
+                    4 => (got as f32).to_bits() == (want as f32).to_bits(),
+                    _ => got.to_bits() == want.to_bits(),
+                };
+                assert!(same, "{ctx}: {got} != {want}");
+            } else {
+                assert!(v.is_null(), "{ctx}: expected null for {want}, got {v}");
+            }
+        }
+        "c" => {
+            let half_size = size / 2;
+            let part = format!("<f{half_size}");
+            let pair = v.as_array().unwrap();
+            assert_json_element(&pair[0], &bytes[..half_size], &part, ctx);
+            assert_json_element(&pair[1], &bytes[half_size..], &part, ctx);
+        }
+        other => panic!("unexpected kind {other}"),
+    }
+}
+
+fn assert_json(doc: &Value, shape: &[u64], data: &[u8], descr: &str, ctx: &str) {
+    assert_eq!(
+        doc["shape"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        shape,
+        "{ctx}"
+    );
+    let item: usize = descr[2..].parse().unwrap();
+    let mut flat = Vec::new();
+    fn flatten<'a>(v: &'a Value, depth: usize, out: &mut Vec<&'a Value>) {
+        if depth == 0 {
+            out.push(v);
+        } else {
+            for x in v.as_array().unwrap() {
+                flatten(x, depth - 1, out);
+            }
+        }
+    }
+    flatten(&doc["data"], shape.len(), &mut flat);
+    assert_eq!(flat.len() * item, data.len(), "{ctx}: element count");
+    for (i, v) in flat.iter().enumerate() {
+        assert_json_element(
+            v,
+            &data[i * item..(i + 1) * item],
+            descr,
+            &format!("{ctx} element {i}"),
+        );
+    }
+}
+
+async fn read_npy(app: &Router, uri: &str) -> (Reply, Npy) {
+    let reply = get(app, uri).await;
+    assert_eq!(reply.status, 200, "{uri}: {}", reply.describe());
+    let npy = parse_npy(&reply.body);
+    (reply, npy)
+}
+
+/// Full reads in every format, every selection case, every bad selection.
+async fn check_all_arrays(app: &Router) {
+    let manifest = common::manifest();
+    let cases = cases();
+    for array in manifest["arrays"].as_array().unwrap() {
+        let path = array["path"].as_str().unwrap();
+        let want = expected(path);
+        let shape: Vec<u64> = array["shape"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        assert_eq!(want.shape, shape);
+
+        let (reply, got) = read_npy(app, &format!("/v1/slice/conf/{path}")).await;
+        assert_eq!(got.descr, want.descr, "{path}");
+        assert_eq!(got.shape, want.shape, "{path}");
+        assert_same_bits(path, "", &got.data, &want.data);
+        assert_eq!(
+            reply.header("zarr-shape"),
+            shape
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        assert_eq!(
+            reply.header("zarr-data-type"),
+            array["dtype"].as_str().unwrap()
+        );
+        assert!(reply.header("etag").starts_with('"'), "{path}: strong ETag");
+
+        let bin = get(app, &format!("/v1/slice/conf/{path}?format=bin")).await;
+        assert_eq!(bin.header("content-type"), "application/octet-stream");
+        assert_same_bits(path, "bin", &bin.body, &want.data);
+
+        let json = get(app, &format!("/v1/slice/conf/{path}?format=json")).await;
+        assert_eq!(json.status, 200, "{}", json.describe());
+        let doc = json.json();
+        assert_eq!(doc["data_type"], array["dtype"]);
+        assert_json(&doc, &shape, &want.data, &want.descr, path);
+
+        for case in cases[path]["ok"].as_array().unwrap() {
+            let s = case["s"].as_str().unwrap();
+            let rshape: Vec<u64> = case["shape"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_u64().unwrap())
+                .collect();
+            let (_, got) = read_npy(app, &format!("/v1/slice/conf/{path}?s={}", encode_s(s))).await;
+            assert_eq!(got.shape, rshape, "{path} s={s}");
+            let runs = case["runs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| (r[0].as_u64().unwrap(), r[1].as_u64().unwrap()));
+            let want_data = gather(
+                &want,
+                &runs
+                    .flat_map(|(start, len)| start..start + len)
+                    .collect::<Vec<_>>(),
+            );
+            assert_same_bits(path, s, &got.data, &want_data);
+            if want_data.len() <= 512 * want.item() {
+                let json = get(
+                    app,
+                    &format!("/v1/slice/conf/{path}?s={}&format=json", encode_s(s)),
+                )
+                .await;
+                assert_json(
+                    &json.json(),
+                    &rshape,
+                    &want_data,
+                    &want.descr,
+                    &format!("{path} s={s}"),
+                );
+            }
+        }
+        for bad in cases[path]["errors"].as_array().unwrap() {
+            let s = bad.as_str().unwrap();
+            let reply = get(app, &format!("/v1/slice/conf/{path}?s={}", encode_s(s))).await;
+            let doc = reply.assert_problem(400);
+            assert!(
+                doc["detail"].as_str().unwrap().len() > 20,
+                "{path} s={s}: {doc}"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_over_local_files() {
+    check_all_arrays(&common::conformance_app()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_over_memory() {
+    let store = common::memory_store(&common::conformance_dir().join("data.zarr")).await;
+    check_all_arrays(&common::app_with(vec![("conf", store)], common::config(""))).await;
+}
