@@ -18,8 +18,8 @@ use crate::store::Store;
 use crate::zarr::metadata::Node;
 use crate::zarr::read::ArrayReader;
 
-/// Nodes listed at most per dataset, and group nesting followed at most, when a dataset
-/// has no consolidated metadata and its tree is discovered by listing.
+/// Nodes listed (and directories visited) at most per dataset, and group nesting followed
+/// at most, when a dataset has no consolidated metadata and its tree is found by listing.
 const MAX_LISTED_NODES: usize = 10_000;
 const MAX_LISTED_DEPTH: usize = 32;
 
@@ -188,8 +188,10 @@ impl Catalog {
         } else {
             Vec::new()
         };
+        let mut visited = 0usize;
         for _ in 0..MAX_LISTED_DEPTH {
-            if groups.is_empty() || nodes.len() >= MAX_LISTED_NODES {
+            visited += groups.len();
+            if groups.is_empty() || nodes.len() >= MAX_LISTED_NODES || visited >= MAX_LISTED_NODES {
                 break;
             }
             let mut children = Vec::new();
@@ -217,8 +219,10 @@ impl Catalog {
                         }
                         nodes.push(describe(&path, &node));
                     }
-                    // A directory without zarr.json (a chunk directory, say) is not a node.
-                    Err(Error::NotFound(_)) => {}
+                    // A directory without zarr.json under a group is not a node, but old
+                    // writers left implicit groups, so look inside (chunk directories only
+                    // exist under arrays, which are never descended).
+                    Err(Error::NotFound(_)) => groups.push(path),
                     // A node the server cannot serve is still part of the tree.
                     Err(Error::Unsupported(_) | Error::Corrupt(_)) => {
                         nodes.push(json!({"path": path, "node_type": "array"}))

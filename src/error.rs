@@ -100,10 +100,14 @@ impl From<SelectionError> for Error {
 
 impl From<StoreError> for Error {
     fn from(e: StoreError) -> Self {
+        Self::from(&e)
+    }
+}
+
+impl From<&StoreError> for Error {
+    fn from(e: &StoreError) -> Self {
         match e {
-            StoreError::InvalidKey(key) => {
-                Self::NotFound(format!("`{key}` is not a valid key in this dataset"))
-            }
+            StoreError::InvalidKey(key) => Self::NotFound(format!("`{key}` is not a valid key in this dataset")),
             backend @ StoreError::Backend { .. } => {
                 tracing::warn!(error = %backend, "storage failure");
                 Self::Storage(backend.to_string())
@@ -114,14 +118,21 @@ impl From<StoreError> for Error {
 
 impl From<ReadError> for Error {
     fn from(e: ReadError) -> Self {
+        Self::from(&e)
+    }
+}
+
+impl From<&ReadError> for Error {
+    fn from(e: &ReadError) -> Self {
         match e {
             ReadError::Store(s) => s.into(),
+            ReadError::Shared(inner) => Self::from(inner.as_ref()),
             corrupt @ (ReadError::Corrupt { .. } | ReadError::Changed { .. }) => {
                 tracing::warn!(error = %corrupt, "unreadable stored data");
                 Self::Corrupt(corrupt.to_string())
             }
             too_many @ ReadError::TooManyChunks { .. } => Self::TooManyChunks(too_many.to_string()),
-            ReadError::Task(detail) => Self::Internal(detail),
+            ReadError::Task(detail) => Self::Internal(detail.clone()),
         }
     }
 }

@@ -44,6 +44,9 @@ pub enum ReadError {
     Changed { key: String },
     #[error("a decoding task failed: {0}")]
     Task(String),
+    /// The failure of a load shared by concurrent requests (single-flight).
+    #[error(transparent)]
+    Shared(Arc<ReadError>),
 }
 
 /// An array ready to be read: its metadata, where its objects live, and the caches.
@@ -340,10 +343,7 @@ impl ArrayReader {
                 Ok(Some(Arc::new(index)))
             })
             .await
-            .map_err(|e| match Arc::try_unwrap(e) {
-                Ok(e) => e,
-                Err(shared) => ReadError::Task(shared.to_string()),
-            })
+            .map_err(|e| Arc::try_unwrap(e).unwrap_or_else(ReadError::Shared))
     }
 
     /// The inner chunks of one shard that `part` needs, read by byte range.

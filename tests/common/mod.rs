@@ -57,7 +57,12 @@ pub fn local_store(dir: &Path) -> Store {
 
 /// Copies every file under `dir` into an in-memory store.
 pub async fn memory_store(dir: &Path) -> Store {
-    let mem = InMemory::new();
+    memory_store_handle(dir).await.0
+}
+
+/// Like [`memory_store`], also returning the backend so a test can alter objects.
+pub async fn memory_store_handle(dir: &Path) -> (Store, Arc<InMemory>) {
+    let mem = Arc::new(InMemory::new());
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
         for entry in std::fs::read_dir(&d).unwrap() {
@@ -77,7 +82,7 @@ pub async fn memory_store(dir: &Path) -> Store {
             }
         }
     }
-    Store::new(Arc::new(mem), ObjectPath::default())
+    (Store::new(mem.clone(), ObjectPath::default()), mem)
 }
 
 pub fn app_with(stores: Vec<(&str, Store)>, config: Config) -> Router {

@@ -1,0 +1,245 @@
+//! HTTP behaviour of the catalog and slice routes: negotiation, validators, and every
+//! error path answered with the right problem document.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{app_with, conformance_app, conformance_dir, config, get, get_with, memory_store_handle, parse_npy};
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::ObjectStoreExt;
+use serde_json::{Value, json};
+
+async fn altered_app(extra_config: &str) -> (axum::Router, Arc<InMemory>) {
+    let (store, mem) = memory_store_handle(&conformance_dir().join("data.zarr")).await;
+    (app_with(vec![("conf", store)], config(extra_config)), mem)
+}
+
+async fn put_json(mem: &InMemory, key: &str, doc: &Value) {
+    mem.put(&Path::from(key), doc.to_string().into_bytes().into()).await.unwrap();
+}
+
+async fn read_json(mem: &InMemory, key: &str) -> Value {
+    serde_json::from_slice(&mem.get(&Path::from(key)).await.unwrap().bytes().await.unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn health_and_catalog() {
+    let app = conformance_app();
+    let health = get(&app, "/healthz").await;
+    assert_eq!((health.status.as_u16(), health.body.as_ref()), (200, b"ok".as_slice()));
+    let list = get(&app, "/v1/datasets").await.json();
+    assert_eq!(list, json!({"datasets": [{"name": "conf", "title": "conf title"}]}));
+    let tree = get(&app, "/v1/datasets/conf").await.json();
+    let nodes = tree["nodes"].as_array().unwrap();
+    let manifest = common::manifest();
+    for array in manifest["arrays"].as_array().unwrap() {
+        let node = nodes.iter().find(|n| n["path"] == array["path"]).unwrap_or_else(|| panic!("{} not listed", array["path"]));
+        assert_eq!(node["node_type"], "array");
+        assert_eq!(node["shape"], array["shape"]);
+        assert_eq!(node["data_type"], array["dtype"]);
+    }
+    assert!(nodes.iter().any(|n| n["path"] == "sharded" && n["node_type"] == "group"));
+    // Chunk directories are not nodes.
+    assert!(!nodes.iter().any(|n| n["path"].as_str().unwrap().ends_with("/c")));
+    get(&app, "/v1/datasets/nope").await.assert_problem(404);
+}
+
+#[tokio::test]
+async fn array_info_describes_grids_and_sharding() {
+    let app = conformance_app();
+    let rect = get(&app, "/v1/arrays/conf/sharded/i2_rect_shards").await.json();
+    let stored: Value = serde_json::from_slice(&std::fs::read(conformance_dir().join("data.zarr/sharded/i2_rect_shards/zarr.json")).unwrap()).unwrap();
+    assert_eq!(rect["chunk_grid"]["kind"], "rectilinear");
+    assert_eq!(rect["chunk_grid"]["chunk_sizes"], stored["chunk_grid"]["configuration"]["chunk_shapes"]);
+    assert_eq!(rect["codecs"], stored["codecs"]);
+    assert_eq!(rect["read_chunk_shape"], stored["codecs"][0]["configuration"]["chunk_shape"]);
+    assert_eq!(rect["sharding"]["index_location"], "end");
+    assert_eq!(rect["sharding"]["nested"], false);
+    let nested = get(&app, "/v1/arrays/conf/sharded/u4_nested").await.json();
+    assert_eq!(nested["sharding"]["nested"], true);
+    assert_eq!(nested["read_chunk_shape"], json!([4, 4]));
+    let regular = get(&app, "/v1/arrays/conf/regular/i8_gzip_transpose_be").await.json();
+    assert_eq!(regular["chunk_grid"]["kind"], "regular");
+    assert_eq!(regular["read_chunk_shape"], Value::Null);
+    assert_eq!(regular["sharding"], Value::Null);
+    assert_eq!(regular["zarr_format"], 3);
+    get(&app, "/v1/arrays/conf/regular").await.assert_problem(404);
+    get(&app, "/v1/arrays/conf/regular/nope").await.assert_problem(404);
+    get(&app, "/v1/arrays/conf/regular/../regular/c8").await.assert_problem(404);
+    get(&app, "/v1/arrays/conf/regular/c8?x=1").await.assert_problem(400);
+}
+
+#[tokio::test]
+async fn formats_are_negotiated() {
+    let app = conformance_app();
+    let uri = "/v1/slice/conf/regular/c8?s=0:2,0:2";
+    for (accept, media) in [("application/json", "application/json"), ("application/octet-stream", "application/octet-stream"), ("*/*", "application/x-npy")] {
+        assert_eq!(get_with(&app, uri, &[("accept", accept)]).await.header("content-type"), media);
+    }
+    get_with(&app, uri, &[("accept", "text/html")]).await.assert_problem(406);
+    get(&app, &format!("{uri}&format=tiff")).await.assert_problem(400);
+    // png needs 2-D real data.
+    get(&app, "/v1/slice/conf/regular/i8_gzip_transpose_be?format=png").await.assert_problem(406);
+    get(&app, "/v1/slice/conf/regular/c8?format=png").await.assert_problem(406);
+    get(&app, "/v1/slice/conf/regular/u1_blosc?vmin=0").await.assert_problem(400);
+    get(&app, "/v1/slice/conf/regular/u1_blosc?format=png&vmin=abc").await.assert_problem(400);
+    get(&app, "/v1/slice/conf/regular/u1_blosc?s=1&s=2").await.assert_problem(400);
+    let scalar = get(&app, "/v1/slice/conf/regular/scalar_f8?format=json").await;
+    assert_eq!(scalar.header("zarr-shape"), "");
+    assert!(scalar.json()["data"].is_number());
+}
+
+#[tokio::test]
+async fn etag_gives_304_and_changes_with_the_data() {
+    let (app, mem) = altered_app("").await;
+    let uri = "/v1/slice/conf/regular/f4_zstd_partial?s=0:10,0:10";
+    let first = get(&app, uri).await;
+    let etag = first.header("etag").to_owned();
+    assert!(etag.starts_with('"') && etag.len() > 10);
+    let again = get_with(&app, uri, &[("if-none-match", &etag)]).await;
+    assert_eq!(again.status, 304);
+    assert_eq!(again.header("etag"), etag);
+    assert!(again.body.is_empty());
+    let other = get(&app, "/v1/slice/conf/regular/f4_zstd_partial?s=0:10,0:11").await;
+    assert_ne!(other.header("etag"), etag);
+    // Rewriting a chunk the selection reads changes the ETag.
+    let chunk = mem.get(&Path::from("regular/f4_zstd_partial/c/0/0")).await.unwrap().bytes().await.unwrap();
+    mem.put(&Path::from("regular/f4_zstd_partial/c/0/0"), chunk.to_vec().into()).await.unwrap();
+    let rewritten = get_with(&app, uri, &[("if-none-match", &etag)]).await;
+    assert_eq!(rewritten.status, 200, "{}", rewritten.describe());
+    assert_ne!(rewritten.header("etag"), etag);
+}
+
+#[tokio::test]
+async fn unknown_names_are_404() {
+    let app = conformance_app();
+    let doc = get(&app, "/v1/slice/nope/x").await.assert_problem(404);
+    assert!(doc["detail"].as_str().unwrap().contains("conf"), "lists the configured datasets: {doc}");
+    get(&app, "/v1/slice/conf/regular/missing").await.assert_problem(404);
+    get(&app, "/v1/slice/conf/sharded").await.assert_problem(404);
+    get(&app, "/v1/slice/conf").await.assert_problem(404);
+    get(&app, "/nowhere").await.assert_problem(404);
+}
+
+#[tokio::test]
+async fn results_over_the_limit_are_413() {
+    let (app, _) = altered_app("[limits]\nmax_response_bytes = 1000\nmax_chunks_per_request = 4").await;
+    // 37*53 float32 = 7844 bytes > 1000.
+    let doc = get(&app, "/v1/slice/conf/regular/f4_zstd_partial").await.assert_problem(413);
+    let detail = doc["detail"].as_str().unwrap();
+    assert!(detail.contains("7844") && detail.contains("1000"), "{detail}");
+    assert_eq!(get(&app, "/v1/slice/conf/regular/f4_zstd_partial?s=0:5,0:5").await.status, 200);
+    // JSON text is bounded too.
+    get(&app, "/v1/slice/conf/regular/f4_zstd_partial?s=0:10,0:10&format=json").await.assert_problem(413);
+    // Too many chunks: u1_months_3d has one chunk per month along time.
+    let doc = get(&app, "/v1/slice/conf/rectilinear/u1_months_3d?s=::30,0,0").await.assert_problem(413);
+    assert!(doc["detail"].as_str().unwrap().contains("chunks"), "{doc}");
+}
+
+#[tokio::test]
+async fn unsupported_features_are_422_naming_them() {
+    let (app, mem) = altered_app("").await;
+    let key = "regular/c8/zarr.json";
+    let original = read_json(&mem, key).await;
+    let cases = [
+        ("codecs", json!([{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "zfp", "configuration": {}}]), "zfp"),
+        ("data_type", json!("string"), "string"),
+        ("chunk_grid", json!({"name": "hexagonal", "configuration": {}}), "hexagonal"),
+        ("chunk_key_encoding", json!({"name": "fanout"}), "fanout"),
+        ("future_extension", json!({"name": "x"}), "future_extension"),
+    ];
+    for (field, value, name) in cases {
+        let mut doc = original.clone();
+        doc[field] = value;
+        put_json(&mem, key, &doc).await;
+        // Metadata is cached; a fresh app sees the new document.
+        let store = zarrd::store::Store::new(mem.clone(), Path::default());
+        let app = app_with(vec![("conf", store)], config(""));
+        for uri in ["/v1/slice/conf/regular/c8", "/v1/arrays/conf/regular/c8"] {
+            let problem = get(&app, uri).await.assert_problem(422);
+            assert!(problem["detail"].as_str().unwrap().contains(name), "{field}: {problem}");
+        }
+    }
+    // An extension marked must_understand: false is ignored.
+    let mut doc = original.clone();
+    doc["future_extension"] = json!({"name": "x", "must_understand": false});
+    put_json(&mem, key, &doc).await;
+    let store = zarrd::store::Store::new(mem.clone(), Path::default());
+    assert_eq!(get(&app_with(vec![("conf", store)], config("")), "/v1/slice/conf/regular/c8").await.status, 200);
+    drop(app);
+}
+
+#[tokio::test]
+async fn corrupt_stored_data_is_502_naming_the_key() {
+    let (app, mem) = altered_app("").await;
+    // Inner chunks carry crc32c; flip the first data byte of a shard.
+    let key = "sharded/f4_crc32c_inner_boundary/c/0/0";
+    let mut shard = mem.get(&Path::from(key)).await.unwrap().bytes().await.unwrap().to_vec();
+    shard[0] ^= 0x55;
+    mem.put(&Path::from(key), shard.clone().into()).await.unwrap();
+    let problem = get(&app, "/v1/slice/conf/sharded/f4_crc32c_inner_boundary?s=0:5,0:10").await.assert_problem(502);
+    let detail = problem["detail"].as_str().unwrap();
+    assert!(detail.contains(key) && detail.contains("crc32c"), "{detail}");
+    // The error is not cached: repairing the object makes the same request succeed.
+    shard[0] ^= 0x55;
+    mem.put(&Path::from(key), shard.into()).await.unwrap();
+    assert_eq!(get(&app, "/v1/slice/conf/sharded/f4_crc32c_inner_boundary?s=0:5,0:10").await.status, 200);
+
+    // A shard shorter than its index.
+    let (app, mem) = altered_app("").await;
+    mem.put(&Path::from("sharded/i2_rect_shards/c/0/0"), vec![1u8, 2, 3].into()).await.unwrap();
+    let problem = get(&app, "/v1/slice/conf/sharded/i2_rect_shards?s=0:2,0:2").await.assert_problem(502);
+    assert!(problem["detail"].as_str().unwrap().contains("sharded/i2_rect_shards/c/0/0"), "{problem}");
+
+    // A chunk that is not zstd at all.
+    mem.put(&Path::from("regular/f4_zstd_partial/c/0/0"), b"garbage".to_vec().into()).await.unwrap();
+    get(&app, "/v1/slice/conf/regular/f4_zstd_partial?s=0,0").await.assert_problem(502);
+
+    // Invalid stored metadata is a 502 too, naming the document.
+    mem.put(&Path::from("regular/c8/zarr.json"), b"{not json".to_vec().into()).await.unwrap();
+    let problem = get(&app, "/v1/arrays/conf/regular/c8").await.assert_problem(502);
+    assert!(problem["detail"].as_str().unwrap().contains("regular/c8/zarr.json"), "{problem}");
+}
+
+#[tokio::test]
+async fn missing_shards_and_chunks_read_as_fill_value() {
+    let (app, mem) = altered_app("").await;
+    // Delete one shard of a sharded array and one chunk of a regular array; both read as
+    // the fill value from their zarr.json (0.0 and 0 here).
+    mem.delete(&Path::from("sharded/f4_crc32c_inner_boundary/c/0/0")).await.unwrap();
+    let got = parse_npy(&get(&app, "/v1/slice/conf/sharded/f4_crc32c_inner_boundary?s=0:20,0:40").await.body);
+    assert_eq!(got.data, vec![0u8; 20 * 40 * 4]);
+    let meta = read_json(&mem, "regular/u2_dot_separator/zarr.json").await;
+    let fill = meta["fill_value"].as_u64().unwrap() as u16;
+    let chunk_shape = meta["chunk_grid"]["configuration"]["chunk_shape"].clone();
+    let (r, c) = (chunk_shape[0].as_u64().unwrap(), chunk_shape[1].as_u64().unwrap());
+    mem.delete(&Path::from("regular/u2_dot_separator/c.0.0")).await.unwrap();
+    let got = parse_npy(&get(&app, &format!("/v1/slice/conf/regular/u2_dot_separator?s=0:{r},0:{c}")).await.body);
+    assert!(got.data.chunks_exact(2).all(|b| u16::from_le_bytes([b[0], b[1]]) == fill));
+}
+
+#[tokio::test]
+async fn png_renders_scaled_gray_with_transparent_fill() {
+    let app = conformance_app();
+    // f4_zstd_partial has missing chunks (NaN fill) - those pixels are transparent.
+    let reply = get(&app, "/v1/slice/conf/regular/f4_zstd_partial?format=png&vmin=-1000&vmax=1000").await;
+    assert_eq!(reply.status, 200, "{}", reply.describe());
+    assert_eq!(reply.header("content-type"), "image/png");
+    let decoder = png::Decoder::new(std::io::Cursor::new(reply.body.to_vec()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    assert_eq!((info.width, info.height, info.color_type), (53, 37, png::ColorType::GrayscaleAlpha));
+    let want = common::expected("regular/f4_zstd_partial");
+    for (i, px) in buf.chunks_exact(2).enumerate() {
+        let v = f32::from_le_bytes(want.data[i * 4..i * 4 + 4].try_into().unwrap());
+        if v.is_nan() {
+            assert_eq!(px[1], 0, "pixel {i}: fill is transparent");
+        } else {
+            let level = ((f64::from(v) + 1000.0) * 255.0 / 2000.0).round().clamp(0.0, 255.0) as u8;
+            assert_eq!((px[0], px[1]), (level, 255), "pixel {i} value {v}");
+        }
+    }
+}
