@@ -9,7 +9,7 @@ use common::{Npy, Reply, expected, gather, get, parse_npy};
 use serde_json::Value;
 
 fn cases() -> Value {
-    serde_json::from_slice(&std::fs::read(common::fixtures().join("selection_cases.json")).unwrap())
+    serde_json::from_slice(&std::fs::read(common::fixtures().join("selections/conformance.json")).unwrap())
         .unwrap()
 }
 
