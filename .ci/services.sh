@@ -190,16 +190,13 @@ EOF
     echo $! >"$GARAGE_PID"
     STARTED_GARAGE=1
 
-    local i status_out=
-    for ((i = 0; i < STARTUP_TIMEOUT * 5; i++)); do
+    local deadline=$((SECONDS + STARTUP_TIMEOUT)) status_out=''
+    until status_out=$(garage_cli status 2>&1) && port_open "$s3_port"; do
         pid_alive "$GARAGE_PID" garage >/dev/null || die_log "garage exited during startup" "$GARAGE_LOG"
-        if status_out=$(garage_cli status 2>&1) && port_open "$s3_port"; then
-            break
-        fi
+        ((SECONDS < deadline)) ||
+            die_log "garage did not come up within ${STARTUP_TIMEOUT}s (last 'garage status': $status_out)" "$GARAGE_LOG"
         sleep 0.2
     done
-    ((i < STARTUP_TIMEOUT * 5)) ||
-        die_log "garage did not come up within ${STARTUP_TIMEOUT}s (last 'garage status': $status_out)" "$GARAGE_LOG"
 
     local node_id
     node_id=$(garage_cli node id -q 2>/dev/null | grep -oE '^[0-9a-f]{64}' | head -n1 || true)
@@ -263,7 +260,7 @@ start_nginx() {
     rm -rf "$NGINX_DIR"
     mkdir -p "$NGINX_DIR/tmp"
 
-    local user_line= temp_paths= mod
+    local user_line='' temp_paths='' mod
     # As root the master would switch workers to `nobody`; keep the current user instead.
     if [[ $EUID -eq 0 ]]; then
         user_line="user $(id -un) $(id -gn);"
@@ -286,7 +283,7 @@ master_process on;
 worker_processes 1;
 pid "$NGINX_PID";
 lock_file "$NGINX_DIR/nginx.lock";
-error_log "$NGINX_LOG" info;
+error_log "$NGINX_LOG" notice;
 
 events {
     worker_connections 256;
@@ -322,20 +319,20 @@ http {
 EOF
 
     log "starting nginx on 127.0.0.1:$port serving $FIXTURES, logs: $NGINX_LOG"
+    # nginx's own -e error log and its stderr both append to the same file on purpose.
+    # shellcheck disable=SC2094
     "$NGINX_BIN" -t -q -p "$NGINX_DIR/" -e "$NGINX_LOG" -c "$NGINX_CONF" >>"$NGINX_LOG" 2>&1 ||
         die_log "nginx rejected its config $NGINX_CONF" "$NGINX_LOG"
+    # shellcheck disable=SC2094
     "$NGINX_BIN" -p "$NGINX_DIR/" -e "$NGINX_LOG" -c "$NGINX_CONF" </dev/null >>"$NGINX_LOG" 2>&1 ||
         die_log "nginx failed to start" "$NGINX_LOG"
     STARTED_NGINX=1
 
-    local i
-    for ((i = 0; i < STARTUP_TIMEOUT * 5; i++)); do
-        if pid_alive "$NGINX_PID" nginx >/dev/null && port_open "$port"; then
-            break
-        fi
+    local deadline=$((SECONDS + STARTUP_TIMEOUT))
+    until pid_alive "$NGINX_PID" nginx >/dev/null && port_open "$port"; do
+        ((SECONDS < deadline)) || die_log "nginx did not come up within ${STARTUP_TIMEOUT}s" "$NGINX_LOG"
         sleep 0.2
     done
-    ((i < STARTUP_TIMEOUT * 5)) || die_log "nginx did not come up within ${STARTUP_TIMEOUT}s" "$NGINX_LOG"
     log "nginx ready (pid $(cat "$NGINX_PID"))"
 }
 
