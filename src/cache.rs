@@ -52,6 +52,11 @@ impl ShardIndexCache {
         result
     }
 
+    /// The cached entry, without loading: `None` when not cached.
+    pub async fn peek(&self, key: &ObjectKey) -> Option<CachedIndex> {
+        self.cache.get(key).await
+    }
+
     /// Drops a stale entry (the shard changed under us).
     pub async fn invalidate(&self, key: &ObjectKey) {
         self.cache.invalidate(key).await;
@@ -60,5 +65,27 @@ impl ShardIndexCache {
     /// Weighted size in bytes.
     pub fn size(&self) -> u64 {
         self.cache.weighted_size()
+    }
+}
+
+/// The last seen version of stored chunk objects ("-" when missing), so a conditional
+/// request can be answered 304 without storage reads. Entries expire with the metadata
+/// TTL, bounding how long a rewritten chunk can go unnoticed by validators.
+#[derive(Clone)]
+pub struct VersionCache {
+    cache: Cache<ObjectKey, Arc<str>>,
+}
+
+impl VersionCache {
+    pub fn new(max_entries: u64, ttl: Duration) -> Self {
+        Self { cache: Cache::builder().max_capacity(max_entries).time_to_live(ttl).build() }
+    }
+
+    pub async fn get(&self, key: &ObjectKey) -> Option<Arc<str>> {
+        self.cache.get(key).await
+    }
+
+    pub async fn insert(&self, key: ObjectKey, version: &str) {
+        self.cache.insert(key, version.into()).await;
     }
 }

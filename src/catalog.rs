@@ -11,7 +11,7 @@ use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use serde_json::{Value, json};
 
-use crate::cache::{ObjectKey, ShardIndexCache};
+use crate::cache::{ObjectKey, ShardIndexCache, VersionCache};
 use crate::config::{Config, ConfigError, DatasetConfig};
 use crate::error::{Error, Result};
 use crate::store::Store;
@@ -36,6 +36,7 @@ pub struct Catalog {
     metadata: Cache<ObjectKey, Node>,
     trees: Cache<Arc<str>, Arc<Vec<Value>>>,
     pub indexes: ShardIndexCache,
+    versions: VersionCache,
     max_chunks: u64,
 }
 
@@ -43,10 +44,7 @@ pub struct Catalog {
 /// `object_store` understands (`s3://`, `gs://`, `az://`, `http(s)://`, `memory:///`).
 pub fn open_store(name: &str, ds: &DatasetConfig) -> Result<Store, ConfigError> {
     let field = format!("datasets.{name}.url");
-    let bad = |reason: String| ConfigError::Invalid {
-        field: field.clone(),
-        reason,
-    };
+    let bad = |reason: String| ConfigError::Invalid { field: field.clone(), reason };
     let local = |path: std::path::PathBuf| -> Result<Store, ConfigError> {
         let fs = LocalFileSystem::new_with_prefix(&path)
             .map_err(|e| bad(format!("cannot open `{}`: {e}", path.display())))?;
@@ -60,13 +58,9 @@ pub fn open_store(name: &str, ds: &DatasetConfig) -> Result<Store, ConfigError> 
     }
     let url = url::Url::parse(&ds.url).map_err(|e| bad(format!("not a valid URL: {e}")))?;
     if url.scheme() == "file" {
-        return local(
-            url.to_file_path()
-                .map_err(|()| bad("not a valid file URL".into()))?,
-        );
+        return local(url.to_file_path().map_err(|()| bad("not a valid file URL".into()))?);
     }
-    let (store, root) =
-        object_store::parse_url_opts(&url, &ds.options).map_err(|e| bad(e.to_string()))?;
+    let (store, root) = object_store::parse_url_opts(&url, &ds.options).map_err(|e| bad(e.to_string()))?;
     Ok(Store::new(Arc::from(store), root))
 }
 
@@ -87,26 +81,15 @@ impl Catalog {
         Self {
             datasets: datasets
                 .into_iter()
-                .map(|(name, store, title)| {
-                    (
-                        name.clone(),
-                        Arc::new(Dataset {
-                            name: name.into(),
-                            title,
-                            store,
-                        }),
-                    )
-                })
+                .map(|(name, store, title)| (name.clone(), Arc::new(Dataset { name: name.into(), title, store })))
                 .collect(),
-            metadata: Cache::builder()
-                .max_capacity(10_000)
-                .time_to_live(ttl)
-                .build(),
+            metadata: Cache::builder().max_capacity(10_000).time_to_live(ttl).build(),
             trees: Cache::builder().max_capacity(64).time_to_live(ttl).build(),
             indexes: ShardIndexCache::new(
                 config.cache.shard_index_bytes,
                 Duration::from_secs(config.cache.shard_index_ttl_secs),
             ),
+            versions: VersionCache::new(1_000_000, ttl),
             max_chunks: config.limits.max_chunks_per_request,
         }
     }
@@ -118,10 +101,7 @@ impl Catalog {
     pub fn dataset(&self, name: &str) -> Result<&Arc<Dataset>> {
         self.datasets.get(name).ok_or_else(|| {
             let known: Vec<&str> = self.datasets.keys().map(String::as_str).collect();
-            Error::NotFound(format!(
-                "unknown dataset `{name}`; configured datasets: {}",
-                known.join(", ")
-            ))
+            Error::NotFound(format!("unknown dataset `{name}`; configured datasets: {}", known.join(", ")))
         })
     }
 
@@ -131,11 +111,7 @@ impl Catalog {
         let cache_key = (Arc::clone(&ds.name), key.clone());
         self.metadata
             .try_get_with(cache_key, async {
-                let bytes = ds
-                    .store
-                    .get(&key)
-                    .await?
-                    .ok_or_else(|| not_found(&ds.name, path))?;
+                let bytes = ds.store.get(&key).await?.ok_or_else(|| not_found(&ds.name, path))?;
                 Node::parse(&bytes).map_err(|e| Error::metadata(&key, e))
             })
             .await
@@ -151,6 +127,7 @@ impl Catalog {
                 path: path.to_owned(),
                 meta,
                 indexes: self.indexes.clone(),
+                versions: self.versions.clone(),
                 max_chunks: self.max_chunks,
             }),
             Node::Group(_) => Err(Error::NotFound(format!(
@@ -164,9 +141,7 @@ impl Catalog {
     /// listing groups (arrays are not descended into, so chunks are never enumerated).
     pub async fn tree(&self, ds: &Dataset) -> Result<Arc<Vec<Value>>> {
         self.trees
-            .try_get_with(Arc::clone(&ds.name), async {
-                self.discover(ds).await.map(Arc::new)
-            })
+            .try_get_with(Arc::clone(&ds.name), async { self.discover(ds).await.map(Arc::new) })
             .await
             .map_err(Arc::unwrap_or_clone)
     }
@@ -183,11 +158,7 @@ impl Catalog {
             nodes.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
             return Ok(nodes);
         }
-        let mut groups = if matches!(root, Node::Group(_)) {
-            vec![String::new()]
-        } else {
-            Vec::new()
-        };
+        let mut groups = if matches!(root, Node::Group(_)) { vec![String::new()] } else { Vec::new() };
         let mut visited = 0usize;
         for _ in 0..MAX_LISTED_DEPTH {
             visited += groups.len();
@@ -197,13 +168,7 @@ impl Catalog {
             let mut children = Vec::new();
             for group in &groups {
                 let prefix = group.clone();
-                children.extend(
-                    ds.store
-                        .list_dirs(&prefix)
-                        .await?
-                        .into_iter()
-                        .map(|name| join(group, &name)),
-                );
+                children.extend(ds.store.list_dirs(&prefix).await?.into_iter().map(|name| join(group, &name)));
             }
             let found: Vec<(String, Result<Node>)> = futures::stream::iter(children)
                 .map(|path| async move { (path.clone(), self.node(ds, &path).await) })
@@ -240,11 +205,7 @@ impl Catalog {
 }
 
 fn join(parent: &str, name: &str) -> String {
-    if parent.is_empty() {
-        name.to_owned()
-    } else {
-        format!("{parent}/{name}")
-    }
+    if parent.is_empty() { name.to_owned() } else { format!("{parent}/{name}") }
 }
 
 fn not_found(dataset: &str, path: &str) -> Error {
@@ -260,10 +221,7 @@ fn metadata_key(path: &str) -> Result<String> {
     if path.is_empty() {
         return Ok("zarr.json".to_owned());
     }
-    if path
-        .split('/')
-        .any(|p| p.is_empty() || p == "." || p == "..")
-    {
+    if path.split('/').any(|p| p.is_empty() || p == "." || p == "..") {
         return Err(Error::NotFound(format!(
             "`{path}` is not a valid node path (segments must be non-empty and not `.` or `..`)"
         )));
@@ -282,10 +240,7 @@ fn describe(path: &str, node: &Node) -> Value {
 
 /// A consolidated entry, described without requiring the server to support it.
 fn describe_doc(path: &str, doc: &Value) -> Value {
-    let node_type = doc
-        .get("node_type")
-        .and_then(Value::as_str)
-        .unwrap_or("group");
+    let node_type = doc.get("node_type").and_then(Value::as_str).unwrap_or("group");
     let mut out = json!({"path": path, "node_type": node_type});
     if node_type == "array" {
         out["shape"] = doc.get("shape").cloned().unwrap_or(Value::Null);

@@ -64,11 +64,7 @@ pub struct CacheConfig {
 
 impl Default for CacheConfig {
     fn default() -> Self {
-        Self {
-            shard_index_bytes: 64 * 1024 * 1024,
-            shard_index_ttl_secs: 300,
-            metadata_ttl_secs: 60,
-        }
+        Self { shard_index_bytes: 64 * 1024 * 1024, shard_index_ttl_secs: 300, metadata_ttl_secs: 60 }
     }
 }
 
@@ -83,10 +79,7 @@ pub struct HttpConfig {
 
 impl Default for HttpConfig {
     fn default() -> Self {
-        Self {
-            cors_origins: vec!["*".into()],
-            cache_control: "public, max-age=60".into(),
-        }
+        Self { cors_origins: vec!["*".into()], cache_control: "public, max-age=60".into() }
     }
 }
 
@@ -101,10 +94,7 @@ pub struct LogConfig {
 
 impl Default for LogConfig {
     fn default() -> Self {
-        Self {
-            format: "text".into(),
-            level: "info".into(),
-        }
+        Self { format: "text".into(), level: "info".into() }
     }
 }
 
@@ -123,10 +113,7 @@ pub struct DatasetConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read config file {path}: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
+    Read { path: String, source: std::io::Error },
     #[error("invalid configuration: {0}")]
     Parse(String),
     #[error("invalid configuration field `{field}`: {reason}")]
@@ -134,10 +121,7 @@ pub enum ConfigError {
 }
 
 fn invalid(field: &str, reason: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid {
-        field: field.to_owned(),
-        reason: reason.into(),
-    }
+    ConfigError::Invalid { field: field.to_owned(), reason: reason.into() }
 }
 
 /// Overrides from the command line; `None` leaves the file's value.
@@ -158,18 +142,13 @@ impl Config {
     ) -> Result<Self, ConfigError> {
         let text = match file {
             None => DEFAULT_CONFIG.to_owned(),
-            Some(p) => std::fs::read_to_string(p).map_err(|source| ConfigError::Read {
-                path: p.display().to_string(),
-                source,
-            })?,
+            Some(p) => std::fs::read_to_string(p)
+                .map_err(|source| ConfigError::Read { path: p.display().to_string(), source })?,
         };
-        let mut table: toml::Table = text
-            .parse()
-            .map_err(|e: toml::de::Error| ConfigError::Parse(e.to_string()))?;
+        let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| ConfigError::Parse(e.to_string()))?;
         apply_env(&mut table, env)?;
-        let mut config: Self = toml::Value::Table(table)
-            .try_into()
-            .map_err(|e: toml::de::Error| ConfigError::Parse(e.to_string()))?;
+        let mut config: Self =
+            toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| ConfigError::Parse(e.to_string()))?;
         if let Some(listen) = overrides.listen {
             config.listen = listen;
         }
@@ -177,17 +156,11 @@ impl Config {
             config.log.format.clone_from(format);
         }
         for pair in &overrides.datasets {
-            let (name, url) = pair
-                .split_once('=')
-                .ok_or_else(|| invalid("--dataset", format!("`{pair}` is not NAME=URL")))?;
-            config.datasets.insert(
-                name.to_owned(),
-                DatasetConfig {
-                    url: url.to_owned(),
-                    title: None,
-                    options: BTreeMap::new(),
-                },
-            );
+            let (name, url) =
+                pair.split_once('=').ok_or_else(|| invalid("--dataset", format!("`{pair}` is not NAME=URL")))?;
+            config
+                .datasets
+                .insert(name.to_owned(), DatasetConfig { url: url.to_owned(), title: None, options: BTreeMap::new() });
         }
         config.validate()?;
         Ok(config)
@@ -195,17 +168,10 @@ impl Config {
 
     fn validate(&self) -> Result<(), ConfigError> {
         if self.datasets.is_empty() {
-            return Err(invalid(
-                "datasets",
-                "at least one dataset must be configured",
-            ));
+            return Err(invalid("datasets", "at least one dataset must be configured"));
         }
         for (name, ds) in &self.datasets {
-            if name.is_empty()
-                || !name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
-            {
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.') {
                 return Err(invalid(
                     &format!("datasets.{name}"),
                     "names may use only letters, digits, '-', '_' and '.'",
@@ -221,33 +187,21 @@ impl Config {
             ("limits.max_chunks_per_request", l.max_chunks_per_request),
             ("limits.request_timeout_secs", l.request_timeout_secs),
             ("limits.max_in_flight", l.max_in_flight as u64),
-            (
-                "cache.shard_index_ttl_secs",
-                self.cache.shard_index_ttl_secs,
-            ),
+            ("cache.shard_index_ttl_secs", self.cache.shard_index_ttl_secs),
         ] {
             if value == 0 {
                 return Err(invalid(field, "must be greater than 0"));
             }
         }
         if !matches!(self.log.format.as_str(), "text" | "json") {
-            return Err(invalid(
-                "log.format",
-                format!("`{}` is not `text` or `json`", self.log.format),
-            ));
+            return Err(invalid("log.format", format!("`{}` is not `text` or `json`", self.log.format)));
         }
         if tracing_subscriber::EnvFilter::try_new(&self.log.level).is_err() {
-            return Err(invalid(
-                "log.level",
-                format!("`{}` is not a valid filter", self.log.level),
-            ));
+            return Err(invalid("log.level", format!("`{}` is not a valid filter", self.log.level)));
         }
         for origin in &self.http.cors_origins {
             if origin != "*" && axum::http::HeaderValue::from_str(origin).is_err() {
-                return Err(invalid(
-                    "http.cors_origins",
-                    format!("`{origin}` is not a valid origin"),
-                ));
+                return Err(invalid("http.cors_origins", format!("`{origin}` is not a valid origin")));
             }
         }
         if axum::http::HeaderValue::from_str(&self.http.cache_control).is_err() {
@@ -259,10 +213,7 @@ impl Config {
 
 /// `ZARRD__LIMITS__MAX_IN_FLIGHT=64` sets `limits.max_in_flight`; values are TOML
 /// literals when they parse as one, else strings.
-fn apply_env(
-    table: &mut toml::Table,
-    env: impl IntoIterator<Item = (String, String)>,
-) -> Result<(), ConfigError> {
+fn apply_env(table: &mut toml::Table, env: impl IntoIterator<Item = (String, String)>) -> Result<(), ConfigError> {
     for (name, raw) in env {
         let Some(path) = name.strip_prefix("ZARRD__") else {
             continue;
@@ -298,11 +249,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.toml");
         std::fs::write(&path, text).unwrap();
-        Config::load(
-            Some(&path),
-            env.iter().map(|(a, b)| ((*a).to_owned(), (*b).to_owned())),
-            &Overrides::default(),
-        )
+        Config::load(Some(&path), env.iter().map(|(a, b)| ((*a).to_owned(), (*b).to_owned())), &Overrides::default())
     }
 
     #[test]
@@ -316,11 +263,7 @@ mod tests {
     fn env_and_flags_override_the_file() {
         let c = load(
             "listen = \"127.0.0.1:1\"\n[datasets.a]\nurl = \"/tmp\"\n",
-            &[
-                ("ZARRD__LIMITS__MAX_IN_FLIGHT", "7"),
-                ("ZARRD__HTTP__CACHE_CONTROL", "no-cache"),
-                ("OTHER", "x"),
-            ],
+            &[("ZARRD__LIMITS__MAX_IN_FLIGHT", "7"), ("ZARRD__HTTP__CACHE_CONTROL", "no-cache"), ("OTHER", "x")],
         )
         .unwrap();
         assert_eq!(c.limits.max_in_flight, 7);
@@ -332,11 +275,7 @@ mod tests {
         };
         let c = Config::load(None, [], &o).unwrap();
         assert_eq!(
-            (
-                c.listen.port(),
-                c.datasets["b"].url.as_str(),
-                c.log.format.as_str()
-            ),
+            (c.listen.port(), c.datasets["b"].url.as_str(), c.log.format.as_str()),
             (9, "s3://bucket/x", "json")
         );
     }
@@ -344,46 +283,21 @@ mod tests {
     #[test]
     fn bad_configs_name_the_field() {
         let cases = [
-            (
-                "listen = \"127.0.0.1:1\"\nbogus = 1\n[datasets.a]\nurl = \"/tmp\"\n",
-                "bogus",
-            ),
-            (
-                "listen = \"nope\"\n[datasets.a]\nurl = \"/tmp\"\n",
-                "listen",
-            ),
+            ("listen = \"127.0.0.1:1\"\nbogus = 1\n[datasets.a]\nurl = \"/tmp\"\n", "bogus"),
+            ("listen = \"nope\"\n[datasets.a]\nurl = \"/tmp\"\n", "listen"),
             (
                 "listen = \"127.0.0.1:1\"\n[limits]\nmax_response_bytes = 0\n[datasets.a]\nurl = \"/tmp\"\n",
                 "limits.max_response_bytes",
             ),
-            (
-                "listen = \"127.0.0.1:1\"\n[log]\nformat = \"xml\"\n[datasets.a]\nurl = \"/tmp\"\n",
-                "log.format",
-            ),
+            ("listen = \"127.0.0.1:1\"\n[log]\nformat = \"xml\"\n[datasets.a]\nurl = \"/tmp\"\n", "log.format"),
             ("listen = \"127.0.0.1:1\"\n", "datasets"),
-            (
-                "listen = \"127.0.0.1:1\"\n[datasets.\"a b\"]\nurl = \"/tmp\"\n",
-                "datasets.a b",
-            ),
-            (
-                "listen = \"127.0.0.1:1\"\n[datasets.a]\nurl = \"/tmp\"\nsecret = 1\n",
-                "secret",
-            ),
+            ("listen = \"127.0.0.1:1\"\n[datasets.\"a b\"]\nurl = \"/tmp\"\n", "datasets.a b"),
+            ("listen = \"127.0.0.1:1\"\n[datasets.a]\nurl = \"/tmp\"\nsecret = 1\n", "secret"),
         ];
         for (text, field) in cases {
             let err = load(text, &[]).unwrap_err().to_string();
             assert!(err.contains(field), "{err} should name {field}");
         }
-        assert!(
-            Config::load(
-                None,
-                [],
-                &Overrides {
-                    datasets: vec!["nourl".into()],
-                    ..Overrides::default()
-                }
-            )
-            .is_err()
-        );
+        assert!(Config::load(None, [], &Overrides { datasets: vec!["nourl".into()], ..Overrides::default() }).is_err());
     }
 }

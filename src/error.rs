@@ -25,15 +25,13 @@ pub enum Error {
     #[error(
         "the result would be {size} bytes as {what}, more than the limit of {limit} bytes; select a smaller region"
     )]
-    TooLarge {
-        what: &'static str,
-        size: u128,
-        limit: u64,
-    },
+    TooLarge { what: &'static str, size: u128, limit: u64 },
     #[error("{0}")]
     TooManyChunks(String),
     #[error("byte range not satisfiable: {0}")]
     RangeNotSatisfiable(String, u64),
+    #[error("{0}")]
+    PreconditionFailed(String),
     #[error("{0}")]
     Unsupported(String),
     #[error("internal error")]
@@ -56,6 +54,7 @@ impl Error {
             Self::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             Self::TooLarge { .. } | Self::TooManyChunks(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::RangeNotSatisfiable(..) => StatusCode::RANGE_NOT_SATISFIABLE,
+            Self::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
             Self::Unsupported(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             Self::Storage(_) | Self::Corrupt(_) => StatusCode::BAD_GATEWAY,
@@ -72,6 +71,7 @@ impl Error {
             Self::NotAcceptable(_) => "not-acceptable",
             Self::TooLarge { .. } | Self::TooManyChunks(_) => "too-large",
             Self::RangeNotSatisfiable(..) => "range-not-satisfiable",
+            Self::PreconditionFailed(_) => "precondition-failed",
             Self::Unsupported(_) => "unsupported-feature",
             Self::Internal(_) => "internal",
             Self::Storage(_) => "storage-failure",

@@ -30,11 +30,7 @@ pub struct AppState {
 
 impl AppState {
     pub fn new(catalog: Catalog, config: Config) -> Self {
-        Self {
-            catalog: Arc::new(catalog),
-            config: Arc::new(config),
-            shutting_down: Arc::new(AtomicBool::new(false)),
-        }
+        Self { catalog: Arc::new(catalog), config: Arc::new(config), shutting_down: Arc::new(AtomicBool::new(false)) }
     }
 }
 
@@ -51,8 +47,11 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/arrays/{ds}/{*path}", get(api::arrays::show))
         .route("/v1/slice/{ds}", get(api::slice::root))
         .route("/v1/slice/{ds}/{*path}", get(api::slice::slice))
-        .fallback(|| async {
-            error::Error::NotFound("no such route; see openapi.yaml for the API".into())
-        })
+        .route("/v1/chunks/{ds}", get(api::chunks::list_root))
+        .route("/v1/chunks/{ds}/{*path}", get(api::chunks::list))
+        .route("/v1/chunk/{ds}", get(api::chunks::chunk_root))
+        .route("/v1/chunk/{ds}/{*path}", get(api::chunks::chunk))
+        .route("/zarr/{ds}/{*key}", get(api::zarr_store::get).head(api::zarr_store::get))
+        .fallback(|| async { error::Error::NotFound("no such route; see openapi.yaml for the API".into()) })
         .with_state(state)
 }

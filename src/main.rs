@@ -38,17 +38,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let Command::Serve {
-        config,
-        listen,
-        datasets,
-        log_format,
-    } = Cli::parse().command;
-    let overrides = Overrides {
-        listen,
-        datasets,
-        log_format,
-    };
+    let Command::Serve { config, listen, datasets, log_format } = Cli::parse().command;
+    let overrides = Overrides { listen, datasets, log_format };
     let config = match Config::load(config.as_deref(), std::env::vars(), &overrides) {
         Ok(c) => c,
         Err(e) => {
@@ -64,10 +55,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("zarrd: cannot start the runtime: {e}");
@@ -84,8 +72,7 @@ fn main() -> ExitCode {
 }
 
 fn init_logging(config: &Config) {
-    let filter =
-        EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new(&config.log.level));
+    let filter = EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new(&config.log.level));
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
     if config.log.format == "json" {
         builder.json().flatten_event(true).init();
@@ -116,8 +103,7 @@ async fn shutdown_signal() {
     };
     #[cfg(unix)]
     let term = async {
-        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
             s.recv().await;
         }
     };

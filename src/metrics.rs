@@ -13,13 +13,8 @@ pub fn handle() -> PrometheusHandle {
         .get_or_init(|| {
             let recorder = PrometheusBuilder::new()
                 .set_buckets_for_metric(
-                    metrics_exporter_prometheus::Matcher::Full(
-                        "zarrd_request_duration_seconds".into(),
-                    ),
-                    &[
-                        0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
-                        10.0,
-                    ],
+                    metrics_exporter_prometheus::Matcher::Full("zarrd_request_duration_seconds".into()),
+                    &[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0],
                 )
                 .expect("static bucket list is not empty")
                 .build_recorder();
@@ -40,11 +35,7 @@ pub fn storage_bytes(n: usize) {
 }
 
 pub fn cache_lookup(cache: &'static str, hit: bool) {
-    let name = if hit {
-        "zarrd_cache_hits_total"
-    } else {
-        "zarrd_cache_misses_total"
-    };
+    let name = if hit { "zarrd_cache_hits_total" } else { "zarrd_cache_misses_total" };
     metrics::counter!(name, "cache" => cache).increment(1);
 }
 
@@ -54,10 +45,7 @@ pub fn cache_size(cache: &'static str, bytes: u64) {
 
 pub fn request(route: &str, status: u16, seconds: f64, bytes_out: u64) {
     let status = status.to_string();
-    metrics::counter!("zarrd_http_requests_total", "route" => route.to_owned(), "status" => status)
-        .increment(1);
-    metrics::histogram!("zarrd_request_duration_seconds", "route" => route.to_owned())
-        .record(seconds);
-    metrics::counter!("zarrd_http_response_bytes_total", "route" => route.to_owned())
-        .increment(bytes_out);
+    metrics::counter!("zarrd_http_requests_total", "route" => route.to_owned(), "status" => status).increment(1);
+    metrics::histogram!("zarrd_request_duration_seconds", "route" => route.to_owned()).record(seconds);
+    metrics::counter!("zarrd_http_response_bytes_total", "route" => route.to_owned()).increment(bytes_out);
 }

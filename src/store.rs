@@ -29,13 +29,7 @@ pub enum StoreError {
 impl StoreError {
     /// Whether the backend reported a precondition (`ETag`) mismatch or not-modified.
     pub fn is_precondition(&self) -> bool {
-        matches!(
-            self,
-            Self::Backend {
-                source: object_store::Error::Precondition { .. },
-                ..
-            }
-        )
+        matches!(self, Self::Backend { source: object_store::Error::Precondition { .. }, .. })
     }
 }
 
@@ -69,30 +63,18 @@ impl Store {
     /// The object path of `key`; keys with empty, `.` or `..` segments are rejected.
     pub fn path(&self, key: &str) -> Result<Path, StoreError> {
         let key_path = Path::parse(key).map_err(|_| StoreError::InvalidKey(key.to_owned()))?;
-        if key.starts_with('/')
-            || key.ends_with('/')
-            || key
-                .split('/')
-                .any(|p| p.is_empty() || p == "." || p == "..")
-        {
+        if key.starts_with('/') || key.ends_with('/') || key.split('/').any(|p| p.is_empty() || p == "." || p == "..") {
             return Err(StoreError::InvalidKey(key.to_owned()));
         }
         Ok(self.root.parts().chain(key_path.parts()).collect())
     }
 
     fn backend_error(key: &str, source: object_store::Error) -> StoreError {
-        StoreError::Backend {
-            key: key.to_owned(),
-            source,
-        }
+        StoreError::Backend { key: key.to_owned(), source }
     }
 
     /// A GET with options; `None` when the object does not exist.
-    pub async fn get_opts(
-        &self,
-        key: &str,
-        options: GetOptions,
-    ) -> Result<Option<GetResult>, StoreError> {
+    pub async fn get_opts(&self, key: &str, options: GetOptions) -> Result<Option<GetResult>, StoreError> {
         let path = self.path(key)?;
         metrics::storage_request();
         match self.inner.get_opts(&path, options).await {
@@ -108,17 +90,9 @@ impl Store {
         };
         let (object_size, e_tag) = (result.meta.size, result.meta.e_tag.clone());
         let version = object_version(&result.meta);
-        let bytes = result
-            .bytes()
-            .await
-            .map_err(|e| Self::backend_error(key, e))?;
+        let bytes = result.bytes().await.map_err(|e| Self::backend_error(key, e))?;
         metrics::storage_bytes(bytes.len());
-        Ok(Some(Fetched {
-            bytes,
-            object_size,
-            e_tag,
-            version,
-        }))
+        Ok(Some(Fetched { bytes, object_size, e_tag, version }))
     }
 
     /// The whole object.
@@ -133,26 +107,12 @@ impl Store {
 
     /// The first `n` bytes (or the whole object when it is shorter).
     pub async fn get_prefix(&self, key: &str, n: u64) -> Result<Option<Fetched>, StoreError> {
-        self.fetch(
-            key,
-            GetOptions {
-                range: Some(GetRange::Bounded(0..n)),
-                ..GetOptions::default()
-            },
-        )
-        .await
+        self.fetch(key, GetOptions { range: Some(GetRange::Bounded(0..n)), ..GetOptions::default() }).await
     }
 
     /// The last `n` bytes in one request (a suffix range, no HEAD first).
     pub async fn get_suffix(&self, key: &str, n: u64) -> Result<Option<Fetched>, StoreError> {
-        self.fetch(
-            key,
-            GetOptions {
-                range: Some(GetRange::Suffix(n)),
-                ..GetOptions::default()
-            },
-        )
-        .await
+        self.fetch(key, GetOptions { range: Some(GetRange::Suffix(n)), ..GetOptions::default() }).await
     }
 
     /// Several ranges of one object; `object_store` merges nearby ranges into one request.
@@ -223,34 +183,18 @@ impl Store {
 
     /// The names of the "directories" directly under `prefix` ("" for the root).
     pub async fn list_dirs(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
-        let path = if prefix.is_empty() {
-            self.root.clone()
-        } else {
-            self.path(prefix)?
-        };
+        let path = if prefix.is_empty() { self.root.clone() } else { self.path(prefix)? };
         metrics::storage_request();
-        let listing = self
-            .inner
-            .list_with_delimiter(Some(&path))
-            .await
-            .map_err(|e| Self::backend_error(prefix, e))?;
-        Ok(listing
-            .common_prefixes
-            .iter()
-            .filter_map(|p| p.filename().map(str::to_owned))
-            .collect())
+        let listing = self.inner.list_with_delimiter(Some(&path)).await.map_err(|e| Self::backend_error(prefix, e))?;
+        Ok(listing.common_prefixes.iter().filter_map(|p| p.filename().map(str::to_owned)).collect())
     }
 }
 
 /// What identifies a version of an object: its `ETag`, else size and modification time.
 pub fn object_version(meta: &ObjectMeta) -> String {
-    meta.e_tag.clone().unwrap_or_else(|| {
-        format!(
-            "{}-{}",
-            meta.size,
-            meta.last_modified.timestamp_nanos_opt().unwrap_or_default()
-        )
-    })
+    meta.e_tag
+        .clone()
+        .unwrap_or_else(|| format!("{}-{}", meta.size, meta.last_modified.timestamp_nanos_opt().unwrap_or_default()))
 }
 
 /// Ranges closer than this are read in one request (`object_store`'s default).
@@ -277,40 +221,23 @@ mod tests {
 
     #[test]
     fn merges_close_ranges() {
-        assert_eq!(
-            merge_ranges(&[10..20, 0..5, 25..30, 5_000_000..5_000_010], 8),
-            vec![0..30, 5_000_000..5_000_010]
-        );
+        assert_eq!(merge_ranges(&[10..20, 0..5, 25..30, 5_000_000..5_000_010], 8), vec![0..30, 5_000_000..5_000_010]);
     }
 
     #[tokio::test]
     async fn keys_map_under_the_root_and_bad_keys_are_rejected() {
         let mem = Arc::new(InMemory::new());
-        mem.put(&Path::from("root/a/zarr.json"), b"{}".to_vec().into())
-            .await
-            .unwrap();
+        mem.put(&Path::from("root/a/zarr.json"), b"{}".to_vec().into()).await.unwrap();
         let store = Store::new(mem, Path::from("root"));
-        assert_eq!(
-            store.get("a/zarr.json").await.unwrap().unwrap().as_ref(),
-            b"{}"
-        );
+        assert_eq!(store.get("a/zarr.json").await.unwrap().unwrap().as_ref(), b"{}");
         assert!(store.get("b/zarr.json").await.unwrap().is_none());
         for bad in ["../x", "a//b", "/a", "a/./b", "a/"] {
-            assert!(
-                matches!(store.get(bad).await, Err(StoreError::InvalidKey(_))),
-                "{bad}"
-            );
+            assert!(matches!(store.get(bad).await, Err(StoreError::InvalidKey(_))), "{bad}");
         }
         assert_eq!(store.list_dirs("").await.unwrap(), ["a"]);
         let suffix = store.get_suffix("a/zarr.json", 1).await.unwrap().unwrap();
-        assert_eq!(
-            (suffix.bytes.as_ref(), suffix.object_size),
-            (b"}".as_slice(), 2)
-        );
-        let parts = store
-            .get_ranges("a/zarr.json", &[0..1, 1..2], None)
-            .await
-            .unwrap();
+        assert_eq!((suffix.bytes.as_ref(), suffix.object_size), (b"}".as_slice(), 2));
+        let parts = store.get_ranges("a/zarr.json", &[0..1, 1..2], None).await.unwrap();
         assert_eq!(parts, [Bytes::from_static(b"{"), Bytes::from_static(b"}")]);
     }
 }

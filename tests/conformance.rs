@@ -8,9 +8,13 @@ use axum::Router;
 use common::{Npy, Reply, expected, gather, get, parse_npy};
 use serde_json::Value;
 
-fn cases() -> Value {
-    serde_json::from_slice(&std::fs::read(common::fixtures().join("selections/conformance.json")).unwrap())
-        .unwrap()
+/// A fixture set: its directory under tests/fixtures and its NumPy selection cases.
+fn cases(set: &str) -> Value {
+    serde_json::from_slice(&std::fs::read(common::fixtures().join(format!("selections/{set}.json"))).unwrap()).unwrap()
+}
+
+fn set_dir(set: &str) -> std::path::PathBuf {
+    common::fixtures().join(set)
 }
 
 fn encode_s(s: &str) -> String {
@@ -49,9 +53,7 @@ fn assert_json_element(v: &Value, bytes: &[u8], descr: &str, ctx: &str) {
                 _ => f64::from_le_bytes(bytes.try_into().unwrap()),
             };
             if want.is_finite() {
-                let got = v
-                    .as_f64()
-                    .unwrap_or_else(|| panic!("{ctx}: {v} is not a number"));
+                let got = v.as_f64().unwrap_or_else(|| panic!("{ctx}: {v} is not a number"));
                 let same = match size {
                     2 => half::f16::from_f64(got) == half::f16::from_f64(want),
                     4 => (got as f32).to_bits() == (want as f32).to_bits(),
@@ -75,12 +77,7 @@ fn assert_json_element(v: &Value, bytes: &[u8], descr: &str, ctx: &str) {
 
 fn assert_json(doc: &Value, shape: &[u64], data: &[u8], descr: &str, ctx: &str) {
     assert_eq!(
-        doc["shape"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_u64().unwrap())
-            .collect::<Vec<_>>(),
+        doc["shape"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect::<Vec<_>>(),
         shape,
         "{ctx}"
     );
@@ -98,12 +95,7 @@ fn assert_json(doc: &Value, shape: &[u64], data: &[u8], descr: &str, ctx: &str) 
     flatten(&doc["data"], shape.len(), &mut flat);
     assert_eq!(flat.len() * item, data.len(), "{ctx}: element count");
     for (i, v) in flat.iter().enumerate() {
-        assert_json_element(
-            v,
-            &data[i * item..(i + 1) * item],
-            descr,
-            &format!("{ctx} element {i}"),
-        );
+        assert_json_element(v, &data[i * item..(i + 1) * item], descr, &format!("{ctx} element {i}"));
     }
 }
 
@@ -115,36 +107,21 @@ async fn read_npy(app: &Router, uri: &str) -> (Reply, Npy) {
 }
 
 /// Full reads in every format, every selection case, every bad selection.
-async fn check_all_arrays(app: &Router) {
-    let manifest = common::manifest();
-    let cases = cases();
+async fn check_all_arrays(app: &Router, set: &str) {
+    let manifest: Value = serde_json::from_slice(&std::fs::read(set_dir(set).join("manifest.json")).unwrap()).unwrap();
+    let cases = cases(set);
     for array in manifest["arrays"].as_array().unwrap() {
         let path = array["path"].as_str().unwrap();
-        let want = expected(path);
-        let shape: Vec<u64> = array["shape"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_u64().unwrap())
-            .collect();
+        let want = expected(&set_dir(set), path);
+        let shape: Vec<u64> = array["shape"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
         assert_eq!(want.shape, shape);
 
         let (reply, got) = read_npy(app, &format!("/v1/slice/conf/{path}")).await;
         assert_eq!(got.descr, want.descr, "{path}");
         assert_eq!(got.shape, want.shape, "{path}");
         assert_same_bits(path, "", &got.data, &want.data);
-        assert_eq!(
-            reply.header("zarr-shape"),
-            shape
-                .iter()
-                .map(u64::to_string)
-                .collect::<Vec<_>>()
-                .join(",")
-        );
-        assert_eq!(
-            reply.header("zarr-data-type"),
-            array["dtype"].as_str().unwrap()
-        );
+        assert_eq!(reply.header("zarr-shape"), shape.iter().map(u64::to_string).collect::<Vec<_>>().join(","));
+        assert_eq!(reply.header("zarr-data-type"), array["dtype"].as_str().unwrap());
         assert!(reply.header("etag").starts_with('"'), "{path}: strong ETag");
 
         let bin = get(app, &format!("/v1/slice/conf/{path}?format=bin")).await;
@@ -159,60 +136,41 @@ async fn check_all_arrays(app: &Router) {
 
         for case in cases[path]["ok"].as_array().unwrap() {
             let s = case["s"].as_str().unwrap();
-            let rshape: Vec<u64> = case["shape"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|v| v.as_u64().unwrap())
-                .collect();
+            let rshape: Vec<u64> = case["shape"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
             let (_, got) = read_npy(app, &format!("/v1/slice/conf/{path}?s={}", encode_s(s))).await;
             assert_eq!(got.shape, rshape, "{path} s={s}");
-            let runs = case["runs"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|r| (r[0].as_u64().unwrap(), r[1].as_u64().unwrap()));
-            let want_data = gather(
-                &want,
-                &runs
-                    .flat_map(|(start, len)| start..start + len)
-                    .collect::<Vec<_>>(),
-            );
+            let runs =
+                case["runs"].as_array().unwrap().iter().map(|r| (r[0].as_u64().unwrap(), r[1].as_u64().unwrap()));
+            let want_data = gather(&want, &runs.flat_map(|(start, len)| start..start + len).collect::<Vec<_>>());
             assert_same_bits(path, s, &got.data, &want_data);
             if want_data.len() <= 512 * want.item() {
-                let json = get(
-                    app,
-                    &format!("/v1/slice/conf/{path}?s={}&format=json", encode_s(s)),
-                )
-                .await;
-                assert_json(
-                    &json.json(),
-                    &rshape,
-                    &want_data,
-                    &want.descr,
-                    &format!("{path} s={s}"),
-                );
+                let json = get(app, &format!("/v1/slice/conf/{path}?s={}&format=json", encode_s(s))).await;
+                assert_json(&json.json(), &rshape, &want_data, &want.descr, &format!("{path} s={s}"));
             }
         }
         for bad in cases[path]["errors"].as_array().unwrap() {
             let s = bad.as_str().unwrap();
             let reply = get(app, &format!("/v1/slice/conf/{path}?s={}", encode_s(s))).await;
             let doc = reply.assert_problem(400);
-            assert!(
-                doc["detail"].as_str().unwrap().len() > 20,
-                "{path} s={s}: {doc}"
-            );
+            assert!(doc["detail"].as_str().unwrap().len() > 20, "{path} s={s}: {doc}");
         }
     }
 }
 
+const SETS: [&str; 2] = ["conformance", "extra"];
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conformance_over_local_files() {
-    check_all_arrays(&common::conformance_app()).await;
+    for set in SETS {
+        let store = common::local_store(&set_dir(set).join("data.zarr"));
+        check_all_arrays(&common::app_with(vec![("conf", store)], common::config("")), set).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conformance_over_memory() {
-    let store = common::memory_store(&common::conformance_dir().join("data.zarr")).await;
-    check_all_arrays(&common::app_with(vec![("conf", store)], common::config(""))).await;
+    for set in SETS {
+        let store = common::memory_store(&set_dir(set).join("data.zarr")).await;
+        check_all_arrays(&common::app_with(vec![("conf", store)], common::config("")), set).await;
+    }
 }

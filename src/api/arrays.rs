@@ -9,11 +9,7 @@ use crate::AppState;
 use crate::error::Result;
 use crate::zarr::metadata::ArrayMetadata;
 
-pub async fn root(
-    state: State<AppState>,
-    Path(ds): Path<String>,
-    query: RawQuery,
-) -> Result<Response> {
+pub async fn root(state: State<AppState>, Path(ds): Path<String>, query: RawQuery) -> Result<Response> {
     show(state, Path((ds, String::new())), query).await
 }
 
@@ -25,10 +21,7 @@ pub async fn show(
     Params::parse(query.as_deref(), &[])?;
     let dataset = state.catalog.dataset(&ds)?;
     let array = state.catalog.array(dataset, &path).await?;
-    Ok(json_response(
-        &describe(&path, &array.meta),
-        &state.config.http.cache_control,
-    ))
+    Ok(json_response(&describe(&path, &array.meta), &state.config.http.cache_control))
 }
 
 /// The array-info document of API.md.

@@ -39,11 +39,7 @@ impl Format {
         Self::ALL
             .into_iter()
             .find(|f| f.name() == name)
-            .ok_or_else(|| {
-                Error::BadRequest(format!(
-                    "unknown format `{name}`; allowed: npy, bin, json, png"
-                ))
-            })
+            .ok_or_else(|| Error::BadRequest(format!("unknown format `{name}`; allowed: npy, bin, json, png")))
     }
 
     /// The format named by `format`, else the first acceptable one in `Accept`, else npy.
@@ -75,10 +71,7 @@ impl Format {
             if media == "image/*" {
                 return Ok(Self::Png);
             }
-            if let Some(f) = Self::ALL
-                .into_iter()
-                .find(|f| f.media_type().eq_ignore_ascii_case(media))
-            {
+            if let Some(f) = Self::ALL.into_iter().find(|f| f.media_type().eq_ignore_ascii_case(media)) {
                 return Ok(f);
             }
         }
@@ -93,19 +86,9 @@ pub fn npy_header(data_type: DataType, shape: &[u64]) -> Vec<u8> {
     let dims = match shape {
         [] => "()".to_owned(),
         [n] => format!("({n},)"),
-        _ => format!(
-            "({})",
-            shape
-                .iter()
-                .map(u64::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        _ => format!("({})", shape.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")),
     };
-    let mut dict = format!(
-        "{{'descr': '{}', 'fortran_order': False, 'shape': {dims}, }}",
-        data_type.npy_descr()
-    );
+    let mut dict = format!("{{'descr': '{}', 'fortran_order': False, 'shape': {dims}, }}", data_type.npy_descr());
     // Magic (6) + version (2) + length (2) + dict + '\n', padded to a multiple of 64.
     let total = (10 + dict.len() + 1).div_ceil(64) * 64;
     dict.extend(std::iter::repeat_n(' ', total - 10 - dict.len() - 1));
@@ -146,9 +129,7 @@ pub fn json(data: &[u8], data_type: DataType, shape: &[u64]) -> Vec<u8> {
     let _ = write!(out, "],\"data_type\":\"{}\",\"data\":", data_type.name());
     let item = data_type.size();
     let mut elements = data.chunks_exact(item);
-    nested(&mut out, shape, &mut |out| {
-        write_element(out, elements.next().unwrap_or(&[]), data_type)
-    });
+    nested(&mut out, shape, &mut |out| write_element(out, elements.next().unwrap_or(&[]), data_type));
     out.push('}');
     out.into_bytes()
 }
@@ -195,21 +176,11 @@ fn write_element(out: &mut String, b: &[u8], data_type: DataType) {
         DataType::UInt16 => out.push_str(int.format(u16::from_le_bytes([b[0], b[1]]))),
         DataType::UInt32 => out.push_str(int.format(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
         DataType::UInt64 => out.push_str(int.format(u64::from_le_bytes(bytes(8)))),
-        DataType::Float16 => {
-            write_float(out, half::f16::from_le_bytes([b[0], b[1]]).to_f64(), true)
-        }
-        DataType::Float32 => write_float(
-            out,
-            f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-            true,
-        ),
+        DataType::Float16 => write_float(out, half::f16::from_le_bytes([b[0], b[1]]).to_f64(), true),
+        DataType::Float32 => write_float(out, f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])), true),
         DataType::Float64 => write_float(out, f64::from_le_bytes(bytes(8)), false),
         DataType::Complex64 | DataType::Complex128 => {
-            let part = if data_type == DataType::Complex64 {
-                DataType::Float32
-            } else {
-                DataType::Float64
-            };
+            let part = if data_type == DataType::Complex64 { DataType::Float32 } else { DataType::Float64 };
             let half_len = data_type.size() / 2;
             out.push('[');
             write_element(out, &b[..half_len], part);
@@ -257,40 +228,22 @@ pub fn png(
         )));
     };
     if data_type.is_complex() {
-        return Err(Error::NotAcceptable(
-            "png cannot show complex values; use npy, bin or json".into(),
-        ));
+        return Err(Error::NotAcceptable("png cannot show complex values; use npy, bin or json".into()));
     }
     if height > u64::from(u32::MAX) || width > u64::from(u32::MAX) {
-        return Err(Error::NotAcceptable(
-            "png dimensions are limited to 2^32-1".into(),
-        ));
+        return Err(Error::NotAcceptable("png dimensions are limited to 2^32-1".into()));
     }
     let item = data_type.size();
     let is_fill = |b: &[u8]| b == fill;
     let values: Vec<Option<f64>> = data
         .chunks_exact(item)
-        .map(|b| {
-            if is_fill(b) {
-                None
-            } else {
-                element_f64(b, data_type).filter(|v| !v.is_nan())
-            }
-        })
+        .map(|b| if is_fill(b) { None } else { element_f64(b, data_type).filter(|v| !v.is_nan()) })
         .collect();
-    let (lo, hi) = values
-        .iter()
-        .flatten()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
-            (lo.min(v), hi.max(v))
-        });
+    let (lo, hi) =
+        values.iter().flatten().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| (lo.min(v), hi.max(v)));
     let lo = vmin.unwrap_or(lo);
     let hi = vmax.unwrap_or(hi);
-    let scale = if hi > lo && hi.is_finite() && lo.is_finite() {
-        255.0 / (hi - lo)
-    } else {
-        0.0
-    };
+    let scale = if hi > lo && hi.is_finite() && lo.is_finite() { 255.0 / (hi - lo) } else { 0.0 };
     let mut pixels = Vec::with_capacity(values.len() * 2);
     for v in values {
         match v {
@@ -310,15 +263,9 @@ pub fn png(
     encoder.set_color(png::ColorType::GrayscaleAlpha);
     encoder.set_depth(png::BitDepth::Eight);
     encoder.set_compression(png::Compression::Fast);
-    let mut writer = encoder
-        .write_header()
-        .map_err(|e| Error::Internal(format!("png: {e}")))?;
-    writer
-        .write_image_data(&pixels)
-        .map_err(|e| Error::Internal(format!("png: {e}")))?;
-    writer
-        .finish()
-        .map_err(|e| Error::Internal(format!("png: {e}")))?;
+    let mut writer = encoder.write_header().map_err(|e| Error::Internal(format!("png: {e}")))?;
+    writer.write_image_data(&pixels).map_err(|e| Error::Internal(format!("png: {e}")))?;
+    writer.finish().map_err(|e| Error::Internal(format!("png: {e}")))?;
     Ok(out)
 }
 
@@ -333,10 +280,7 @@ mod tests {
             assert_eq!(h.len() % 64, 0);
             assert_eq!(*h.last().unwrap(), b'\n');
             let text = std::str::from_utf8(&h[10..]).unwrap();
-            assert!(
-                text.starts_with("{'descr': '<f4', 'fortran_order': False, 'shape': ("),
-                "{text}"
-            );
+            assert!(text.starts_with("{'descr': '<f4', 'fortran_order': False, 'shape': ("), "{text}");
         }
         let text = String::from_utf8(npy_header(DataType::Int8, &[7])[10..].to_vec()).unwrap();
         assert!(text.contains("'shape': (7,)"));
@@ -344,10 +288,7 @@ mod tests {
 
     #[test]
     fn json_renders_every_kind_of_value() {
-        let f: Vec<u8> = [1.5f32, f32::NAN, f32::INFINITY, 0.1]
-            .iter()
-            .flat_map(|v| v.to_le_bytes())
-            .collect();
+        let f: Vec<u8> = [1.5f32, f32::NAN, f32::INFINITY, 0.1].iter().flat_map(|v| v.to_le_bytes()).collect();
         assert_eq!(
             String::from_utf8(json(&f, DataType::Float32, &[2, 2])).unwrap(),
             r#"{"shape":[2,2],"data_type":"float32","data":[[1.5,null],[null,0.1]]}"#
@@ -357,10 +298,7 @@ mod tests {
             String::from_utf8(json(&big, DataType::UInt64, &[])).unwrap(),
             r#"{"shape":[],"data_type":"uint64","data":18446744073709551615}"#
         );
-        let c: Vec<u8> = [1.0f32, -2.0]
-            .iter()
-            .flat_map(|v| v.to_le_bytes())
-            .collect();
+        let c: Vec<u8> = [1.0f32, -2.0].iter().flat_map(|v| v.to_le_bytes()).collect();
         assert_eq!(
             String::from_utf8(json(&c, DataType::Complex64, &[1])).unwrap(),
             r#"{"shape":[1],"data_type":"complex64","data":[[1.0,-2.0]]}"#
@@ -378,33 +316,14 @@ mod tests {
     #[test]
     fn negotiation_follows_format_then_accept() {
         assert_eq!(Format::negotiate(None, None).unwrap(), Format::Npy);
+        assert_eq!(Format::negotiate(Some("json"), Some("image/png")).unwrap(), Format::Json);
+        assert_eq!(Format::negotiate(None, Some("text/html;q=0.9, image/png")).unwrap(), Format::Png);
         assert_eq!(
-            Format::negotiate(Some("json"), Some("image/png")).unwrap(),
-            Format::Json
-        );
-        assert_eq!(
-            Format::negotiate(None, Some("text/html;q=0.9, image/png")).unwrap(),
-            Format::Png
-        );
-        assert_eq!(
-            Format::negotiate(
-                None,
-                Some("application/json;q=0.5, application/octet-stream")
-            )
-            .unwrap(),
+            Format::negotiate(None, Some("application/json;q=0.5, application/octet-stream")).unwrap(),
             Format::Bin
         );
-        assert_eq!(
-            Format::negotiate(None, Some("text/html, */*;q=0.1")).unwrap(),
-            Format::Npy
-        );
-        assert!(matches!(
-            Format::negotiate(None, Some("text/html")),
-            Err(Error::NotAcceptable(_))
-        ));
-        assert!(matches!(
-            Format::negotiate(Some("tiff"), None),
-            Err(Error::BadRequest(_))
-        ));
+        assert_eq!(Format::negotiate(None, Some("text/html, */*;q=0.1")).unwrap(), Format::Npy);
+        assert!(matches!(Format::negotiate(None, Some("text/html")), Err(Error::NotAcceptable(_))));
+        assert!(matches!(Format::negotiate(Some("tiff"), None), Err(Error::BadRequest(_))));
     }
 }

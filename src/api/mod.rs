@@ -2,10 +2,12 @@
 //! catalog and the read path, and encode; they never parse Zarr bytes.
 
 pub mod arrays;
+pub mod chunks;
 pub mod datasets;
 pub mod encode;
 pub mod ops;
 pub mod slice;
+pub mod zarr_store;
 
 use std::collections::BTreeMap;
 
@@ -13,6 +15,37 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::error::{Error, Result};
+
+/// Marks a response whose body must not be compressed (already-compressed chunk bytes,
+/// byte ranges of stored objects).
+#[derive(Debug, Clone, Copy)]
+pub struct NoCompress;
+
+/// Builds strong `ETag`s by hashing, in order, everything a response depends on.
+pub struct EtagBuilder(xxhash_rust::xxh3::Xxh3);
+
+impl EtagBuilder {
+    pub fn new(kind: &str) -> Self {
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        h.update(kind.as_bytes());
+        Self(h)
+    }
+
+    pub fn text(&mut self, s: &str) -> &mut Self {
+        self.0.update(&(s.len() as u64).to_le_bytes());
+        self.0.update(s.as_bytes());
+        self
+    }
+
+    pub fn number(&mut self, v: u64) -> &mut Self {
+        self.0.update(&v.to_le_bytes());
+        self
+    }
+
+    pub fn finish(&self) -> String {
+        format!("\"{:032x}\"", self.0.digest128())
+    }
+}
 
 /// Query parameters, checked against the names an endpoint accepts.
 #[derive(Debug, Default)]
@@ -29,9 +62,7 @@ impl Params {
                 )));
             }
             if map.insert(k.to_string(), v.to_string()).is_some() {
-                return Err(Error::BadRequest(format!(
-                    "query parameter `{k}` is given more than once"
-                )));
+                return Err(Error::BadRequest(format!("query parameter `{k}` is given more than once")));
             }
         }
         Ok(Self(map))
@@ -49,9 +80,7 @@ impl Params {
                     .parse::<f64>()
                     .ok()
                     .filter(|f| f.is_finite())
-                    .ok_or_else(|| {
-                        Error::BadRequest(format!("`{name}` must be a finite number, got `{v}`"))
-                    })
+                    .ok_or_else(|| Error::BadRequest(format!("`{name}` must be a finite number, got `{v}`")))
             })
             .transpose()
     }
@@ -61,20 +90,14 @@ impl Params {
         match self.get(name) {
             None | Some("false" | "0") => Ok(false),
             Some("true" | "1") => Ok(true),
-            Some(other) => Err(Error::BadRequest(format!(
-                "`{name}` must be true or false, got `{other}`"
-            ))),
+            Some(other) => Err(Error::BadRequest(format!("`{name}` must be true or false, got `{other}`"))),
         }
     }
 }
 
 /// A JSON body with the configured `Cache-Control`.
 pub fn json_response(value: &serde_json::Value, cache_control: &str) -> Response {
-    let mut response = (
-        [(header::CONTENT_TYPE, "application/json")],
-        value.to_string(),
-    )
-        .into_response();
+    let mut response = ([(header::CONTENT_TYPE, "application/json")], value.to_string()).into_response();
     if let Ok(v) = HeaderValue::from_str(cache_control) {
         response.headers_mut().insert(header::CACHE_CONTROL, v);
     }

@@ -18,11 +18,7 @@ pub async fn healthz() -> &'static str {
 /// 503 as soon as shutdown begins so a load balancer drains the instance first.
 pub async fn readyz(State(state): State<AppState>) -> Response {
     if state.shutting_down.load(Ordering::SeqCst) {
-        return Error::Unavailable {
-            detail: "the server is shutting down".into(),
-            retry_after: 1,
-        }
-        .into_response();
+        return Error::Unavailable { detail: "the server is shutting down".into(), retry_after: 1 }.into_response();
     }
     let mut failing = Vec::new();
     for ds in state.catalog.datasets() {
@@ -35,20 +31,13 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
     if failing.is_empty() {
         "ready".into_response()
     } else {
-        Error::Unavailable {
-            detail: format!("datasets not readable: {}", failing.join("; ")),
-            retry_after: 5,
-        }
-        .into_response()
+        Error::Unavailable { detail: format!("datasets not readable: {}", failing.join("; ")), retry_after: 5 }
+            .into_response()
     }
 }
 
 /// Prometheus text exposition.
 pub async fn metrics(State(state): State<AppState>) -> Response {
     crate::metrics::cache_size("shard_index", state.catalog.indexes.size());
-    (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        crate::metrics::handle().render(),
-    )
-        .into_response()
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], crate::metrics::handle().render()).into_response()
 }

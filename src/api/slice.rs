@@ -4,14 +4,12 @@
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use xxhash_rust::xxh3::Xxh3;
 
 use super::encode::{self, Format};
-use super::{Params, not_modified};
+use super::{EtagBuilder, Params, not_modified};
 use crate::AppState;
 use crate::error::{Error, Result};
 use crate::zarr::metadata::ArrayMetadata;
-use crate::zarr::read::ReadOutput;
 use crate::zarr::selection::{DimSelection, Selection, result_shape};
 
 const PARAMS: &[&str] = &["s", "format", "vmin", "vmax"];
@@ -32,35 +30,28 @@ pub async fn slice(
     headers: HeaderMap,
 ) -> Result<Response> {
     let params = Params::parse(query.as_deref(), PARAMS)?;
-    let format = Format::negotiate(
-        params.get("format"),
-        headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()),
-    )?;
-    let render = Render {
-        format,
-        vmin: params.number("vmin")?,
-        vmax: params.number("vmax")?,
-    };
+    let render = Render::from_request(&params, &headers)?;
     let dataset = state.catalog.dataset(&ds)?;
     let array = state.catalog.array(dataset, &path).await?;
     let selection = Selection::parse(params.get("s").unwrap_or(""))?.resolve(&array.meta.shape)?;
     let shape = result_shape(&selection);
     render.check(&array.meta, &shape, state.config.limits.max_response_bytes)?;
+    // A revalidation whose objects were all seen recently is answered without storage reads.
+    if headers.contains_key(header::IF_NONE_MATCH) {
+        if let Some(versions) = array.cached_versions(&selection).await {
+            let etag = etag(&ds, &path, &array.meta, &selection, &render, &versions);
+            if not_modified(&headers, &etag) {
+                return Ok(with_validators(StatusCode::NOT_MODIFIED.into_response(), &etag, &state.config.http.cache_control));
+            }
+        }
+    }
     let output = array.read(&selection).await?;
-    let etag = etag(&ds, &path, &array.meta, &selection, &render, &output);
+    let etag = etag(&ds, &path, &array.meta, &selection, &render, &output.versions);
     if not_modified(&headers, &etag) {
-        return Ok(with_validators(
-            StatusCode::NOT_MODIFIED.into_response(),
-            &etag,
-            &state.config.http.cache_control,
-        ));
+        return Ok(with_validators(StatusCode::NOT_MODIFIED.into_response(), &etag, &state.config.http.cache_control));
     }
     let response = render.respond(&output.data, &array.meta, &shape)?;
-    Ok(with_validators(
-        response,
-        &etag,
-        &state.config.http.cache_control,
-    ))
+    Ok(with_validators(response, &etag, &state.config.http.cache_control))
 }
 
 /// How decoded data becomes a response body.
@@ -72,6 +63,19 @@ pub struct Render {
 }
 
 impl Render {
+    /// Parses `format` (or `Accept`), `vmin` and `vmax`.
+    pub fn from_request(params: &Params, headers: &HeaderMap) -> Result<Self> {
+        let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+        Ok(Self { format: Format::negotiate(params.get("format"), accept)?, vmin: params.number("vmin")?, vmax: params.number("vmax")? })
+    }
+
+    pub fn hash_into(&self, tag: &mut EtagBuilder) {
+        tag.text(self.format.name());
+        for v in [self.vmin, self.vmax] {
+            tag.number(v.map_or(u64::MAX, f64::to_bits));
+        }
+    }
+
     /// Rejects, before any data is read, results that cannot be rendered or are too large.
     pub fn check(&self, meta: &ArrayMetadata, shape: &[u64], limit: u64) -> Result<()> {
         if self.format == Format::Png {
@@ -82,14 +86,10 @@ impl Render {
                 )));
             }
             if meta.data_type.is_complex() {
-                return Err(Error::NotAcceptable(
-                    "png cannot show complex values; use npy, bin or json".into(),
-                ));
+                return Err(Error::NotAcceptable("png cannot show complex values; use npy, bin or json".into()));
             }
         } else if self.vmin.is_some() || self.vmax.is_some() {
-            return Err(Error::BadRequest(
-                "`vmin` and `vmax` apply only to format=png".into(),
-            ));
+            return Err(Error::BadRequest("`vmin` and `vmax` apply only to format=png".into()));
         }
         let n: u128 = shape.iter().map(|&d| u128::from(d)).product();
         let (what, per_element) = match self.format {
@@ -114,30 +114,13 @@ impl Render {
             }
             Format::Bin => data.to_vec(),
             Format::Json => encode::json(data, data_type, shape),
-            Format::Png => encode::png(
-                data,
-                data_type,
-                shape,
-                &meta.fill_value,
-                self.vmin,
-                self.vmax,
-            )?,
+            Format::Png => encode::png(data, data_type, shape, &meta.fill_value, self.vmin, self.vmax)?,
         };
-        let shape_header = shape
-            .iter()
-            .map(u64::to_string)
-            .collect::<Vec<_>>()
-            .join(",");
+        let shape_header = shape.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
         let mut response = body.into_response();
         let headers = response.headers_mut();
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static(self.format.media_type()),
-        );
-        headers.insert(
-            "zarr-shape",
-            HeaderValue::from_str(&shape_header).map_err(|e| Error::Internal(e.to_string()))?,
-        );
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(self.format.media_type()));
+        headers.insert("zarr-shape", HeaderValue::from_str(&shape_header).map_err(|e| Error::Internal(e.to_string()))?);
         headers.insert("zarr-data-type", HeaderValue::from_static(data_type.name()));
         Ok(response)
     }
@@ -151,35 +134,18 @@ fn etag(
     meta: &ArrayMetadata,
     selection: &[DimSelection],
     render: &Render,
-    output: &ReadOutput,
+    versions: &[(String, String)],
 ) -> String {
-    let mut h = Xxh3::new();
-    for part in [
-        ds,
-        "\0",
-        path,
-        "\0",
-        &serde_json::Value::Object(meta.document.clone()).to_string(),
-        "\0",
-        render.format.name(),
-    ] {
-        h.update(part.as_bytes());
-    }
+    let mut tag = EtagBuilder::new("slice");
+    tag.text(ds).text(path).text(&serde_json::Value::Object(meta.document.clone()).to_string());
+    render.hash_into(&mut tag);
     for d in selection {
-        for v in [d.start, d.step, d.count, u64::from(d.drop)] {
-            h.update(&v.to_le_bytes());
-        }
+        tag.number(d.start).number(d.step).number(d.count).number(u64::from(d.drop));
     }
-    for v in [render.vmin, render.vmax] {
-        h.update(&v.map_or(u64::MAX, f64::to_bits).to_le_bytes());
+    for (key, version) in versions {
+        tag.text(key).text(version);
     }
-    for (key, version) in &output.versions {
-        h.update(key.as_bytes());
-        h.update(b"\0");
-        h.update(version.as_bytes());
-        h.update(b"\0");
-    }
-    format!("\"{:032x}\"", h.digest128())
+    tag.finish()
 }
 
 /// Adds `ETag` and `Cache-Control`.

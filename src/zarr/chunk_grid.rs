@@ -32,7 +32,7 @@ pub enum Dim {
 }
 
 impl Dim {
-    fn fixed(edge: u64, extent: u64) -> Self {
+    pub fn fixed(edge: u64, extent: u64) -> Self {
         Self::Fixed { edge, extent }
     }
 
@@ -43,31 +43,16 @@ impl Dim {
             if let Some(last) = runs.last_mut().filter(|r| r.edge == edge) {
                 last.count += count;
             } else {
-                runs.push(Run {
-                    edge,
-                    count,
-                    first_chunk,
-                    start,
-                });
+                runs.push(Run { edge, count, first_chunk, start });
             }
-            let overflow = || {
-                MetadataError::invalid(
-                    "chunk_grid",
-                    &format!("dimension {dim}: edge lengths overflow"),
-                )
-            };
+            let overflow = || MetadataError::invalid("chunk_grid", &format!("dimension {dim}: edge lengths overflow"));
             first_chunk = first_chunk.checked_add(count).ok_or_else(overflow)?;
-            start = edge
-                .checked_mul(count)
-                .and_then(|len| start.checked_add(len))
-                .ok_or_else(overflow)?;
+            start = edge.checked_mul(count).and_then(|len| start.checked_add(len)).ok_or_else(overflow)?;
         }
         if start < extent {
             return Err(MetadataError::invalid(
                 "chunk_grid",
-                &format!(
-                    "dimension {dim}: chunk edges sum to {start}, less than the extent {extent}"
-                ),
+                &format!("dimension {dim}: chunk edges sum to {start}, less than the extent {extent}"),
             ));
         }
         Ok(Self::Varying { runs, extent })
@@ -120,8 +105,7 @@ impl Dim {
 
     /// The part of chunk `k` inside the array.
     pub fn data_size(&self, k: u64) -> u64 {
-        self.chunk_size(k)
-            .min(self.extent().saturating_sub(self.chunk_start(k)))
+        self.chunk_size(k).min(self.extent().saturating_sub(self.chunk_start(k)))
     }
 
     fn run_of(runs: &[Run], k: u64) -> &Run {
@@ -133,11 +117,8 @@ impl Dim {
         match self {
             Self::Fixed { edge, .. } => vec![*edge],
             Self::Varying { runs, extent } => {
-                let mut edges: Vec<u64> = runs
-                    .iter()
-                    .filter(|r| r.start < *extent || *extent == 0)
-                    .map(|r| r.edge)
-                    .collect();
+                let mut edges: Vec<u64> =
+                    runs.iter().filter(|r| r.start < *extent || *extent == 0).map(|r| r.edge).collect();
                 edges.sort_unstable();
                 edges.dedup();
                 edges
@@ -151,15 +132,7 @@ impl Dim {
         match self {
             Self::Fixed { edge, .. } => json!(edge),
             Self::Varying { runs, .. } => Value::Array(
-                runs.iter()
-                    .map(|r| {
-                        if r.count == 1 {
-                            json!(r.edge)
-                        } else {
-                            json!([r.edge, r.count])
-                        }
-                    })
-                    .collect(),
+                runs.iter().map(|r| if r.count == 1 { json!(r.edge) } else { json!([r.edge, r.count]) }).collect(),
             ),
         }
     }
@@ -194,11 +167,7 @@ impl ChunkGrid {
         if chunk_shape.len() != shape.len() {
             return Err(MetadataError::invalid(
                 "chunk_grid",
-                &format!(
-                    "chunk_shape has {} dimensions but the array has {}",
-                    chunk_shape.len(),
-                    shape.len()
-                ),
+                &format!("chunk_shape has {} dimensions but the array has {}", chunk_shape.len(), shape.len()),
             ));
         }
         let dims = chunk_shape
@@ -207,45 +176,31 @@ impl ChunkGrid {
             .enumerate()
             .map(|(i, (&edge, &extent))| match (edge, extent) {
                 (0, 0) => Ok(Dim::fixed(1, 0)),
-                (0, _) => Err(MetadataError::invalid(
-                    "chunk_grid",
-                    &format!("dimension {i}: chunk edge length 0"),
-                )),
+                (0, _) => Err(MetadataError::invalid("chunk_grid", &format!("dimension {i}: chunk edge length 0"))),
                 _ => Ok(Dim::fixed(edge, extent)),
             })
             .collect::<Result<_, _>>()?;
-        Ok(Self {
-            kind: GridKind::Regular,
-            dims,
-        })
+        Ok(Self { kind: GridKind::Regular, dims })
     }
 
     /// Parses the `chunk_grid` member of `zarr.json` for an array of `shape`.
     pub fn from_json(value: &Value, shape: &[u64]) -> Result<Self, MetadataError> {
         let (name, config) = super::metadata::extension_parts(value, "chunk_grid")?;
-        let config =
-            config.ok_or_else(|| MetadataError::invalid("chunk_grid", "missing configuration"))?;
+        let config = config.ok_or_else(|| MetadataError::invalid("chunk_grid", "missing configuration"))?;
         match name {
             "regular" => {
-                let chunk_shape = super::metadata::u64_list(
-                    config.get("chunk_shape"),
-                    "chunk_grid.configuration.chunk_shape",
-                )?;
+                let chunk_shape =
+                    super::metadata::u64_list(config.get("chunk_shape"), "chunk_grid.configuration.chunk_shape")?;
                 Self::regular(&chunk_shape, shape)
             }
             "rectilinear" => {
                 match config.get("kind") {
                     Some(Value::String(k)) if k == "inline" => {}
                     Some(other) => {
-                        return Err(MetadataError::Unsupported(format!(
-                            "rectilinear chunk grid kind {other}"
-                        )));
+                        return Err(MetadataError::Unsupported(format!("rectilinear chunk grid kind {other}")));
                     }
                     None => {
-                        return Err(MetadataError::invalid(
-                            "chunk_grid",
-                            "rectilinear grid without `kind`",
-                        ));
+                        return Err(MetadataError::invalid("chunk_grid", "rectilinear grid without `kind`"));
                     }
                 }
                 Self::rectilinear(config.get("chunk_shapes"), shape, "chunk_shapes")
@@ -256,26 +211,16 @@ impl ChunkGrid {
         }
     }
 
-    fn rectilinear(
-        value: Option<&Value>,
-        shape: &[u64],
-        field: &str,
-    ) -> Result<Self, MetadataError> {
+    fn rectilinear(value: Option<&Value>, shape: &[u64], field: &str) -> Result<Self, MetadataError> {
         let bad = |why: String| MetadataError::invalid("chunk_grid", &format!("{field}: {why}"));
         let Some(Value::Array(per_dim)) = value else {
             return Err(bad("expected a list with one entry per dimension".into()));
         };
         if per_dim.len() != shape.len() {
-            return Err(bad(format!(
-                "has {} entries but the array has {} dimensions",
-                per_dim.len(),
-                shape.len()
-            )));
+            return Err(bad(format!("has {} entries but the array has {} dimensions", per_dim.len(), shape.len())));
         }
         let positive = |v: &Value, dim: usize| -> Result<u64, MetadataError> {
-            v.as_u64()
-                .filter(|&n| n >= 1)
-                .ok_or_else(|| bad(format!("dimension {dim}: {v} is not an integer >= 1")))
+            v.as_u64().filter(|&n| n >= 1).ok_or_else(|| bad(format!("dimension {dim}: {v} is not an integer >= 1")))
         };
         let dims = per_dim
             .iter()
@@ -292,9 +237,9 @@ impl ChunkGrid {
                             Value::Array(pair) if pair.len() == 2 => {
                                 Ok((positive(&pair[0], dim)?, positive(&pair[1], dim)?))
                             }
-                            Value::Array(_) => Err(bad(format!(
-                                "dimension {dim}: run-length pair {item} must be [edge, count]"
-                            ))),
+                            Value::Array(_) => {
+                                Err(bad(format!("dimension {dim}: run-length pair {item} must be [edge, count]")))
+                            }
                             edge => Ok((positive(edge, dim)?, 1)),
                         })
                         .collect::<Result<Vec<_>, _>>()?;
@@ -303,10 +248,7 @@ impl ChunkGrid {
                 edge => Ok(Dim::fixed(positive(edge, dim)?, extent)),
             })
             .collect::<Result<_, _>>()?;
-        Ok(Self {
-            kind: GridKind::Rectilinear,
-            dims,
-        })
+        Ok(Self { kind: GridKind::Rectilinear, dims })
     }
 
     pub fn rank(&self) -> usize {
@@ -320,29 +262,17 @@ impl ChunkGrid {
 
     /// The declared (codec) shape of chunk `coords`.
     pub fn chunk_shape(&self, coords: &[u64]) -> Vec<u64> {
-        self.dims
-            .iter()
-            .zip(coords)
-            .map(|(d, &k)| d.chunk_size(k))
-            .collect()
+        self.dims.iter().zip(coords).map(|(d, &k)| d.chunk_size(k)).collect()
     }
 
     /// Where chunk `coords` starts in array coordinates.
     pub fn chunk_origin(&self, coords: &[u64]) -> Vec<u64> {
-        self.dims
-            .iter()
-            .zip(coords)
-            .map(|(d, &k)| d.chunk_start(k))
-            .collect()
+        self.dims.iter().zip(coords).map(|(d, &k)| d.chunk_start(k)).collect()
     }
 
     /// The shape of chunk `coords` clipped to the array.
     pub fn data_shape(&self, coords: &[u64]) -> Vec<u64> {
-        self.dims
-            .iter()
-            .zip(coords)
-            .map(|(d, &k)| d.data_size(k))
-            .collect()
+        self.dims.iter().zip(coords).map(|(d, &k)| d.data_size(k)).collect()
     }
 
     /// Whether `coords` names a chunk that overlaps the array.
@@ -373,11 +303,7 @@ mod tests {
 
     #[test]
     fn spec_example_expands_every_form() {
-        let g = rect(
-            &json!([4, [1, 2, 3], [[4, 2]], [[1, 3], 3], [4, 4, 4]]),
-            &[6; 5],
-        )
-        .unwrap();
+        let g = rect(&json!([4, [1, 2, 3], [[4, 2]], [[1, 3], 3], [4, 4, 4]]), &[6; 5]).unwrap();
         assert_eq!(edges(&g.dims[0]), [4, 4]);
         assert_eq!(edges(&g.dims[1]), [1, 2, 3]);
         assert_eq!(edges(&g.dims[2]), [4, 4]);
@@ -420,11 +346,7 @@ mod tests {
 
     #[test]
     fn huge_run_lengths_use_no_memory() {
-        let g = rect(
-            &json!([[[1, 1_000_000_000_000u64], 5]]),
-            &[1_000_000_000_003],
-        )
-        .unwrap();
+        let g = rect(&json!([[[1, 1_000_000_000_000u64], 5]]), &[1_000_000_000_003]).unwrap();
         assert_eq!(g.dims[0].n_chunks(), 1_000_000_000_001);
         assert_eq!(g.dims[0].chunk_index(1_000_000_000_002), 1_000_000_000_000);
         assert_eq!(g.dims[0].data_size(1_000_000_000_000), 3);
@@ -454,19 +376,13 @@ mod tests {
             (json!([[[u64::MAX, 2]]]), vec![4]),
         ] {
             let err = rect(&shapes, &shape).unwrap_err();
-            assert!(
-                matches!(err, MetadataError::Invalid { .. }),
-                "{shapes}: {err}"
-            );
+            assert!(matches!(err, MetadataError::Invalid { .. }), "{shapes}: {err}");
         }
         assert!(ChunkGrid::regular(&[0], &[4]).is_err());
         let no_kind = json!({"name": "rectilinear", "configuration": {"chunk_shapes": [2]}});
         assert!(ChunkGrid::from_json(&no_kind, &[4]).is_err());
         let unknown = json!({"name": "hexagonal", "configuration": {}});
-        assert!(matches!(
-            ChunkGrid::from_json(&unknown, &[4]),
-            Err(MetadataError::Unsupported(_))
-        ));
+        assert!(matches!(ChunkGrid::from_json(&unknown, &[4]), Err(MetadataError::Unsupported(_))));
     }
 
     #[test]

@@ -28,15 +28,9 @@ impl ChunkKeyEncoding {
             }
         };
         match name {
-            "default" => Ok(Self::Default {
-                separator: separator('/')?,
-            }),
-            "v2" => Ok(Self::V2 {
-                separator: separator('.')?,
-            }),
-            other => Err(MetadataError::Unsupported(format!(
-                "chunk key encoding `{other}`"
-            ))),
+            "default" => Ok(Self::Default { separator: separator('/')? }),
+            "v2" => Ok(Self::V2 { separator: separator('.')? }),
+            other => Err(MetadataError::Unsupported(format!("chunk key encoding `{other}`"))),
         }
     }
 
@@ -72,35 +66,15 @@ mod tests {
     fn encodes_as_the_spec_table() {
         let enc = |v: Value| ChunkKeyEncoding::from_json(&v).unwrap();
         let coords = [1, 23, 45];
-        assert_eq!(
-            enc(json!({"name": "default", "configuration": {"separator": "/"}})).encode(&coords),
-            "c/1/23/45"
-        );
-        assert_eq!(
-            enc(json!({"name": "default", "configuration": {"separator": "."}})).encode(&coords),
-            "c.1.23.45"
-        );
-        assert_eq!(
-            enc(json!({"name": "v2", "configuration": {"separator": "."}})).encode(&coords),
-            "1.23.45"
-        );
-        assert_eq!(
-            enc(json!({"name": "v2", "configuration": {"separator": "/"}})).encode(&coords),
-            "1/23/45"
-        );
+        assert_eq!(enc(json!({"name": "default", "configuration": {"separator": "/"}})).encode(&coords), "c/1/23/45");
+        assert_eq!(enc(json!({"name": "default", "configuration": {"separator": "."}})).encode(&coords), "c.1.23.45");
+        assert_eq!(enc(json!({"name": "v2", "configuration": {"separator": "."}})).encode(&coords), "1.23.45");
+        assert_eq!(enc(json!({"name": "v2", "configuration": {"separator": "/"}})).encode(&coords), "1/23/45");
         assert_eq!(enc(json!({"name": "default"})).encode(&coords), "c/1/23/45");
         assert_eq!(enc(json!({"name": "v2"})).encode(&coords), "1.23.45");
         assert_eq!(enc(json!("default")).encode(&[]), "c");
         assert_eq!(enc(json!({"name": "v2"})).encode(&[]), "0");
-        assert!(
-            ChunkKeyEncoding::from_json(
-                &json!({"name": "default", "configuration": {"separator": "-"}})
-            )
-            .is_err()
-        );
-        assert!(matches!(
-            ChunkKeyEncoding::from_json(&json!({"name": "fanout"})),
-            Err(MetadataError::Unsupported(_))
-        ));
+        assert!(ChunkKeyEncoding::from_json(&json!({"name": "default", "configuration": {"separator": "-"}})).is_err());
+        assert!(matches!(ChunkKeyEncoding::from_json(&json!({"name": "fanout"})), Err(MetadataError::Unsupported(_))));
     }
 }

@@ -38,9 +38,7 @@ pub fn copy_region(src: &[u8], dst: &mut [u8], region: &Region<'_>, item: usize)
         return;
     }
     for d in 0..rank {
-        debug_assert!(
-            region.src_start[d] + (region.count[d] - 1) * region.src_step[d] < region.src_shape[d]
-        );
+        debug_assert!(region.src_start[d] + (region.count[d] - 1) * region.src_step[d] < region.src_shape[d]);
         debug_assert!(region.dst_start[d] + region.count[d] <= region.dst_shape[d]);
     }
     let src_strides = strides(region.src_shape);
@@ -61,12 +59,8 @@ pub fn copy_region(src: &[u8], dst: &mut [u8], region: &Region<'_>, item: usize)
         }
     }
     let outer = &region.count[..inner];
-    let src_base: usize = (0..rank)
-        .map(|d| region.src_start[d] as usize * src_strides[d])
-        .sum();
-    let dst_base: usize = (0..rank)
-        .map(|d| region.dst_start[d] as usize * dst_strides[d])
-        .sum();
+    let src_base: usize = (0..rank).map(|d| region.src_start[d] as usize * src_strides[d]).sum();
+    let dst_base: usize = (0..rank).map(|d| region.dst_start[d] as usize * dst_strides[d]).sum();
     let src_inner_step = region.src_step[rank - 1] as usize * src_strides[rank - 1];
     let mut index = vec![0u64; inner];
     loop {
@@ -164,25 +158,12 @@ mod tests {
     #[test]
     fn scalar_and_empty() {
         let mut dst = vec![0u8; 4];
-        let r = Region {
-            src_shape: &[],
-            src_start: &[],
-            src_step: &[],
-            dst_shape: &[],
-            dst_start: &[],
-            count: &[],
-        };
+        let r = Region { src_shape: &[], src_start: &[], src_step: &[], dst_shape: &[], dst_start: &[], count: &[] };
         copy_region(&[1, 2, 3, 4], &mut dst, &r, 4);
         assert_eq!(dst, [1, 2, 3, 4]);
         let mut untouched = vec![9u8; 2];
-        let empty = Region {
-            src_shape: &[2],
-            src_start: &[0],
-            src_step: &[1],
-            dst_shape: &[2],
-            dst_start: &[0],
-            count: &[0],
-        };
+        let empty =
+            Region { src_shape: &[2], src_start: &[0], src_step: &[1], dst_shape: &[2], dst_start: &[0], count: &[0] };
         copy_region(&[1, 2], &mut untouched, &empty, 1);
         assert_eq!(untouched, [9, 9]);
     }

@@ -35,17 +35,11 @@ impl DataType {
             Value::Object(o) => match o.get("name") {
                 Some(Value::String(s)) => s.as_str(),
                 _ => {
-                    return Err(MetadataError::invalid(
-                        "data_type",
-                        "an object without a string `name`",
-                    ));
+                    return Err(MetadataError::invalid("data_type", "an object without a string `name`"));
                 }
             },
             _ => {
-                return Err(MetadataError::invalid(
-                    "data_type",
-                    "neither a string nor an object",
-                ));
+                return Err(MetadataError::invalid("data_type", "neither a string nor an object"));
             }
         };
         Ok(match name {
@@ -137,10 +131,7 @@ impl DataType {
     /// Parses a `fill_value` into its little-endian element bytes.
     pub fn parse_fill_value(self, value: &Value) -> Result<Vec<u8>, MetadataError> {
         let bad = |why: &str| {
-            MetadataError::invalid(
-                "fill_value",
-                &format!("{value} is not a valid {} fill value: {why}", self.name()),
-            )
+            MetadataError::invalid("fill_value", &format!("{value} is not a valid {} fill value: {why}", self.name()))
         };
         match self {
             Self::Bool => match value {
@@ -165,7 +156,8 @@ impl DataType {
                 }
                 Ok(v.to_le_bytes()[..self.size()].to_vec())
             }
-            Self::Float16 | Self::Float32 | Self::Float64 => parse_float(value, self.size()).ok_or_else(|| bad("expected a number, \"NaN\", \"Infinity\", \"-Infinity\" or a 0x bit pattern")),
+            Self::Float16 | Self::Float32 | Self::Float64 => parse_float(value, self.size())
+                .ok_or_else(|| bad("expected a number, \"NaN\", \"Infinity\", \"-Infinity\" or a 0x bit pattern")),
             Self::Complex64 | Self::Complex128 => {
                 let part = self.size() / 2;
                 match value {
@@ -230,80 +222,36 @@ mod tests {
 
     #[test]
     fn parses_names_and_aliases() {
-        assert_eq!(
-            DataType::from_json(&json!("complex_float32")).unwrap(),
-            DataType::Complex64
-        );
-        assert_eq!(
-            DataType::from_json(&json!({"name": "uint16"})).unwrap(),
-            DataType::UInt16
-        );
-        assert!(matches!(
-            DataType::from_json(&json!("string")),
-            Err(MetadataError::Unsupported(_))
-        ));
+        assert_eq!(DataType::from_json(&json!("complex_float32")).unwrap(), DataType::Complex64);
+        assert_eq!(DataType::from_json(&json!({"name": "uint16"})).unwrap(), DataType::UInt16);
+        assert!(matches!(DataType::from_json(&json!("string")), Err(MetadataError::Unsupported(_))));
     }
 
     #[test]
     fn float_fill_values_in_every_form() {
-        let f32_bits = |v: &Value| {
-            u32::from_le_bytes(
-                DataType::Float32
-                    .parse_fill_value(v)
-                    .unwrap()
-                    .try_into()
-                    .unwrap(),
-            )
-        };
+        let f32_bits =
+            |v: &Value| u32::from_le_bytes(DataType::Float32.parse_fill_value(v).unwrap().try_into().unwrap());
         assert_eq!(f32_bits(&json!("NaN")), 0x7fc0_0000);
         assert_eq!(f32_bits(&json!("Infinity")), 0x7f80_0000);
         assert_eq!(f32_bits(&json!("-Infinity")), 0xff80_0000);
         assert_eq!(f32_bits(&json!("0x7fc00001")), 0x7fc0_0001);
         assert_eq!(f32_bits(&json!(1.5)), 1.5f32.to_bits());
-        assert_eq!(
-            DataType::Float16
-                .parse_fill_value(&json!("0x3c00"))
-                .unwrap(),
-            vec![0x00, 0x3c]
-        );
-        assert_eq!(
-            DataType::Float64.parse_fill_value(&json!("NaN")).unwrap(),
-            0x7ff8_0000_0000_0000u64.to_le_bytes()
-        );
+        assert_eq!(DataType::Float16.parse_fill_value(&json!("0x3c00")).unwrap(), vec![0x00, 0x3c]);
+        assert_eq!(DataType::Float64.parse_fill_value(&json!("NaN")).unwrap(), 0x7ff8_0000_0000_0000u64.to_le_bytes());
         // A bit pattern with the wrong width is rejected.
-        assert!(
-            DataType::Float32
-                .parse_fill_value(&json!("0x3c00"))
-                .is_err()
-        );
+        assert!(DataType::Float32.parse_fill_value(&json!("0x3c00")).is_err());
     }
 
     #[test]
     fn integer_and_other_fill_values() {
-        assert_eq!(
-            DataType::UInt64
-                .parse_fill_value(&json!(18_446_744_073_709_551_615u64))
-                .unwrap(),
-            vec![0xff; 8]
-        );
-        assert_eq!(
-            DataType::Int16.parse_fill_value(&json!(-2)).unwrap(),
-            vec![0xfe, 0xff]
-        );
-        assert_eq!(
-            DataType::Int8.parse_fill_value(&json!(1.0)).unwrap(),
-            vec![1]
-        );
+        assert_eq!(DataType::UInt64.parse_fill_value(&json!(18_446_744_073_709_551_615u64)).unwrap(), vec![0xff; 8]);
+        assert_eq!(DataType::Int16.parse_fill_value(&json!(-2)).unwrap(), vec![0xfe, 0xff]);
+        assert_eq!(DataType::Int8.parse_fill_value(&json!(1.0)).unwrap(), vec![1]);
         assert!(DataType::Int8.parse_fill_value(&json!(128)).is_err());
         assert!(DataType::UInt8.parse_fill_value(&json!(-1)).is_err());
         assert!(DataType::Int8.parse_fill_value(&json!(1.5)).is_err());
-        assert_eq!(
-            DataType::Bool.parse_fill_value(&json!(true)).unwrap(),
-            vec![1]
-        );
-        let c = DataType::Complex64
-            .parse_fill_value(&json!([1.0, "Infinity"]))
-            .unwrap();
+        assert_eq!(DataType::Bool.parse_fill_value(&json!(true)).unwrap(), vec![1]);
+        let c = DataType::Complex64.parse_fill_value(&json!([1.0, "Infinity"])).unwrap();
         assert_eq!(c[..4], 1f32.to_le_bytes());
         assert_eq!(c[4..], f32::INFINITY.to_le_bytes());
         assert!(DataType::Complex64.parse_fill_value(&json!(1.0)).is_err());

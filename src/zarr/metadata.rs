@@ -25,10 +25,7 @@ pub enum MetadataError {
 
 impl MetadataError {
     pub fn invalid(field: &str, reason: &str) -> Self {
-        Self::Invalid {
-            field: field.to_owned(),
-            reason: reason.to_owned(),
-        }
+        Self::Invalid { field: field.to_owned(), reason: reason.to_owned() }
     }
 }
 
@@ -41,42 +38,26 @@ pub fn extension_parts<'a>(
         Value::String(name) => Ok((name, None)),
         Value::Object(o) => {
             let Some(Value::String(name)) = o.get("name") else {
-                return Err(MetadataError::invalid(
-                    field,
-                    "an extension object without a string `name`",
-                ));
+                return Err(MetadataError::invalid(field, "an extension object without a string `name`"));
             };
             match o.get("configuration") {
                 None | Some(Value::Null) => Ok((name, None)),
                 Some(Value::Object(c)) => Ok((name, Some(c))),
-                Some(_) => Err(MetadataError::invalid(
-                    field,
-                    "`configuration` is not an object",
-                )),
+                Some(_) => Err(MetadataError::invalid(field, "`configuration` is not an object")),
             }
         }
-        _ => Err(MetadataError::invalid(
-            field,
-            "expected an extension name or object",
-        )),
+        _ => Err(MetadataError::invalid(field, "expected an extension name or object")),
     }
 }
 
 /// A list of non-negative integers.
 pub fn u64_list(value: Option<&Value>, field: &str) -> Result<Vec<u64>, MetadataError> {
     let Some(Value::Array(items)) = value else {
-        return Err(MetadataError::invalid(
-            field,
-            "expected a list of non-negative integers",
-        ));
+        return Err(MetadataError::invalid(field, "expected a list of non-negative integers"));
     };
     items
         .iter()
-        .map(|v| {
-            v.as_u64().ok_or_else(|| {
-                MetadataError::invalid(field, &format!("{v} is not a non-negative integer"))
-            })
-        })
+        .map(|v| v.as_u64().ok_or_else(|| MetadataError::invalid(field, &format!("{v} is not a non-negative integer"))))
         .collect()
 }
 
@@ -140,12 +121,7 @@ const ARRAY_KEYS: &[&str] = &[
     "storage_transformers",
     "dimension_names",
 ];
-const GROUP_KEYS: &[&str] = &[
-    "zarr_format",
-    "node_type",
-    "attributes",
-    "consolidated_metadata",
-];
+const GROUP_KEYS: &[&str] = &["zarr_format", "node_type", "attributes", "consolidated_metadata"];
 
 impl Node {
     /// Parses the bytes of a `zarr.json`.
@@ -160,9 +136,7 @@ impl Node {
         match doc.get("zarr_format") {
             Some(v) if v.as_u64() == Some(3) => {}
             Some(v) => {
-                return Err(MetadataError::Unsupported(format!(
-                    "zarr_format {v} (only 3 is served)"
-                )));
+                return Err(MetadataError::Unsupported(format!("zarr_format {v} (only 3 is served)")));
             }
             None => return Err(MetadataError::invalid("zarr_format", "missing")),
         }
@@ -175,22 +149,15 @@ impl Node {
                 check_extra_keys(&doc, GROUP_KEYS)?;
                 Ok(Self::Group(Arc::new(parse_group(&doc)?)))
             }
-            _ => Err(MetadataError::invalid(
-                "node_type",
-                "must be \"array\" or \"group\"",
-            )),
+            _ => Err(MetadataError::invalid("node_type", "must be \"array\" or \"group\"")),
         }
     }
 }
 
 fn check_extra_keys(doc: &Map<String, Value>, known: &[&str]) -> Result<(), MetadataError> {
     for (key, value) in doc {
-        if !known.contains(&key.as_str())
-            && value.get("must_understand").and_then(Value::as_bool) != Some(false)
-        {
-            return Err(MetadataError::Unsupported(format!(
-                "metadata extension `{key}` (must be understood)"
-            )));
+        if !known.contains(&key.as_str()) && value.get("must_understand").and_then(Value::as_bool) != Some(false) {
+            return Err(MetadataError::Unsupported(format!("metadata extension `{key}` (must be understood)")));
         }
     }
     Ok(())
@@ -208,32 +175,18 @@ fn parse_array(doc: Map<String, Value>) -> Result<ArrayMetadata, MetadataError> 
     let shape = u64_list(doc.get("shape"), "shape")?;
     let data_type = DataType::from_json(doc.get("data_type").unwrap_or(&Value::Null))?;
     let chunk_grid = ChunkGrid::from_json(doc.get("chunk_grid").unwrap_or(&Value::Null), &shape)?;
-    let chunk_key_encoding =
-        ChunkKeyEncoding::from_json(doc.get("chunk_key_encoding").unwrap_or(&Value::Null))?;
-    let fill_value = data_type.parse_fill_value(
-        doc.get("fill_value")
-            .ok_or_else(|| MetadataError::invalid("fill_value", "missing"))?,
-    )?;
-    let edges: Vec<Vec<u64>> = chunk_grid
-        .dims
-        .iter()
-        .map(super::chunk_grid::Dim::distinct_edges)
-        .collect();
-    let codecs = CodecChain::from_json(
-        doc.get("codecs").unwrap_or(&Value::Null),
-        data_type,
-        &edges,
-        "codecs",
-    )?;
+    let chunk_key_encoding = ChunkKeyEncoding::from_json(doc.get("chunk_key_encoding").unwrap_or(&Value::Null))?;
+    let fill_value = data_type
+        .parse_fill_value(doc.get("fill_value").ok_or_else(|| MetadataError::invalid("fill_value", "missing"))?)?;
+    let edges: Vec<Vec<u64>> = chunk_grid.dims.iter().map(super::chunk_grid::Dim::distinct_edges).collect();
+    let codecs = CodecChain::from_json(doc.get("codecs").unwrap_or(&Value::Null), data_type, &edges, "codecs")?;
     match doc.get("storage_transformers") {
         None | Some(Value::Null) => {}
         Some(Value::Array(list)) => {
             for t in list {
                 if t.get("must_understand").and_then(Value::as_bool) != Some(false) {
                     let (name, _) = extension_parts(t, "storage_transformers")?;
-                    return Err(MetadataError::Unsupported(format!(
-                        "storage transformer `{name}`"
-                    )));
+                    return Err(MetadataError::Unsupported(format!("storage transformer `{name}`")));
                 }
             }
         }
@@ -247,18 +200,14 @@ fn parse_array(doc: Map<String, Value>) -> Result<ArrayMetadata, MetadataError> 
                 .map(|n| match n {
                     Value::String(s) => Ok(Some(s.clone())),
                     Value::Null => Ok(None),
-                    other => Err(MetadataError::invalid(
-                        "dimension_names",
-                        &format!("{other} is not a string or null"),
-                    )),
+                    other => {
+                        Err(MetadataError::invalid("dimension_names", &format!("{other} is not a string or null")))
+                    }
                 })
                 .collect::<Result<_, _>>()?,
         ),
         Some(_) => {
-            return Err(MetadataError::invalid(
-                "dimension_names",
-                "must be a list with one entry per dimension",
-            ));
+            return Err(MetadataError::invalid("dimension_names", "must be a list with one entry per dimension"));
         }
     };
     let attributes = attributes(&doc)?;
@@ -282,32 +231,21 @@ fn parse_group(doc: &Map<String, Value>) -> Result<GroupMetadata, MetadataError>
             match c.get("kind").and_then(Value::as_str) {
                 Some("inline") => {}
                 other => {
-                    return Err(MetadataError::Unsupported(format!(
-                        "consolidated metadata kind {other:?}"
-                    )));
+                    return Err(MetadataError::Unsupported(format!("consolidated metadata kind {other:?}")));
                 }
             }
             match c.get("metadata") {
                 Some(Value::Object(m)) => Some(m.clone()),
                 _ => {
-                    return Err(MetadataError::invalid(
-                        "consolidated_metadata",
-                        "`metadata` is not an object",
-                    ));
+                    return Err(MetadataError::invalid("consolidated_metadata", "`metadata` is not an object"));
                 }
             }
         }
         Some(_) => {
-            return Err(MetadataError::invalid(
-                "consolidated_metadata",
-                "not an object",
-            ));
+            return Err(MetadataError::invalid("consolidated_metadata", "not an object"));
         }
     };
-    Ok(GroupMetadata {
-        attributes: attributes(doc)?,
-        consolidated,
-    })
+    Ok(GroupMetadata { attributes: attributes(doc)?, consolidated })
 }
 
 #[cfg(test)]
@@ -328,9 +266,7 @@ mod tests {
 
     #[test]
     fn parses_a_zarr_python_array() {
-        let Node::Array(a) = Node::from_value(array_doc()).unwrap() else {
-            panic!("not an array")
-        };
+        let Node::Array(a) = Node::from_value(array_doc()).unwrap() else { panic!("not an array") };
         assert_eq!(a.shape, [5, 7]);
         assert_eq!(a.data_type, DataType::Float32);
         assert_eq!(a.fill_value, 0x7fc0_0000u32.to_le_bytes());
@@ -346,32 +282,23 @@ mod tests {
         assert!(Node::from_value(doc.clone()).is_ok());
         doc["bar"] = json!(1);
         let err = Node::from_value(doc).unwrap_err();
-        assert!(
-            matches!(err, MetadataError::Unsupported(ref s) if s.contains("bar")),
-            "{err}"
-        );
+        assert!(matches!(err, MetadataError::Unsupported(ref s) if s.contains("bar")), "{err}");
         let mut st = array_doc();
         st["storage_transformers"] = json!([{"name": "chunk-manifest"}]);
-        assert!(matches!(
-            Node::from_value(st).unwrap_err(),
-            MetadataError::Unsupported(_)
-        ));
+        assert!(matches!(Node::from_value(st).unwrap_err(), MetadataError::Unsupported(_)));
     }
 
     #[test]
     fn groups_with_consolidated_metadata_or_null() {
-        let Node::Group(g) = Node::from_value(
-            json!({"zarr_format": 3, "node_type": "group", "consolidated_metadata": null}),
-        )
-        .unwrap() else {
+        let Node::Group(g) =
+            Node::from_value(json!({"zarr_format": 3, "node_type": "group", "consolidated_metadata": null})).unwrap()
+        else {
             panic!()
         };
         assert!(g.consolidated.is_none());
         let doc = json!({"zarr_format": 3, "node_type": "group", "attributes": {"a": 1},
             "consolidated_metadata": {"kind": "inline", "must_understand": false, "metadata": {"x": array_doc()}}});
-        let Node::Group(g) = Node::from_value(doc).unwrap() else {
-            panic!()
-        };
+        let Node::Group(g) = Node::from_value(doc).unwrap() else { panic!() };
         assert!(g.consolidated.as_ref().unwrap().contains_key("x"));
     }
 

@@ -6,6 +6,8 @@ pub mod chunk_key;
 pub mod codec;
 pub mod copy;
 pub mod data_type;
+pub mod listing;
+pub mod locate;
 pub mod metadata;
 pub mod read;
 pub mod selection;

@@ -15,11 +15,11 @@ use futures::{StreamExt, TryStreamExt};
 use rayon::prelude::*;
 
 use super::chunk_grid::{ChunkGrid, Dim};
-use super::codec::{CodecChain, CodecError, IndexLocation, InnerChunk, ShardIndex, ShardingCodec};
+use super::codec::{CodecChain, CodecError, IndexLocation, InnerChunk, ShardingCodec};
 use super::copy::{Region, copy_region, filled};
 use super::metadata::ArrayMetadata;
 use super::selection::DimSelection;
-use crate::cache::{CachedIndex, ShardIndexCache};
+use crate::cache::{CachedIndex, ShardIndexCache, VersionCache};
 use crate::store::{Store, StoreError};
 
 /// The version recorded for an object that does not exist.
@@ -58,22 +58,24 @@ pub struct ArrayReader {
     pub path: String,
     pub meta: Arc<ArrayMetadata>,
     pub indexes: ShardIndexCache,
+    /// Versions of unsharded chunk objects seen by earlier reads.
+    pub versions: VersionCache,
     pub max_chunks: u64,
 }
 
 /// The part of one chunk a selection covers along one dimension.
 #[derive(Debug, Clone, Copy)]
-struct Touch {
-    chunk: u64,
+pub(super) struct Touch {
+    pub chunk: u64,
     /// First selected coordinate, relative to the chunk start.
-    start: u64,
-    count: u64,
+    pub start: u64,
+    pub count: u64,
     /// Where these elements go in the output dimension.
-    out: u64,
+    pub out: u64,
 }
 
 /// The chunks along `dim` holding at least one selected coordinate, in order.
-fn touched(dim: &Dim, sel: &DimSelection) -> Vec<Touch> {
+pub(super) fn touched(dim: &Dim, sel: &DimSelection) -> Vec<Touch> {
     let mut touches = Vec::new();
     let mut i = 0;
     while i < sel.count {
@@ -82,12 +84,7 @@ fn touched(dim: &Dim, sel: &DimSelection) -> Vec<Touch> {
         let chunk_start = dim.chunk_start(chunk);
         let chunk_end = chunk_start + dim.chunk_size(chunk);
         let count = (chunk_end - x).div_ceil(sel.step).min(sel.count - i);
-        touches.push(Touch {
-            chunk,
-            start: x - chunk_start,
-            count,
-            out: i,
-        });
+        touches.push(Touch { chunk, start: x - chunk_start, count, out: i });
         i += count;
     }
     touches
@@ -112,9 +109,7 @@ fn parts(per_dim: &[Vec<Touch>]) -> Vec<Part> {
     }
     let mut idx = vec![0usize; rank];
     loop {
-        let pick = |f: fn(&Touch) -> u64| -> Vec<u64> {
-            idx.iter().zip(per_dim).map(|(&i, t)| f(&t[i])).collect()
-        };
+        let pick = |f: fn(&Touch) -> u64| -> Vec<u64> { idx.iter().zip(per_dim).map(|(&i, t)| f(&t[i])).collect() };
         out.push(Part {
             coords: pick(|t| t.chunk),
             start: pick(|t| t.start),
@@ -171,14 +166,10 @@ impl ArrayReader {
     /// The store key of the stored chunk (or shard) at `coords`.
     pub fn chunk_key(&self, coords: &[u64]) -> String {
         let key = self.meta.chunk_key_encoding.encode(coords);
-        if self.path.is_empty() {
-            key
-        } else {
-            format!("{}/{key}", self.path)
-        }
+        if self.path.is_empty() { key } else { format!("{}/{key}", self.path) }
     }
 
-    fn grid(&self) -> &ChunkGrid {
+    pub(super) fn grid(&self) -> &ChunkGrid {
         &self.meta.chunk_grid
     }
 
@@ -186,10 +177,7 @@ impl ArrayReader {
     fn check_chunk_count(&self, per_dim: &[Vec<Touch>]) -> Result<(), ReadError> {
         let chunks: u128 = per_dim.iter().map(|t| t.len() as u128).product();
         if chunks > u128::from(self.max_chunks) {
-            return Err(ReadError::TooManyChunks {
-                chunks,
-                limit: self.max_chunks,
-            });
+            return Err(ReadError::TooManyChunks { chunks, limit: self.max_chunks });
         }
         Ok(())
     }
@@ -204,18 +192,9 @@ impl ArrayReader {
             steps: selection.iter().map(|s| s.step).collect(),
         };
         if n == 0 {
-            return Ok(ReadOutput {
-                data: output.data,
-                versions: Vec::new(),
-            });
+            return Ok(ReadOutput { data: output.data, versions: Vec::new() });
         }
-        let per_dim: Vec<Vec<Touch>> = self
-            .grid()
-            .dims
-            .iter()
-            .zip(selection)
-            .map(|(d, s)| touched(d, s))
-            .collect();
+        let per_dim: Vec<Vec<Touch>> = self.grid().dims.iter().zip(selection).map(|(d, s)| touched(d, s)).collect();
         self.check_chunk_count(&per_dim)?;
         let parts = parts(&per_dim);
         let chain = Arc::new(self.meta.codecs.clone());
@@ -233,6 +212,9 @@ impl ArrayReader {
         let mut versions = Vec::with_capacity(fetched.len());
         let mut jobs = Vec::new();
         for f in fetched {
+            if self.meta.sharding().is_none() {
+                self.versions.insert((Arc::clone(&self.dataset), f.key.clone()), &f.version).await;
+            }
             versions.push((f.key, f.version));
             jobs.extend(f.jobs);
         }
@@ -243,10 +225,7 @@ impl ArrayReader {
                 .map(|job| {
                     job.chain
                         .decode(&job.bytes, &job.shape, meta.data_type, &meta.fill_value)
-                        .map_err(|source| ReadError::Corrupt {
-                            key: job.key.to_string(),
-                            source,
-                        })
+                        .map_err(|source| ReadError::Corrupt { key: job.key.to_string(), source })
                 })
                 .collect::<Result<_, _>>()?;
             let item = meta.data_type.size();
@@ -261,38 +240,46 @@ impl ArrayReader {
                 };
                 copy_region(chunk, &mut output.data, &region, item);
             }
-            Ok(ReadOutput {
-                data: output.data,
-                versions,
-            })
+            Ok(ReadOutput { data: output.data, versions })
         })
         .await
         .map_err(|e| ReadError::Task(e.to_string()))?
+    }
+
+    /// The versions a read of `selection` would record, if every object it touches has
+    /// been seen recently (shard indexes cached, chunk versions remembered); `None` means
+    /// storage must be consulted. Lets a conditional request be answered without reads.
+    pub async fn cached_versions(&self, selection: &[DimSelection]) -> Option<Vec<(String, String)>> {
+        if selection.iter().any(|s| s.count == 0) {
+            return Some(Vec::new());
+        }
+        let per_dim: Vec<Vec<Touch>> = self.grid().dims.iter().zip(selection).map(|(d, s)| touched(d, s)).collect();
+        self.check_chunk_count(&per_dim).ok()?;
+        let mut versions = Vec::new();
+        for part in parts(&per_dim) {
+            let key = self.chunk_key(&part.coords);
+            let cache_key = (Arc::clone(&self.dataset), key.clone());
+            let version = match self.meta.sharding() {
+                Some(_) => match self.indexes.peek(&cache_key).await? {
+                    Some(index) => index.version.clone(),
+                    None => MISSING.to_owned(),
+                },
+                None => self.versions.get(&cache_key).await?.to_string(),
+            };
+            versions.push((key, version));
+        }
+        Some(versions)
     }
 
     /// A whole stored chunk (unsharded, or a shard whose chain hides byte ranges).
     async fn fetch_chunk(&self, chain: &Arc<CodecChain>, part: Part) -> Result<Fetch, ReadError> {
         let key = self.chunk_key(&part.coords);
         let Some(object) = self.store.get_object(&key).await? else {
-            return Ok(Fetch {
-                key,
-                version: MISSING.into(),
-                jobs: Vec::new(),
-            });
+            return Ok(Fetch { key, version: MISSING.into(), jobs: Vec::new() });
         };
         let shape = self.grid().chunk_shape(&part.coords);
-        let job = DecodeJob {
-            key: key.as_str().into(),
-            bytes: object.bytes,
-            chain: Arc::clone(chain),
-            shape,
-            part,
-        };
-        Ok(Fetch {
-            key,
-            version: object.version,
-            jobs: vec![job],
-        })
+        let job = DecodeJob { key: key.as_str().into(), bytes: object.bytes, chain: Arc::clone(chain), shape, part };
+        Ok(Fetch { key, version: object.version, jobs: vec![job] })
     }
 
     /// The index of the shard at `key` with declared `shard_shape`, from the cache.
@@ -305,12 +292,9 @@ impl ArrayReader {
         let cache_key = (Arc::clone(&self.dataset), key.to_owned());
         self.indexes
             .get_or_load(cache_key, async {
-                let cps = sharding.chunks_per_shard(shard_shape).map_err(|source| {
-                    ReadError::Corrupt {
-                        key: key.to_owned(),
-                        source,
-                    }
-                })?;
+                let cps = sharding
+                    .chunks_per_shard(shard_shape)
+                    .map_err(|source| ReadError::Corrupt { key: key.to_owned(), source })?;
                 let size = sharding.index_size(&cps);
                 let fetched = match sharding.index_location {
                     IndexLocation::End => self.store.get_suffix(key, size).await?,
@@ -322,22 +306,13 @@ impl ArrayReader {
                 if (fetched.bytes.len() as u64) < size {
                     let source = CodecError::corrupt(
                         "sharding_indexed",
-                        format!(
-                            "shard of {} bytes is shorter than its {size}-byte index",
-                            fetched.object_size
-                        ),
+                        format!("shard of {} bytes is shorter than its {size}-byte index", fetched.object_size),
                     );
-                    return Err(ReadError::Corrupt {
-                        key: key.to_owned(),
-                        source,
-                    });
+                    return Err(ReadError::Corrupt { key: key.to_owned(), source });
                 }
                 let mut index = sharding
                     .decode_index(&fetched.bytes, &cps, fetched.object_size)
-                    .map_err(|source| ReadError::Corrupt {
-                        key: key.to_owned(),
-                        source,
-                    })?;
+                    .map_err(|source| ReadError::Corrupt { key: key.to_owned(), source })?;
                 index.e_tag = fetched.e_tag;
                 index.version = fetched.version;
                 Ok(Some(Arc::new(index)))
@@ -356,9 +331,7 @@ impl ArrayReader {
         steps: &[u64],
     ) -> Result<Fetch, ReadError> {
         match self.try_fetch_inner_chunks(sharding, &part, steps).await {
-            Err(ReadError::Changed { .. }) => {
-                self.try_fetch_inner_chunks(sharding, &part, steps).await
-            }
+            Err(ReadError::Changed { .. }) => self.try_fetch_inner_chunks(sharding, &part, steps).await,
             other => other,
         }
     }
@@ -372,56 +345,34 @@ impl ArrayReader {
         let key = self.chunk_key(&part.coords);
         let shard_shape = self.grid().chunk_shape(&part.coords);
         let Some(index) = self.shard_index(sharding, &key, &shard_shape).await? else {
-            return Ok(Fetch {
-                key,
-                version: MISSING.into(),
-                jobs: Vec::new(),
-            });
+            return Ok(Fetch { key, version: MISSING.into(), jobs: Vec::new() });
         };
         let version = index.version.clone();
-        let inner_grid = ChunkGrid::regular(&sharding.chunk_shape, &shard_shape)
-            .map_err(|e| ReadError::Task(e.to_string()))?;
+        let inner_grid =
+            ChunkGrid::regular(&sharding.chunk_shape, &shard_shape).map_err(|e| ReadError::Task(e.to_string()))?;
         let per_dim: Vec<Vec<Touch>> = inner_grid
             .dims
             .iter()
             .enumerate()
             .map(|(d, dim)| {
-                let sel = DimSelection {
-                    start: part.start[d],
-                    step: steps[d],
-                    count: part.count[d],
-                    drop: false,
-                };
-                touched(dim, &sel)
-                    .into_iter()
-                    .map(|t| Touch {
-                        out: t.out + part.out[d],
-                        ..t
-                    })
-                    .collect()
+                let sel = DimSelection { start: part.start[d], step: steps[d], count: part.count[d], drop: false };
+                touched(dim, &sel).into_iter().map(|t| Touch { out: t.out + part.out[d], ..t }).collect()
             })
             .collect();
         let mut ranges: Vec<Range<u64>> = Vec::new();
         let mut inner_parts = Vec::new();
         for inner in parts(&per_dim) {
-            let linear = inner
-                .coords
-                .iter()
-                .zip(&index.chunks_per_shard)
-                .fold(0u64, |acc, (&c, &n)| acc * n + c) as usize;
+            let linear =
+                inner.coords.iter().zip(&index.chunks_per_shard).fold(0u64, |acc, (&c, &n)| acc * n + c) as usize;
             if let InnerChunk::Stored { offset, nbytes } = index.chunk(linear) {
                 ranges.push(offset..offset + nbytes);
                 inner_parts.push(inner);
             }
         }
         if ranges.is_empty() {
-            return Ok(Fetch {
-                key,
-                version,
-                jobs: Vec::new(),
-            });
+            return Ok(Fetch { key, version, jobs: Vec::new() });
         }
-        let chunks = self.read_ranges(&key, &index, &ranges).await?;
+        let chunks = self.read_ranges(&key, index.e_tag.as_deref(), &ranges).await?;
         let shared_key: Arc<str> = key.as_str().into();
         let chain = Arc::new(sharding.codecs.clone());
         let jobs = chunks
@@ -438,27 +389,15 @@ impl ArrayReader {
         Ok(Fetch { key, version, jobs })
     }
 
-    /// Reads inner-chunk ranges, guarding against the shard changing since its index was
-    /// read: where the store gives `ETags`, the ranges are read with If-Match.
-    async fn read_ranges(
-        &self,
-        key: &str,
-        index: &ShardIndex,
-        ranges: &[Range<u64>],
-    ) -> Result<Vec<Bytes>, ReadError> {
-        match self
-            .store
-            .get_ranges(key, ranges, index.e_tag.as_deref())
-            .await
-        {
+    /// Reads ranges of a shard, guarding against the shard changing since its index was
+    /// read: where the store gives ETags, the ranges are read with If-Match, and a mismatch
+    /// drops the stale index and reports [`ReadError::Changed`].
+    pub async fn read_ranges(&self, key: &str, e_tag: Option<&str>, ranges: &[Range<u64>]) -> Result<Vec<Bytes>, ReadError> {
+        match self.store.get_ranges(key, ranges, e_tag).await {
             Ok(chunks) => Ok(chunks),
             Err(e) if e.is_precondition() => {
-                self.indexes
-                    .invalidate(&(Arc::clone(&self.dataset), key.to_owned()))
-                    .await;
-                Err(ReadError::Changed {
-                    key: key.to_owned(),
-                })
+                self.indexes.invalidate(&(Arc::clone(&self.dataset), key.to_owned())).await;
+                Err(ReadError::Changed { key: key.to_owned() })
             }
             Err(e) => Err(e.into()),
         }

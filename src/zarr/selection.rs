@@ -10,11 +10,7 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Item {
     Index(i64),
-    Slice {
-        start: Option<i64>,
-        stop: Option<i64>,
-        step: Option<i64>,
-    },
+    Slice { start: Option<i64>, stop: Option<i64>, step: Option<i64> },
     Ellipsis,
 }
 
@@ -37,12 +33,7 @@ pub struct DimSelection {
 impl DimSelection {
     /// The whole of a dimension of length `len`.
     pub fn all(len: u64) -> Self {
-        Self {
-            start: 0,
-            step: 1,
-            count: len,
-            drop: false,
-        }
+        Self { start: 0, step: 1, count: len, drop: false }
     }
 
     /// The `i`-th selected coordinate.
@@ -57,22 +48,13 @@ pub enum SelectionError {
     #[error(
         "selection item {item} (`{text}`) is not valid: {why}; allowed are `start:stop[:step]` (any part may be empty, step >= 1), an integer index, or `...`"
     )]
-    Syntax {
-        item: usize,
-        text: String,
-        why: &'static str,
-    },
+    Syntax { item: usize, text: String, why: &'static str },
     #[error("`...` may appear only once in a selection")]
     MultipleEllipsis,
     #[error("the selection has {items} items but the array has only {rank} dimensions")]
     TooManyItems { items: usize, rank: usize },
     #[error("index {index} (selection item {item}) is out of range for dimension {dim} of length {len}; allowed is -{len} to {max}", max = i128::from(*len) - 1)]
-    IndexOutOfRange {
-        item: usize,
-        dim: usize,
-        index: i64,
-        len: u64,
-    },
+    IndexOutOfRange { item: usize, dim: usize, index: i64, len: u64 },
 }
 
 impl Selection {
@@ -85,11 +67,7 @@ impl Selection {
             .split(',')
             .enumerate()
             .map(|(i, raw)| {
-                parse_item(raw.trim()).map_err(|why| SelectionError::Syntax {
-                    item: i,
-                    text: raw.to_owned(),
-                    why,
-                })
+                parse_item(raw.trim()).map_err(|why| SelectionError::Syntax { item: i, text: raw.to_owned(), why })
             })
             .collect::<Result<Vec<_>, _>>()?;
         if items.iter().filter(|i| matches!(i, Item::Ellipsis)).count() > 1 {
@@ -101,24 +79,13 @@ impl Selection {
     /// Applies the selection to an array of `shape`.
     pub fn resolve(&self, shape: &[u64]) -> Result<Vec<DimSelection>, SelectionError> {
         let rank = shape.len();
-        let explicit = self
-            .items
-            .iter()
-            .filter(|i| !matches!(i, Item::Ellipsis))
-            .count();
+        let explicit = self.items.iter().filter(|i| !matches!(i, Item::Ellipsis)).count();
         if explicit > rank {
-            return Err(SelectionError::TooManyItems {
-                items: explicit,
-                rank,
-            });
+            return Err(SelectionError::TooManyItems { items: explicit, rank });
         }
         // Expand `...` (or the implicit one at the end) into whole-dimension slices.
         let mut expanded: Vec<(Option<usize>, Item)> = Vec::with_capacity(rank);
-        let whole = Item::Slice {
-            start: None,
-            stop: None,
-            step: None,
-        };
+        let whole = Item::Slice { start: None, stop: None, step: None };
         for (pos, item) in self.items.iter().enumerate() {
             if matches!(item, Item::Ellipsis) {
                 expanded.extend(std::iter::repeat_n((None, whole), rank - explicit));
@@ -177,35 +144,21 @@ fn parse_item(text: &str) -> Result<Item, &'static str> {
         if s.is_empty() {
             return Ok(None);
         }
-        if !s
-            .bytes()
-            .enumerate()
-            .all(|(i, b)| b.is_ascii_digit() || (i == 0 && (b == b'-' || b == b'+')))
-        {
+        if !s.bytes().enumerate().all(|(i, b)| b.is_ascii_digit() || (i == 0 && (b == b'-' || b == b'+'))) {
             return Err("a bound is not an integer");
         }
-        s.parse::<i64>()
-            .map(Some)
-            .map_err(|_| "a bound is not a 64-bit integer")
+        s.parse::<i64>().map(Some).map_err(|_| "a bound is not a 64-bit integer")
     };
     let parts: Vec<&str> = text.split(':').collect();
     match parts.as_slice() {
         [index] => number(index)?.map(Item::Index).ok_or("it is empty"),
-        [start, stop] => Ok(Item::Slice {
-            start: number(start)?,
-            stop: number(stop)?,
-            step: None,
-        }),
+        [start, stop] => Ok(Item::Slice { start: number(start)?, stop: number(stop)?, step: None }),
         [start, stop, step] => {
             let step = number(step)?;
             if step.is_some_and(|s| s < 1) {
                 return Err("the step must be >= 1");
             }
-            Ok(Item::Slice {
-                start: number(start)?,
-                stop: number(stop)?,
-                step,
-            })
+            Ok(Item::Slice { start: number(start)?, stop: number(stop)?, step })
         }
         _ => Err("it has more than two `:`"),
     }
@@ -216,20 +169,11 @@ fn resolve_item(item: Item, len: u64) -> Result<DimSelection, i64> {
     let len_i = i128::from(len);
     match item {
         Item::Index(i) => {
-            let at = if i < 0 {
-                len_i + i128::from(i)
-            } else {
-                i128::from(i)
-            };
+            let at = if i < 0 { len_i + i128::from(i) } else { i128::from(i) };
             if at < 0 || at >= len_i {
                 return Err(i);
             }
-            Ok(DimSelection {
-                start: at as u64,
-                step: 1,
-                count: 1,
-                drop: true,
-            })
+            Ok(DimSelection { start: at as u64, step: 1, count: 1, drop: true })
         }
         Item::Slice { start, stop, step } => {
             let clamp = |v: Option<i64>, default: i128| -> i128 {
@@ -241,11 +185,7 @@ fn resolve_item(item: Item, len: u64) -> Result<DimSelection, i64> {
             };
             let (start, stop) = (clamp(start, 0), clamp(stop, len_i));
             let step = i128::from(step.unwrap_or(1));
-            let count = if stop > start {
-                (stop - start + step - 1) / step
-            } else {
-                0
-            };
+            let count = if stop > start { (stop - start + step - 1) / step } else { 0 };
             Ok(DimSelection {
                 start: if count == 0 { 0 } else { start as u64 },
                 step: step as u64,
@@ -293,66 +233,34 @@ mod tests {
     #[test]
     fn integers_drop_dimensions() {
         assert_eq!(resolve("3", &[10, 4]), [(3, 1, 1, true), (0, 1, 4, false)]);
-        assert_eq!(
-            resolve("-1,-4", &[10, 4]),
-            [(9, 1, 1, true), (0, 1, 1, true)]
-        );
+        assert_eq!(resolve("-1,-4", &[10, 4]), [(9, 1, 1, true), (0, 1, 1, true)]);
         let dims = Selection::parse("2,1:3").unwrap().resolve(&[5, 5]).unwrap();
         assert_eq!(result_shape(&dims), [2]);
     }
 
     #[test]
     fn ellipsis_fills_the_middle() {
-        assert_eq!(
-            resolve("...,2", &[3, 4, 5]),
-            [(0, 1, 3, false), (0, 1, 4, false), (2, 1, 1, true)]
-        );
-        assert_eq!(
-            resolve("1,...,2", &[3, 4, 5]),
-            [(1, 1, 1, true), (0, 1, 4, false), (2, 1, 1, true)]
-        );
-        assert_eq!(
-            resolve("1,2,...,3", &[3, 4, 5]),
-            [(1, 1, 1, true), (2, 1, 1, true), (3, 1, 1, true)]
-        );
+        assert_eq!(resolve("...,2", &[3, 4, 5]), [(0, 1, 3, false), (0, 1, 4, false), (2, 1, 1, true)]);
+        assert_eq!(resolve("1,...,2", &[3, 4, 5]), [(1, 1, 1, true), (0, 1, 4, false), (2, 1, 1, true)]);
+        assert_eq!(resolve("1,2,...,3", &[3, 4, 5]), [(1, 1, 1, true), (2, 1, 1, true), (3, 1, 1, true)]);
         assert_eq!(resolve("...", &[]), []);
     }
 
     #[test]
     fn errors_name_the_item_and_the_range() {
         let err = Selection::parse("0:2,x").unwrap_err();
-        assert!(
-            matches!(err, SelectionError::Syntax { item: 1, .. }),
-            "{err}"
-        );
+        assert!(matches!(err, SelectionError::Syntax { item: 1, .. }), "{err}");
         assert!(Selection::parse("1:2:0").is_err());
         assert!(Selection::parse("1:2:-1").is_err());
         assert!(Selection::parse("1:2:3:4").is_err());
         assert!(Selection::parse("1,,2").is_err());
         assert!(Selection::parse("99999999999999999999").is_err());
         assert!(Selection::parse("1.5").is_err());
-        assert_eq!(
-            Selection::parse("...,...").unwrap_err(),
-            SelectionError::MultipleEllipsis
-        );
-        let too_many = Selection::parse("1,2,3")
-            .unwrap()
-            .resolve(&[4, 4])
-            .unwrap_err();
+        assert_eq!(Selection::parse("...,...").unwrap_err(), SelectionError::MultipleEllipsis);
+        let too_many = Selection::parse("1,2,3").unwrap().resolve(&[4, 4]).unwrap_err();
         assert_eq!(too_many, SelectionError::TooManyItems { items: 3, rank: 2 });
-        let out = Selection::parse(":,7")
-            .unwrap()
-            .resolve(&[4, 5])
-            .unwrap_err();
-        assert_eq!(
-            out,
-            SelectionError::IndexOutOfRange {
-                item: 1,
-                dim: 1,
-                index: 7,
-                len: 5
-            }
-        );
+        let out = Selection::parse(":,7").unwrap().resolve(&[4, 5]).unwrap_err();
+        assert_eq!(out, SelectionError::IndexOutOfRange { item: 1, dim: 1, index: 7, len: 5 });
         assert!(out.to_string().contains("allowed is -5 to 4"), "{out}");
         assert!(Selection::parse("-6").unwrap().resolve(&[5]).is_err());
         assert!(Selection::parse("0").unwrap().resolve(&[0]).is_err());

@@ -30,8 +30,7 @@ pub fn conformance_dir() -> PathBuf {
 }
 
 pub fn manifest() -> Value {
-    serde_json::from_slice(&std::fs::read(conformance_dir().join("manifest.json")).unwrap())
-        .unwrap()
+    serde_json::from_slice(&std::fs::read(conformance_dir().join("manifest.json")).unwrap()).unwrap()
 }
 
 /// A configuration for tests; `extra` is TOML appended before the datasets table.
@@ -40,19 +39,11 @@ pub fn config(extra: &str) -> Config {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("test.toml");
     std::fs::write(&path, text).unwrap();
-    Config::load(
-        Some(&path),
-        std::iter::empty(),
-        &zarrd::config::Overrides::default(),
-    )
-    .unwrap()
+    Config::load(Some(&path), std::iter::empty(), &zarrd::config::Overrides::default()).unwrap()
 }
 
 pub fn local_store(dir: &Path) -> Store {
-    Store::new(
-        Arc::new(LocalFileSystem::new_with_prefix(dir).unwrap()),
-        ObjectPath::default(),
-    )
+    Store::new(Arc::new(LocalFileSystem::new_with_prefix(dir).unwrap()), ObjectPath::default())
 }
 
 /// Copies every file under `dir` into an in-memory store.
@@ -70,15 +61,8 @@ pub async fn memory_store_handle(dir: &Path) -> (Store, Arc<InMemory>) {
             if p.is_dir() {
                 stack.push(p);
             } else {
-                let rel = p
-                    .strip_prefix(dir)
-                    .unwrap()
-                    .to_str()
-                    .unwrap()
-                    .replace('\\', "/");
-                mem.put(&ObjectPath::from(rel), std::fs::read(&p).unwrap().into())
-                    .await
-                    .unwrap();
+                let rel = p.strip_prefix(dir).unwrap().to_str().unwrap().replace('\\', "/");
+                mem.put(&ObjectPath::from(rel), std::fs::read(&p).unwrap().into()).await.unwrap();
             }
         }
     }
@@ -86,22 +70,14 @@ pub async fn memory_store_handle(dir: &Path) -> (Store, Arc<InMemory>) {
 }
 
 pub fn app_with(stores: Vec<(&str, Store)>, config: Config) -> Router {
-    let catalog = Catalog::new(
-        stores
-            .into_iter()
-            .map(|(n, s)| (n.to_owned(), s, Some(format!("{n} title"))))
-            .collect(),
-        &config,
-    );
+    let catalog =
+        Catalog::new(stores.into_iter().map(|(n, s)| (n.to_owned(), s, Some(format!("{n} title")))).collect(), &config);
     zarrd::app(AppState::new(catalog, config))
 }
 
 /// The app serving the conformance store as dataset `conf` from local disk.
 pub fn conformance_app() -> Router {
-    app_with(
-        vec![("conf", local_store(&conformance_dir().join("data.zarr")))],
-        config(""),
-    )
+    app_with(vec![("conf", local_store(&conformance_dir().join("data.zarr")))], config(""))
 }
 
 pub struct Reply {
@@ -116,8 +92,7 @@ impl Reply {
     }
 
     pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.describe()))
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.describe()))
     }
 
     pub fn describe(&self) -> String {
@@ -132,19 +107,11 @@ impl Reply {
     /// Asserts an RFC 9457 problem document with `status`.
     pub fn assert_problem(&self, status: u16) -> Value {
         assert_eq!(self.status.as_u16(), status, "{}", self.describe());
-        assert_eq!(
-            self.header("content-type"),
-            "application/problem+json",
-            "{}",
-            self.describe()
-        );
+        assert_eq!(self.header("content-type"), "application/problem+json", "{}", self.describe());
         let doc = self.json();
         assert_eq!(doc["status"], status);
         for field in ["type", "title", "detail"] {
-            assert!(
-                doc[field].as_str().is_some_and(|s| !s.is_empty()),
-                "problem without {field}: {doc}"
-            );
+            assert!(doc[field].as_str().is_some_and(|s| !s.is_empty()), "problem without {field}: {doc}");
         }
         doc
     }
@@ -159,19 +126,11 @@ pub async fn get_with(app: &Router, uri: &str, headers: &[(&str, &str)]) -> Repl
     for (k, v) in headers {
         req = req.header(*k, *v);
     }
-    let response = app
-        .clone()
-        .oneshot(req.body(Body::empty()).unwrap())
-        .await
-        .unwrap();
+    let response = app.clone().oneshot(req.body(Body::empty()).unwrap()).await.unwrap();
     let status = response.status();
     let headers = response.headers().clone();
     let body = response.into_body().collect().await.unwrap().to_bytes();
-    Reply {
-        status,
-        headers,
-        body,
-    }
+    Reply { status, headers, body }
 }
 
 /// A parsed `.npy` file with its data converted to little-endian.
@@ -190,11 +149,7 @@ impl Npy {
 
     /// The unit whose byte order flips (complex numbers swap each half).
     fn swap_unit(&self) -> usize {
-        if self.descr.as_bytes()[1] == b'c' {
-            self.item() / 2
-        } else {
-            self.item()
-        }
+        if self.descr.as_bytes()[1] == b'c' { self.item() / 2 } else { self.item() }
     }
 }
 
@@ -203,26 +158,15 @@ pub fn parse_npy(bytes: &[u8]) -> Npy {
     assert_eq!(&bytes[..6], b"\x93NUMPY", "not an npy file");
     let (header_len, start) = match bytes[6] {
         1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
-        _ => (
-            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
-            12,
-        ),
+        _ => (u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize, 12),
     };
     let header = std::str::from_utf8(&bytes[start..start + header_len]).unwrap();
     let field = |name: &str| -> &str {
         let at = header.find(&format!("'{name}': ")).unwrap() + name.len() + 4;
         &header[at..]
     };
-    let descr = field("descr")
-        .trim_start_matches('\'')
-        .split('\'')
-        .next()
-        .unwrap()
-        .to_owned();
-    assert!(
-        field("fortran_order").starts_with("False"),
-        "fortran order in {header}"
-    );
+    let descr = field("descr").trim_start_matches('\'').split('\'').next().unwrap().to_owned();
+    assert!(field("fortran_order").starts_with("False"), "fortran order in {header}");
     let shape_text = field("shape");
     let shape: Vec<u64> = shape_text[1..shape_text.find(')').unwrap()]
         .split(',')
@@ -230,11 +174,7 @@ pub fn parse_npy(bytes: &[u8]) -> Npy {
         .filter(|s| !s.is_empty())
         .map(|s| s.parse().unwrap())
         .collect();
-    let mut npy = Npy {
-        descr: descr.clone(),
-        shape,
-        data: bytes[start + header_len..].to_vec(),
-    };
+    let mut npy = Npy { descr: descr.clone(), shape, data: bytes[start + header_len..].to_vec() };
     let order = descr.as_bytes()[0];
     npy.descr = format!("{}{}", if npy.item() == 1 { '|' } else { '<' }, &descr[1..]);
     if order == b'>' {
@@ -246,22 +186,14 @@ pub fn parse_npy(bytes: &[u8]) -> Npy {
     npy
 }
 
-pub fn expected(path: &str) -> Npy {
-    let file = conformance_dir()
-        .join("expected")
-        .join(format!("{}.npy", path.replace('/', "__")));
+/// The expected values of array `path` of the fixture set in `dir`.
+pub fn expected(dir: &Path, path: &str) -> Npy {
+    let file = dir.join("expected").join(format!("{}.npy", path.replace('/', "__")));
     parse_npy(&std::fs::read(file).unwrap())
 }
 
 /// The elements of `full` at flat `indices`.
 pub fn gather(full: &Npy, indices: &[u64]) -> Vec<u8> {
     let item = full.item();
-    indices
-        .iter()
-        .flat_map(|&i| {
-            full.data[i as usize * item..(i as usize + 1) * item]
-                .iter()
-                .copied()
-        })
-        .collect()
+    indices.iter().flat_map(|&i| full.data[i as usize * item..(i as usize + 1) * item].iter().copied()).collect()
 }

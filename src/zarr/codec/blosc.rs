@@ -9,17 +9,12 @@ pub fn decode(input: &[u8], max_len: usize) -> Result<Vec<u8>, CodecError> {
     let mut nbytes: usize = 0;
     // SAFETY: `blosc_cbuffer_validate` reads at most `input.len()` bytes of `input` and
     // writes one `usize` through a valid pointer.
-    let valid = unsafe {
-        blosc_src::blosc_cbuffer_validate(input.as_ptr().cast(), input.len(), &raw mut nbytes)
-    };
+    let valid = unsafe { blosc_src::blosc_cbuffer_validate(input.as_ptr().cast(), input.len(), &raw mut nbytes) };
     if valid != 0 {
         return Err(CodecError::corrupt("blosc", "invalid blosc header"));
     }
     if nbytes > max_len {
-        return Err(CodecError::TooLarge {
-            codec: "blosc",
-            limit: max_len,
-        });
+        return Err(CodecError::TooLarge { codec: "blosc", limit: max_len });
     }
     let mut out = vec![0u8; nbytes];
     if nbytes == 0 {
@@ -27,19 +22,10 @@ pub fn decode(input: &[u8], max_len: usize) -> Result<Vec<u8>, CodecError> {
     }
     // SAFETY: the header was validated against `input.len()`; blosc writes at most
     // `out.len()` bytes into `out`. The context API takes no global lock and is thread-safe.
-    let written = unsafe {
-        blosc_src::blosc_decompress_ctx(
-            input.as_ptr().cast(),
-            out.as_mut_ptr().cast(),
-            out.len(),
-            1,
-        )
-    };
+    let written =
+        unsafe { blosc_src::blosc_decompress_ctx(input.as_ptr().cast(), out.as_mut_ptr().cast(), out.len(), 1) };
     if written < 0 || written as usize != nbytes {
-        return Err(CodecError::corrupt(
-            "blosc",
-            format!("decompression failed ({written})"),
-        ));
+        return Err(CodecError::corrupt("blosc", format!("decompression failed ({written})")));
     }
     Ok(out)
 }
@@ -77,11 +63,7 @@ mod tests {
         for cname in ["lz4", "lz4hc", "blosclz", "zstd", "zlib"] {
             for shuffle in [0, 1, 2] {
                 let c = compress(&data, 4, shuffle, cname);
-                assert_eq!(
-                    decode(&c, data.len()).unwrap(),
-                    data,
-                    "{cname} shuffle {shuffle}"
-                );
+                assert_eq!(decode(&c, data.len()).unwrap(), data, "{cname} shuffle {shuffle}");
             }
         }
         let c = compress(&data, 4, 1, "lz4");

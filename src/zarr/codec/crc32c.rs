@@ -6,10 +6,7 @@ use super::CodecError;
 /// Verifies the checksum and returns the data without it.
 pub fn decode(input: &[u8]) -> Result<&[u8], CodecError> {
     let Some(split) = input.len().checked_sub(4) else {
-        return Err(CodecError::corrupt(
-            "crc32c",
-            format!("{} bytes is too short to hold a checksum", input.len()),
-        ));
+        return Err(CodecError::corrupt("crc32c", format!("{} bytes is too short to hold a checksum", input.len())));
     };
     let (data, tail) = input.split_at(split);
     let stored = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]);
@@ -31,13 +28,7 @@ mod tests {
         data.extend(0x8a91_36aa_u32.to_le_bytes());
         assert_eq!(decode(&data).unwrap(), &[0u8; 32]);
         data[0] = 1;
-        assert!(matches!(
-            decode(&data),
-            Err(CodecError::Checksum {
-                stored: 0x8a91_36aa,
-                ..
-            })
-        ));
+        assert!(matches!(decode(&data), Err(CodecError::Checksum { stored: 0x8a91_36aa, .. })));
         assert!(decode(&[1, 2, 3]).is_err());
     }
 }

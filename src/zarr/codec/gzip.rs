@@ -17,10 +17,7 @@ pub fn decode(input: &[u8], max_len: usize) -> Result<Vec<u8>, CodecError> {
     };
     result.map_err(|e| CodecError::corrupt("gzip", e.to_string()))?;
     if out.len() > max_len {
-        return Err(CodecError::TooLarge {
-            codec: "gzip",
-            limit: max_len,
-        });
+        return Err(CodecError::TooLarge { codec: "gzip", limit: max_len });
     }
     Ok(out)
 }

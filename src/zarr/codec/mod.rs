@@ -33,10 +33,7 @@ pub enum CodecError {
 
 impl CodecError {
     pub(crate) fn corrupt(codec: &'static str, detail: impl Into<String>) -> Self {
-        Self::Corrupt {
-            codec,
-            detail: detail.into(),
-        }
+        Self::Corrupt { codec, detail: detail.into() }
     }
 }
 
@@ -106,9 +103,8 @@ impl CodecChain {
         let mut bytes_to_bytes = Vec::new();
         for item in items {
             let (name, config) = extension_parts(item, field)?;
-            let misplaced = |kind: &str| {
-                MetadataError::invalid(field, &format!("{kind} codec `{name}` is out of order"))
-            };
+            let misplaced =
+                |kind: &str| MetadataError::invalid(field, &format!("{kind} codec `{name}` is out of order"));
             match name {
                 "transpose" => {
                     if array_to_bytes.is_some() {
@@ -120,17 +116,12 @@ impl CodecChain {
                 }
                 "bytes" | "sharding_indexed" => {
                     if array_to_bytes.is_some() {
-                        return Err(MetadataError::invalid(
-                            field,
-                            "more than one array→bytes codec",
-                        ));
+                        return Err(MetadataError::invalid(field, "more than one array→bytes codec"));
                     }
                     array_to_bytes = Some(if name == "bytes" {
                         ArrayToBytes::Bytes(BytesCodec::from_config(config, data_type)?)
                     } else {
-                        ArrayToBytes::Sharding(Box::new(ShardingCodec::from_config(
-                            config, data_type, &edges,
-                        )?))
+                        ArrayToBytes::Sharding(Box::new(ShardingCodec::from_config(config, data_type, &edges)?))
                     });
                 }
                 "zstd" | "gzip" | "blosc" | "crc32c" => {
@@ -145,47 +136,32 @@ impl CodecChain {
                     });
                 }
                 other => {
-                    let optional =
-                        item.get("must_understand").and_then(Value::as_bool) == Some(false);
+                    let optional = item.get("must_understand").and_then(Value::as_bool) == Some(false);
                     if !optional {
                         return Err(MetadataError::Unsupported(format!("codec `{other}`")));
                     }
                 }
             }
         }
-        let array_to_bytes = array_to_bytes.ok_or_else(|| {
-            MetadataError::invalid(
-                field,
-                "no array→bytes codec (`bytes` or `sharding_indexed`)",
-            )
-        })?;
-        Ok(Self {
-            array_to_array,
-            array_to_bytes,
-            bytes_to_bytes,
-        })
+        let array_to_bytes = array_to_bytes
+            .ok_or_else(|| MetadataError::invalid(field, "no array→bytes codec (`bytes` or `sharding_indexed`)"))?;
+        Ok(Self { array_to_array, array_to_bytes, bytes_to_bytes })
     }
 
     /// The sharding codec when it is the whole chain, so that inner chunks can be read
     /// by byte range without touching the rest of the shard.
     pub fn sharding(&self) -> Option<&ShardingCodec> {
         match &self.array_to_bytes {
-            ArrayToBytes::Sharding(s)
-                if self.array_to_array.is_empty() && self.bytes_to_bytes.is_empty() =>
-            {
-                Some(s)
-            }
+            ArrayToBytes::Sharding(s) if self.array_to_array.is_empty() && self.bytes_to_bytes.is_empty() => Some(s),
             _ => None,
         }
     }
 
     /// The shape the array→bytes codec sees for a chunk of `shape`.
     fn encoded_shape(&self, shape: &[u64]) -> Vec<u64> {
-        self.array_to_array
-            .iter()
-            .fold(shape.to_vec(), |s, c| match c {
-                ArrayToArray::Transpose(t) => t.encoded_shape(&s),
-            })
+        self.array_to_array.iter().fold(shape.to_vec(), |s, c| match c {
+            ArrayToArray::Transpose(t) => t.encoded_shape(&s),
+        })
     }
 
     /// The encoded size of a chunk of `shape`, when no codec in the chain compresses.
@@ -194,11 +170,7 @@ impl CodecChain {
             return None;
         };
         let n: u64 = shape.iter().product();
-        self.bytes_to_bytes
-            .iter()
-            .try_fold(n * data_type.size() as u64, |len, c| {
-                c.fixed_encoded_size(len)
-            })
+        self.bytes_to_bytes.iter().try_fold(n * data_type.size() as u64, |len, c| c.fixed_encoded_size(len))
     }
 
     /// Decodes one chunk of declared `shape` into little-endian C-order elements.
@@ -253,32 +225,15 @@ mod tests {
     fn chain_order_is_enforced() {
         let edges = vec![vec![4]];
         let parse = |v: Value| CodecChain::from_json(&v, DataType::Int32, &edges, "codecs");
-        assert!(
-            parse(json!([{"name": "bytes", "configuration": {"endian": "little"}}, "crc32c"]))
-                .is_ok()
-        );
-        assert!(
-            parse(json!([{"name": "zstd", "configuration": {"level": 1}}, {"name": "bytes"}]))
-                .is_err()
-        );
-        assert!(
-            parse(
-                json!([{"name": "bytes"}, {"name": "transpose", "configuration": {"order": [0]}}])
-            )
-            .is_err()
-        );
+        assert!(parse(json!([{"name": "bytes", "configuration": {"endian": "little"}}, "crc32c"])).is_ok());
+        assert!(parse(json!([{"name": "zstd", "configuration": {"level": 1}}, {"name": "bytes"}])).is_err());
+        assert!(parse(json!([{"name": "bytes"}, {"name": "transpose", "configuration": {"order": [0]}}])).is_err());
         assert!(parse(json!([{"name": "bytes"}, {"name": "bytes"}])).is_err());
         assert!(parse(json!([{"name": "zstd"}])).is_err());
         assert!(parse(json!([])).is_err());
-        let unknown = parse(json!([{"name": "bytes"}, {"name": "bitround", "configuration": {}}]))
-            .unwrap_err();
-        assert!(
-            matches!(unknown, MetadataError::Unsupported(ref s) if s.contains("bitround")),
-            "{unknown}"
-        );
-        let skipped =
-            parse(json!([{"name": "bytes"}, {"name": "bitround", "must_understand": false}]))
-                .unwrap();
+        let unknown = parse(json!([{"name": "bytes"}, {"name": "bitround", "configuration": {}}])).unwrap_err();
+        assert!(matches!(unknown, MetadataError::Unsupported(ref s) if s.contains("bitround")), "{unknown}");
+        let skipped = parse(json!([{"name": "bytes"}, {"name": "bitround", "must_understand": false}])).unwrap();
         assert!(skipped.bytes_to_bytes.is_empty());
     }
 
@@ -300,17 +255,12 @@ mod tests {
             "codecs",
         )
         .unwrap();
-        let out = chain
-            .decode(&stored, &[2, 3], DataType::Int16, &[0, 0])
-            .unwrap();
+        let out = chain.decode(&stored, &[2, 3], DataType::Int16, &[0, 0]).unwrap();
         let expected: Vec<u8> = logical.iter().flat_map(|v| v.to_le_bytes()).collect();
         assert_eq!(out, expected);
         assert_eq!(chain.fixed_encoded_size(&[2, 3], DataType::Int16), None);
         let last = stored.len() - 1;
         stored[last] ^= 1;
-        assert!(matches!(
-            chain.decode(&stored, &[2, 3], DataType::Int16, &[0, 0]),
-            Err(CodecError::Checksum { .. })
-        ));
+        assert!(matches!(chain.decode(&stored, &[2, 3], DataType::Int16, &[0, 0]), Err(CodecError::Checksum { .. })));
     }
 }

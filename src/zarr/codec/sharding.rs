@@ -93,25 +93,17 @@ impl ShardingCodec {
         shard_edges: &[Vec<u64>],
     ) -> Result<Self, MetadataError> {
         let field = "sharding_indexed";
-        let config =
-            config.ok_or_else(|| MetadataError::invalid(field, "missing configuration"))?;
+        let config = config.ok_or_else(|| MetadataError::invalid(field, "missing configuration"))?;
         let chunk_shape = u64_list(config.get("chunk_shape"), "sharding_indexed.chunk_shape")?;
         if chunk_shape.len() != shard_edges.len() {
             return Err(MetadataError::invalid(
                 field,
-                &format!(
-                    "chunk_shape has {} dimensions but the array has {}",
-                    chunk_shape.len(),
-                    shard_edges.len()
-                ),
+                &format!("chunk_shape has {} dimensions but the array has {}", chunk_shape.len(), shard_edges.len()),
             ));
         }
         for (d, (&inner, edges)) in chunk_shape.iter().zip(shard_edges).enumerate() {
             if inner == 0 {
-                return Err(MetadataError::invalid(
-                    field,
-                    &format!("inner chunk edge 0 in dimension {d}"),
-                ));
+                return Err(MetadataError::invalid(field, &format!("inner chunk edge 0 in dimension {d}")));
             }
             if let Some(bad) = edges.iter().find(|&&e| e % inner != 0) {
                 return Err(MetadataError::Unsupported(format!(
@@ -133,14 +125,8 @@ impl ShardingCodec {
             &index_edges,
             "sharding_indexed.index_codecs",
         )?;
-        if index_codecs
-            .fixed_encoded_size(&[1, 2], DataType::UInt64)
-            .is_none()
-        {
-            return Err(MetadataError::invalid(
-                field,
-                "index_codecs must have a fixed encoded size (no compression)",
-            ));
+        if index_codecs.fixed_encoded_size(&[1, 2], DataType::UInt64).is_none() {
+            return Err(MetadataError::invalid(field, "index_codecs must have a fixed encoded size (no compression)"));
         }
         let index_location = match config.get("index_location") {
             None => IndexLocation::End,
@@ -153,12 +139,7 @@ impl ShardingCodec {
                 ));
             }
         };
-        Ok(Self {
-            chunk_shape,
-            codecs,
-            index_codecs,
-            index_location,
-        })
+        Ok(Self { chunk_shape, codecs, index_codecs, index_location })
     }
 
     /// Inner chunks per dimension in a shard of `shard_shape`.
@@ -184,9 +165,7 @@ impl ShardingCodec {
         let mut shape = chunks_per_shard.to_vec();
         shape.push(2);
         // Checked at parse time to be fixed.
-        self.index_codecs
-            .fixed_encoded_size(&shape, DataType::UInt64)
-            .unwrap_or(0)
+        self.index_codecs.fixed_encoded_size(&shape, DataType::UInt64).unwrap_or(0)
     }
 
     /// Decodes and validates an encoded index read from a shard of `shard_len` bytes.
@@ -198,13 +177,9 @@ impl ShardingCodec {
     ) -> Result<ShardIndex, CodecError> {
         let mut shape = chunks_per_shard.to_vec();
         shape.push(2);
-        let raw = self
-            .index_codecs
-            .decode(encoded, &shape, DataType::UInt64, &[0; 8])?;
-        let words: Vec<u64> = raw
-            .chunks_exact(8)
-            .map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()))
-            .collect();
+        let raw = self.index_codecs.decode(encoded, &shape, DataType::UInt64, &[0; 8])?;
+        let words: Vec<u64> =
+            raw.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default())).collect();
         let entries = words
             .chunks_exact(2)
             .enumerate()
@@ -215,7 +190,9 @@ impl ShardingCodec {
                 }
                 (offset, nbytes) => Err(CodecError::corrupt(
                     "sharding_indexed",
-                    format!("index entry {i} (offset {offset}, nbytes {nbytes}) lies outside the shard of {shard_len} bytes"),
+                    format!(
+                        "index entry {i} (offset {offset}, nbytes {nbytes}) lies outside the shard of {shard_len} bytes"
+                    ),
                 )),
             })
             .collect::<Result<_, _>>()?;
@@ -229,20 +206,13 @@ impl ShardingCodec {
     }
 
     /// Splits a whole shard into its index and decodes it.
-    pub fn index_of_shard(
-        &self,
-        shard: &[u8],
-        shard_shape: &[u64],
-    ) -> Result<ShardIndex, CodecError> {
+    pub fn index_of_shard(&self, shard: &[u8], shard_shape: &[u64]) -> Result<ShardIndex, CodecError> {
         let cps = self.chunks_per_shard(shard_shape)?;
         let size = self.index_size(&cps) as usize;
         if shard.len() < size {
             return Err(CodecError::corrupt(
                 "sharding_indexed",
-                format!(
-                    "shard of {} bytes is shorter than its {size}-byte index",
-                    shard.len()
-                ),
+                format!("shard of {} bytes is shorter than its {size}-byte index", shard.len()),
             ));
         }
         let encoded = match self.index_location {
@@ -253,13 +223,7 @@ impl ShardingCodec {
     }
 
     /// Decodes a whole shard of `shape` (nested sharding, or a chain that hides ranges).
-    pub fn decode(
-        &self,
-        shard: &[u8],
-        shape: &[u64],
-        data_type: DataType,
-        fill: &[u8],
-    ) -> Result<Vec<u8>, CodecError> {
+    pub fn decode(&self, shard: &[u8], shape: &[u64], data_type: DataType, fill: &[u8]) -> Result<Vec<u8>, CodecError> {
         let index = self.index_of_shard(shard, shape)?;
         let item = data_type.size();
         let mut out = filled(shape.iter().product::<u64>() as usize, fill);
@@ -270,14 +234,8 @@ impl ShardingCodec {
         for linear in 0..index.len() {
             if let InnerChunk::Stored { offset, nbytes } = index.chunk(linear) {
                 let bytes = &shard[offset as usize..(offset + nbytes) as usize];
-                let chunk = self
-                    .codecs
-                    .decode(bytes, &self.chunk_shape, data_type, fill)?;
-                let origin: Vec<u64> = coords
-                    .iter()
-                    .zip(&self.chunk_shape)
-                    .map(|(c, e)| c * e)
-                    .collect();
+                let chunk = self.codecs.decode(bytes, &self.chunk_shape, data_type, fill)?;
+                let origin: Vec<u64> = coords.iter().zip(&self.chunk_shape).map(|(c, e)| c * e).collect();
                 let region = Region {
                     src_shape: &self.chunk_shape,
                     src_start: &zeros,
@@ -316,27 +274,17 @@ pub(crate) mod tests {
     }
 
     /// Builds a shard of u8 inner chunks from `(linear index, bytes)`; the rest empty.
-    pub fn build_shard(
-        n_chunks: usize,
-        chunks: &[(usize, Vec<u8>)],
-        location: IndexLocation,
-    ) -> Vec<u8> {
+    pub fn build_shard(n_chunks: usize, chunks: &[(usize, Vec<u8>)], location: IndexLocation) -> Vec<u8> {
         let index_len = 16 * n_chunks + 4;
         let mut entries = vec![(u64::MAX, u64::MAX); n_chunks];
         let mut data = Vec::new();
-        let base = if location == IndexLocation::Start {
-            index_len
-        } else {
-            0
-        };
+        let base = if location == IndexLocation::Start { index_len } else { 0 };
         for (i, bytes) in chunks {
             entries[*i] = ((base + data.len()) as u64, bytes.len() as u64);
             data.extend_from_slice(bytes);
         }
-        let mut index: Vec<u8> = entries
-            .iter()
-            .flat_map(|(o, n)| o.to_le_bytes().into_iter().chain(n.to_le_bytes()))
-            .collect();
+        let mut index: Vec<u8> =
+            entries.iter().flat_map(|(o, n)| o.to_le_bytes().into_iter().chain(n.to_le_bytes())).collect();
         index.extend(::crc32c::crc32c(&index).to_le_bytes());
         match location {
             IndexLocation::Start => [index, data].concat(),
@@ -345,12 +293,8 @@ pub(crate) mod tests {
     }
 
     fn codec(location: &str) -> ShardingCodec {
-        ShardingCodec::from_config(
-            default_config(&[2, 2], location).as_object(),
-            DataType::UInt8,
-            &[vec![4], vec![4]],
-        )
-        .unwrap()
+        ShardingCodec::from_config(default_config(&[2, 2], location).as_object(), DataType::UInt8, &[vec![4], vec![4]])
+            .unwrap()
     }
 
     #[test]
@@ -379,29 +323,16 @@ pub(crate) mod tests {
         let mut shard = build_shard(4, &[(0, vec![1, 2, 3, 4])], IndexLocation::End);
         let n = shard.len();
         shard[n - 1] ^= 0xff;
-        assert!(matches!(
-            c.decode(&shard, &[4, 4], DataType::UInt8, &[0]),
-            Err(CodecError::Checksum { .. })
-        ));
+        assert!(matches!(c.decode(&shard, &[4, 4], DataType::UInt8, &[0]), Err(CodecError::Checksum { .. })));
         let short = build_shard(4, &[], IndexLocation::End);
-        assert!(
-            c.decode(&short[..10], &[4, 4], DataType::UInt8, &[0])
-                .is_err()
-        );
+        assert!(c.decode(&short[..10], &[4, 4], DataType::UInt8, &[0]).is_err());
         // An entry pointing past the end of the shard.
-        let mut index: Vec<u8> = [
-            (0u64, 100u64),
-            (u64::MAX, u64::MAX),
-            (u64::MAX, u64::MAX),
-            (u64::MAX, u64::MAX),
-        ]
-        .iter()
-        .flat_map(|(o, n)| o.to_le_bytes().into_iter().chain(n.to_le_bytes()))
-        .collect();
+        let mut index: Vec<u8> = [(0u64, 100u64), (u64::MAX, u64::MAX), (u64::MAX, u64::MAX), (u64::MAX, u64::MAX)]
+            .iter()
+            .flat_map(|(o, n)| o.to_le_bytes().into_iter().chain(n.to_le_bytes()))
+            .collect();
         index.extend(::crc32c::crc32c(&index).to_le_bytes());
-        let err = c
-            .decode(&index, &[4, 4], DataType::UInt8, &[0])
-            .unwrap_err();
+        let err = c.decode(&index, &[4, 4], DataType::UInt8, &[0]).unwrap_err();
         assert!(err.to_string().contains("outside the shard"), "{err}");
     }
 
@@ -415,14 +346,8 @@ pub(crate) mod tests {
         .unwrap_err();
         assert!(matches!(err, MetadataError::Unsupported(_)));
         let compressed_index = json!({"chunk_shape": [2], "codecs": [{"name": "bytes"}], "index_codecs": [{"name": "bytes"}, {"name": "zstd"}]});
-        assert!(
-            ShardingCodec::from_config(compressed_index.as_object(), DataType::UInt8, &[vec![4]])
-                .is_err()
-        );
+        assert!(ShardingCodec::from_config(compressed_index.as_object(), DataType::UInt8, &[vec![4]]).is_err());
         let bad_location = json!({"chunk_shape": [2], "codecs": [{"name": "bytes"}], "index_codecs": [{"name": "bytes"}], "index_location": "middle"});
-        assert!(
-            ShardingCodec::from_config(bad_location.as_object(), DataType::UInt8, &[vec![4]])
-                .is_err()
-        );
+        assert!(ShardingCodec::from_config(bad_location.as_object(), DataType::UInt8, &[vec![4]]).is_err());
     }
 }

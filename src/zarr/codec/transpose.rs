@@ -12,10 +12,7 @@ pub struct Transpose {
 }
 
 impl Transpose {
-    pub fn from_config(
-        config: Option<&Map<String, Value>>,
-        rank: usize,
-    ) -> Result<Self, MetadataError> {
+    pub fn from_config(config: Option<&Map<String, Value>>, rank: usize) -> Result<Self, MetadataError> {
         let bad = |why: &str| MetadataError::invalid("transpose codec", why);
         let Some(Value::Array(items)) = config.and_then(|c| c.get("order")) else {
             return Err(bad("`order` must be a list"));
@@ -26,14 +23,8 @@ impl Transpose {
             .collect::<Option<_>>()
             .ok_or_else(|| bad("`order` must hold integers"))?;
         let mut seen = vec![false; rank];
-        if order.len() != rank
-            || !order
-                .iter()
-                .all(|&i| i < rank && !std::mem::replace(&mut seen[i], true))
-        {
-            return Err(bad(&format!(
-                "`order` {order:?} is not a permutation of 0..{rank}"
-            )));
+        if order.len() != rank || !order.iter().all(|&i| i < rank && !std::mem::replace(&mut seen[i], true)) {
+            return Err(bad(&format!("`order` {order:?} is not a permutation of 0..{rank}")));
         }
         Ok(Self { order })
     }
@@ -101,23 +92,16 @@ mod tests {
             }
         }
         let out = t.decode(&stored, &[2, 3, 4], 2);
-        let values: Vec<u16> = out
-            .chunks_exact(2)
-            .map(|b| u16::from_le_bytes([b[0], b[1]]))
-            .collect();
-        let expected: Vec<u16> = (0..2)
-            .flat_map(|i| (0..3).flat_map(move |j| (0..4).map(move |k| 100 * i + 10 * j + k)))
-            .collect();
+        let values: Vec<u16> = out.chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]])).collect();
+        let expected: Vec<u16> =
+            (0..2).flat_map(|i| (0..3).flat_map(move |j| (0..4).map(move |k| 100 * i + 10 * j + k))).collect();
         assert_eq!(values, expected);
     }
 
     #[test]
     fn rejects_non_permutations() {
         for order in [json!([0, 0]), json!([0]), json!([0, 2]), json!("01")] {
-            assert!(
-                Transpose::from_config(json!({"order": order}).as_object(), 2).is_err(),
-                "{order}"
-            );
+            assert!(Transpose::from_config(json!({"order": order}).as_object(), 2).is_err(), "{order}");
         }
     }
 }

@@ -11,10 +11,7 @@ pub fn decode(input: &[u8], max_len: usize) -> Result<Vec<u8>, CodecError> {
     let corrupt = |e: std::io::Error| CodecError::corrupt("zstd", e.to_string());
     if let Ok(Some(size)) = ::zstd::zstd_safe::get_frame_content_size(input) {
         if size > max_len as u64 {
-            return Err(CodecError::TooLarge {
-                codec: "zstd",
-                limit: max_len,
-            });
+            return Err(CodecError::TooLarge { codec: "zstd", limit: max_len });
         }
         // One frame with a known size decodes in one call; several frames fall through.
         if let Ok(out) = ::zstd::bulk::decompress(input, size as usize)
@@ -25,15 +22,9 @@ pub fn decode(input: &[u8], max_len: usize) -> Result<Vec<u8>, CodecError> {
     }
     let decoder = ::zstd::stream::read::Decoder::with_buffer(input).map_err(corrupt)?;
     let mut out = Vec::with_capacity(max_len.min(1 << 26));
-    decoder
-        .take(max_len as u64 + 1)
-        .read_to_end(&mut out)
-        .map_err(corrupt)?;
+    decoder.take(max_len as u64 + 1).read_to_end(&mut out).map_err(corrupt)?;
     if out.len() > max_len {
-        return Err(CodecError::TooLarge {
-            codec: "zstd",
-            limit: max_len,
-        });
+        return Err(CodecError::TooLarge { codec: "zstd", limit: max_len });
     }
     Ok(out)
 }
@@ -44,9 +35,7 @@ mod tests {
 
     #[test]
     fn decodes_with_and_without_content_size() {
-        let data: Vec<u8> = (0..10_000u32)
-            .flat_map(|v| (v % 251).to_le_bytes())
-            .collect();
+        let data: Vec<u8> = (0..10_000u32).flat_map(|v| (v % 251).to_le_bytes()).collect();
         let framed = ::zstd::bulk::compress(&data, 3).unwrap();
         assert_eq!(decode(&framed, data.len()).unwrap(), data);
         // A streaming encoder without pledged size omits the content size, as TensorStore does.
@@ -54,19 +43,10 @@ mod tests {
         enc.include_contentsize(false).unwrap();
         std::io::Write::write_all(&mut enc, &data).unwrap();
         let unsized_frame = enc.finish().unwrap();
-        assert_eq!(
-            ::zstd::zstd_safe::get_frame_content_size(&unsized_frame).unwrap(),
-            None
-        );
+        assert_eq!(::zstd::zstd_safe::get_frame_content_size(&unsized_frame).unwrap(), None);
         assert_eq!(decode(&unsized_frame, data.len()).unwrap(), data);
-        assert!(matches!(
-            decode(&unsized_frame, 100),
-            Err(CodecError::TooLarge { .. })
-        ));
-        assert!(matches!(
-            decode(&framed, 100),
-            Err(CodecError::TooLarge { .. })
-        ));
+        assert!(matches!(decode(&unsized_frame, 100), Err(CodecError::TooLarge { .. })));
+        assert!(matches!(decode(&framed, 100), Err(CodecError::TooLarge { .. })));
         assert!(decode(b"not zstd at all", 100).is_err());
         assert!(decode(&framed[..framed.len() / 2], data.len()).is_err());
     }

@@ -1,0 +1,247 @@
+//! `GET|HEAD /zarr/{ds}/{*key}`: the dataset as a plain Zarr store over HTTP, so Zarr
+//! clients (zarr-python, zarrita.js, neuroglancer) can read it directly. Byte ranges
+//! (bounded, open-ended, suffix), `ETag`/`Last-Modified` and conditional requests follow
+//! RFC 9110; object bytes are passed through untouched (never re-compressed).
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
+use object_store::{GetOptions, GetRange, ObjectMeta};
+
+use super::NoCompress;
+use crate::AppState;
+use crate::error::{Error, Result};
+use crate::store::{Store, object_version};
+
+/// One byte range of `Range: bytes=…` (a list of several is served whole, as RFC 9110
+/// allows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ByteRange {
+    /// `a-b`, inclusive.
+    Bounded(u64, u64),
+    /// `a-`.
+    From(u64),
+    /// `-n`: the last n bytes.
+    Suffix(u64),
+}
+
+impl ByteRange {
+    /// Parses a `Range` header; `None` for anything that is not a single byte range
+    /// (such a header is ignored and the whole object served).
+    pub fn parse(value: &str) -> Option<Self> {
+        let spec = value.trim().strip_prefix("bytes=")?.trim();
+        if spec.contains(',') {
+            return None;
+        }
+        let (a, b) = spec.split_once('-')?;
+        let num = |s: &str| s.trim().parse::<u64>().ok();
+        match (a.trim().is_empty(), b.trim().is_empty()) {
+            (true, false) => num(b).map(Self::Suffix),
+            (false, true) => num(a).map(Self::From),
+            (false, false) => {
+                let (a, b) = (num(a)?, num(b)?);
+                (a <= b).then_some(Self::Bounded(a, b))
+            }
+            (true, true) => None,
+        }
+    }
+
+    /// The satisfiable part for an object of `size` bytes, as a half-open range.
+    pub fn resolve(self, size: u64) -> Option<std::ops::Range<u64>> {
+        let r = match self {
+            Self::Bounded(a, b) => a..(b + 1).min(size),
+            Self::From(a) => a..size,
+            Self::Suffix(n) => size.saturating_sub(n)..size,
+        };
+        (r.start < r.end).then_some(r)
+    }
+
+    fn to_get_range(self) -> GetRange {
+        match self {
+            Self::Bounded(a, b) => GetRange::Bounded(a..b.saturating_add(1)),
+            Self::From(a) => GetRange::Offset(a),
+            Self::Suffix(n) => GetRange::Suffix(n),
+        }
+    }
+}
+
+pub async fn get(State(state): State<AppState>, method: Method, Path((ds, key)): Path<(String, String)>, headers: HeaderMap) -> Result<Response> {
+    let dataset = state.catalog.dataset(&ds)?;
+    serve(&dataset.store, &key, &headers, method == Method::HEAD).await
+}
+
+/// The HTTP form of an object's ETag (quoted; derived from size and time when the store
+/// has none).
+fn http_etag(meta: &ObjectMeta) -> String {
+    let tag = object_version(meta);
+    if tag.starts_with('"') || tag.starts_with("W/\"") { tag } else { format!("\"{tag}\"") }
+}
+
+fn http_date(t: DateTime<Utc>) -> String {
+    t.format("%a, %d %b %Y %H:%M:%S GMT").to_string()
+}
+
+fn parse_http_date(value: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc2822(value.trim()).ok().map(|t| t.with_timezone(&Utc))
+}
+
+fn header_str<'a>(headers: &'a HeaderMap, name: header::HeaderName) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+fn tag_list_matches(list: &str, etag: &str) -> bool {
+    list.split(',').map(str::trim).any(|t| t == "*" || t.trim_start_matches("W/") == etag.trim_start_matches("W/"))
+}
+
+/// RFC 9110 §13.2.2: the status a precondition forces, if any.
+fn precondition(headers: &HeaderMap, meta: &ObjectMeta, etag: &str) -> Option<StatusCode> {
+    // Dates in HTTP have one-second resolution.
+    let modified = meta.last_modified.timestamp();
+    if let Some(list) = header_str(headers, header::IF_MATCH) {
+        if !tag_list_matches(list, etag) {
+            return Some(StatusCode::PRECONDITION_FAILED);
+        }
+    } else if let Some(since) = header_str(headers, header::IF_UNMODIFIED_SINCE).and_then(parse_http_date) {
+        if modified > since.timestamp() {
+            return Some(StatusCode::PRECONDITION_FAILED);
+        }
+    }
+    if let Some(list) = header_str(headers, header::IF_NONE_MATCH) {
+        if tag_list_matches(list, etag) {
+            return Some(StatusCode::NOT_MODIFIED);
+        }
+    } else if let Some(since) = header_str(headers, header::IF_MODIFIED_SINCE).and_then(parse_http_date) {
+        if modified <= since.timestamp() {
+            return Some(StatusCode::NOT_MODIFIED);
+        }
+    }
+    None
+}
+
+fn content_type(key: &str) -> &'static str {
+    if key == "zarr.json" || key.ends_with("/zarr.json") || key.ends_with(".json") || key.ends_with(".zarray") || key.ends_with(".zattrs") || key.ends_with(".zgroup") {
+        "application/json"
+    } else {
+        "application/octet-stream"
+    }
+}
+
+fn not_found(key: &str) -> Error {
+    Error::NotFound(format!("no object `{key}` in this dataset"))
+}
+
+/// Answers one GET or HEAD for `key`.
+async fn serve(store: &Store, key: &str, headers: &HeaderMap, head_only: bool) -> Result<Response> {
+    let range = header_str(headers, header::RANGE).and_then(ByteRange::parse);
+    let conditional = [header::IF_MATCH, header::IF_NONE_MATCH, header::IF_MODIFIED_SINCE, header::IF_UNMODIFIED_SINCE]
+        .iter()
+        .any(|h| headers.contains_key(h));
+    // A HEAD, a conditional request or a ranged HEAD needs the metadata first; a plain or
+    // ranged GET goes straight to the object in one request.
+    let meta = if head_only || conditional { Some(store.head(key).await?.ok_or_else(|| not_found(key))?) } else { None };
+    if let Some(meta) = &meta {
+        let etag = http_etag(meta);
+        if let Some(status) = precondition(headers, meta, &etag) {
+            if status == StatusCode::PRECONDITION_FAILED {
+                return Err(Error::PreconditionFailed(format!("`{key}` has ETag {etag}, which the request's preconditions do not allow")));
+            }
+            return Ok(object_headers(StatusCode::NOT_MODIFIED.into_response(), key, meta));
+        }
+        if head_only {
+            return head_response(key, meta, range);
+        }
+    }
+    let mut options = GetOptions { range: range.map(ByteRange::to_get_range), ..GetOptions::default() };
+    // Read exactly the version the preconditions were checked against.
+    options.if_match = meta.as_ref().and_then(|m| m.e_tag.clone());
+    let result = match store.get_opts(key, options).await {
+        Ok(Some(r)) => r,
+        Ok(None) => return Err(not_found(key)),
+        Err(e) => {
+            // A range past the end fails in the store; tell the client the size.
+            if let Some(range) = range {
+                if let Some(meta) = store.head(key).await? {
+                    if range.resolve(meta.size).is_none() {
+                        return Err(unsatisfiable(key, meta.size));
+                    }
+                }
+            }
+            return Err(e.into());
+        }
+    };
+    let (meta, served) = (result.meta.clone(), result.range.clone());
+    let bytes = result.bytes().await.map_err(|e| Error::Storage(format!("reading `{key}` failed: {e}")))?;
+    crate::metrics::storage_bytes(bytes.len());
+    let mut response = bytes.into_response();
+    if range.is_some() {
+        if served.start >= served.end && meta.size > 0 {
+            return Err(unsatisfiable(key, meta.size));
+        }
+        *response.status_mut() = StatusCode::PARTIAL_CONTENT;
+        set(&mut response, header::CONTENT_RANGE, &format!("bytes {}-{}/{}", served.start, served.end.saturating_sub(1), meta.size));
+    }
+    Ok(object_headers(response, key, &meta))
+}
+
+fn unsatisfiable(key: &str, size: u64) -> Error {
+    Error::RangeNotSatisfiable(format!("`{key}` has {size} bytes; ranges must start below that, and a suffix must be at least 1 byte"), size)
+}
+
+fn head_response(key: &str, meta: &ObjectMeta, range: Option<ByteRange>) -> Result<Response> {
+    let mut response = StatusCode::OK.into_response();
+    let length = match range {
+        None => meta.size,
+        Some(r) => {
+            let served = r.resolve(meta.size).ok_or_else(|| unsatisfiable(key, meta.size))?;
+            *response.status_mut() = StatusCode::PARTIAL_CONTENT;
+            set(&mut response, header::CONTENT_RANGE, &format!("bytes {}-{}/{}", served.start, served.end - 1, meta.size));
+            served.end - served.start
+        }
+    };
+    set(&mut response, header::CONTENT_LENGTH, &length.to_string());
+    Ok(object_headers(response, key, meta))
+}
+
+fn set(response: &mut Response, name: header::HeaderName, value: &str) {
+    if let Ok(v) = HeaderValue::from_str(value) {
+        response.headers_mut().insert(name, v);
+    }
+}
+
+/// Validators and type of a stored object; its bytes are never re-compressed.
+fn object_headers(mut response: Response, key: &str, meta: &ObjectMeta) -> Response {
+    set(&mut response, header::ETAG, &http_etag(meta));
+    set(&mut response, header::LAST_MODIFIED, &http_date(meta.last_modified));
+    set(&mut response, header::ACCEPT_RANGES, "bytes");
+    set(&mut response, header::CONTENT_TYPE, content_type(key));
+    set(&mut response, header::CACHE_CONTROL, "no-cache");
+    response.extensions_mut().insert(NoCompress);
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_resolves_ranges() {
+        assert_eq!(ByteRange::parse("bytes=0-99"), Some(ByteRange::Bounded(0, 99)));
+        assert_eq!(ByteRange::parse("bytes=100-"), Some(ByteRange::From(100)));
+        assert_eq!(ByteRange::parse("bytes=-16"), Some(ByteRange::Suffix(16)));
+        for ignored in ["bytes=5-1", "bytes=0-1,4-5", "items=0-1", "bytes=-", "bytes=a-b"] {
+            assert_eq!(ByteRange::parse(ignored), None, "{ignored}");
+        }
+        assert_eq!(ByteRange::Bounded(0, 99).resolve(50), Some(0..50));
+        assert_eq!(ByteRange::Bounded(60, 99).resolve(50), None);
+        assert_eq!(ByteRange::Suffix(10).resolve(4), Some(0..4));
+        assert_eq!(ByteRange::Suffix(0).resolve(4), None);
+        assert_eq!(ByteRange::From(4).resolve(4), None);
+    }
+
+    #[test]
+    fn http_dates_round_trip() {
+        let t = parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").unwrap();
+        assert_eq!(http_date(t), "Sun, 06 Nov 1994 08:49:37 GMT");
+    }
+}

@@ -1,0 +1,141 @@
+//! Chunk listings: the stored chunks (shards) a selection touches, in C order, a page at a
+//! time, with existence and size; optionally the inner chunks of each shard from its index.
+//!
+//! Pages are cut from the product of per-dimension touch lists by position, so listing a
+//! small selection of an array with millions of chunks touches only that page's objects.
+
+use futures::{StreamExt, TryStreamExt};
+use serde::Serialize;
+
+use super::chunk_grid::Dim;
+use super::locate::Located;
+use super::read::{ArrayReader, ReadError, Touch, touched};
+use super::selection::DimSelection;
+
+/// Inner chunks listed at most per page; a page stops early (with a cursor) beyond this.
+pub const MAX_INNER_PER_PAGE: usize = 100_000;
+/// Objects examined concurrently while listing.
+const LIST_FAN_OUT: usize = 16;
+
+#[derive(Debug, Serialize)]
+pub struct ChunkEntry {
+    pub coords: Vec<u64>,
+    pub key: String,
+    pub origin: Vec<u64>,
+    pub shape: Vec<u64>,
+    pub state: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inner: Option<Vec<InnerEntry>>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct InnerEntry {
+    pub coords: Vec<u64>,
+    pub origin: Vec<u64>,
+    pub shape: Vec<u64>,
+    pub offset: Option<u64>,
+    pub nbytes: Option<u64>,
+    pub state: &'static str,
+}
+
+#[derive(Debug)]
+pub struct Page {
+    pub chunks: Vec<ChunkEntry>,
+    /// Position of the next page, if any.
+    pub next: Option<u64>,
+}
+
+impl ArrayReader {
+    /// Lists up to `limit` touched chunks starting at position `offset`.
+    pub async fn list_chunks(&self, selection: &[DimSelection], offset: u64, limit: u64, inner: bool) -> Result<Page, ReadError> {
+        let per_dim: Vec<Vec<Touch>> = self.grid().dims.iter().zip(selection).map(|(d, s)| touched(d, s)).collect();
+        let total: u128 = if selection.iter().any(|s| s.count == 0) { 0 } else { per_dim.iter().map(|t| t.len() as u128).product() };
+        let end = (u128::from(offset) + u128::from(limit)).min(total);
+        let positions: Vec<u64> = (u128::from(offset)..end).map(|p| p as u64).collect();
+        let steps: Vec<u64> = selection.iter().map(|s| s.step).collect();
+        let entries: Vec<ChunkEntry> = futures::stream::iter(positions)
+            .map(|pos| {
+                // Mixed-radix decoding of the position into one touch per dimension.
+                let mut rest = pos;
+                let mut picks = vec![Touch { chunk: 0, start: 0, count: 0, out: 0 }; per_dim.len()];
+                for d in (0..per_dim.len()).rev() {
+                    let n = per_dim[d].len() as u64;
+                    picks[d] = per_dim[d][(rest % n) as usize];
+                    rest /= n;
+                }
+                let steps = &steps;
+                async move { self.entry(&picks, steps, inner).await }
+            })
+            .buffered(LIST_FAN_OUT)
+            .try_collect()
+            .await?;
+        let mut chunks = Vec::with_capacity(entries.len());
+        let mut inner_count = 0usize;
+        for entry in entries {
+            inner_count += entry.inner.as_ref().map_or(0, Vec::len);
+            if inner_count > MAX_INNER_PER_PAGE && !chunks.is_empty() {
+                break;
+            }
+            chunks.push(entry);
+        }
+        let after = u128::from(offset) + chunks.len() as u128;
+        Ok(Page { chunks, next: (after < total).then_some(after as u64) })
+    }
+
+    async fn entry(&self, picks: &[Touch], steps: &[u64], inner: bool) -> Result<ChunkEntry, ReadError> {
+        let coords: Vec<u64> = picks.iter().map(|t| t.chunk).collect();
+        let key = self.chunk_key(&coords);
+        let origin = self.grid().chunk_origin(&coords);
+        let shape = self.grid().data_shape(&coords);
+        let mut entry = ChunkEntry { coords, key, origin, shape, state: "missing", size: None, inner: None };
+        match self.meta.sharding().filter(|_| inner) {
+            Some(sharding) => {
+                let shard_shape = self.grid().chunk_shape(&entry.coords);
+                let Some(index) = self.shard_index(sharding, &entry.key, &shard_shape).await? else { return Ok(entry) };
+                entry.state = "present";
+                entry.size = Some(index.shard_len);
+                let read_shape = self.meta.read_chunk_shape().unwrap_or_default();
+                let per_dim: Vec<Vec<Touch>> = (0..picks.len())
+                    .map(|d| {
+                        let sel = DimSelection { start: picks[d].start, step: steps[d], count: picks[d].count, drop: false };
+                        touched(&Dim::fixed(read_shape[d], shard_shape[d]), &sel)
+                    })
+                    .collect();
+                let mut list = Vec::new();
+                for local in cartesian(&per_dim) {
+                    let origin: Vec<u64> = (0..local.len()).map(|d| entry.origin[d] + local[d] * read_shape[d]).collect();
+                    let located = self.locate_in_shard(sharding, &entry.key, &index, &entry.origin, &origin).await?;
+                    let (offset, nbytes, state) = match located {
+                        Located::InShard { range, .. } => (Some(range.start), Some(range.end - range.start), "present"),
+                        _ => (None, None, "empty"),
+                    };
+                    list.push(InnerEntry {
+                        coords: origin.iter().zip(&read_shape).map(|(o, r)| o / r).collect(),
+                        shape: origin.iter().zip(&read_shape).zip(&self.meta.shape).map(|((o, r), e)| (*r).min(e - o)).collect(),
+                        origin,
+                        offset,
+                        nbytes,
+                        state,
+                    });
+                }
+                entry.inner = Some(list);
+            }
+            None => {
+                if let Some(meta) = self.store.head(&entry.key).await? {
+                    entry.state = "present";
+                    entry.size = Some(meta.size);
+                }
+            }
+        }
+        Ok(entry)
+    }
+}
+
+/// Every combination of the touched chunk indices, in C order.
+fn cartesian(per_dim: &[Vec<Touch>]) -> Vec<Vec<u64>> {
+    per_dim.iter().fold(vec![Vec::new()], |acc, touches| {
+        acc.iter().flat_map(|prefix| touches.iter().map(move |t| [prefix.as_slice(), &[t.chunk]].concat())).collect()
+    })
+}
