@@ -60,6 +60,11 @@ impl Store {
         Self { inner, root }
     }
 
+    /// The backend this store reads from.
+    pub fn backend(&self) -> Arc<dyn ObjectStore> {
+        Arc::clone(&self.inner)
+    }
+
     /// The object path of `key`; keys with empty, `.` or `..` segments are rejected.
     pub fn path(&self, key: &str) -> Result<Path, StoreError> {
         let key_path = Path::parse(key).map_err(|_| StoreError::InvalidKey(key.to_owned()))?;

@@ -22,13 +22,20 @@ pub async fn list_root(state: State<AppState>, Path(ds): Path<String>, query: Ra
     list(state, Path((ds, String::new())), query).await
 }
 
-pub async fn list(State(state): State<AppState>, Path((ds, path)): Path<(String, String)>, RawQuery(query): RawQuery) -> Result<Response> {
+pub async fn list(
+    State(state): State<AppState>,
+    Path((ds, path)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
+) -> Result<Response> {
     let params = Params::parse(query.as_deref(), &["s", "inner", "limit", "cursor"])?;
     let inner = params.flag("inner")?;
-    let limit = match params.get("limit") {
-        None => DEFAULT_LIMIT,
-        Some(v) => v.parse::<u64>().ok().filter(|l| (1..=MAX_LIMIT).contains(l)).ok_or_else(|| Error::BadRequest(format!("`limit` must be an integer from 1 to {MAX_LIMIT}, got `{v}`")))?,
-    };
+    let limit =
+        match params.get("limit") {
+            None => DEFAULT_LIMIT,
+            Some(v) => v.parse::<u64>().ok().filter(|l| (1..=MAX_LIMIT).contains(l)).ok_or_else(|| {
+                Error::BadRequest(format!("`limit` must be an integer from 1 to {MAX_LIMIT}, got `{v}`"))
+            })?,
+        };
     let dataset = state.catalog.dataset(&ds)?;
     let array = state.catalog.array(dataset, &path).await?;
     let s = params.get("s").unwrap_or("");
@@ -55,15 +62,27 @@ pub async fn list(State(state): State<AppState>, Path((ds, path)): Path<(String,
     Ok(json_response(&body, &state.config.http.cache_control))
 }
 
-pub async fn chunk_root(state: State<AppState>, Path(ds): Path<String>, query: RawQuery, headers: HeaderMap) -> Result<Response> {
+pub async fn chunk_root(
+    state: State<AppState>,
+    Path(ds): Path<String>,
+    query: RawQuery,
+    headers: HeaderMap,
+) -> Result<Response> {
     chunk(state, Path((ds, String::new())), query, headers).await
 }
 
-pub async fn chunk(State(state): State<AppState>, Path((ds, path)): Path<(String, String)>, RawQuery(query): RawQuery, headers: HeaderMap) -> Result<Response> {
+pub async fn chunk(
+    State(state): State<AppState>,
+    Path((ds, path)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response> {
     let params = Params::parse(query.as_deref(), &["c", "decoded", "format", "vmin", "vmax"])?;
     let decoded = params.flag("decoded")?;
     if !decoded && ["format", "vmin", "vmax"].iter().any(|p| params.get(p).is_some()) {
-        return Err(Error::BadRequest("`format`, `vmin` and `vmax` apply only with decoded=true; raw chunks are the stored bytes".into()));
+        return Err(Error::BadRequest(
+            "`format`, `vmin` and `vmax` apply only with decoded=true; raw chunks are the stored bytes".into(),
+        ));
     }
     let render = Render::from_request(&params, &headers)?;
     let dataset = state.catalog.dataset(&ds)?;
@@ -111,7 +130,14 @@ pub async fn chunk(State(state): State<AppState>, Path((ds, path)): Path<(String
             let mut out = vec![0u8; clipped_shape.iter().product::<u64>() as usize * item];
             let zeros = vec![0; chunk_shape.len()];
             let ones = vec![1; chunk_shape.len()];
-            let region = Region { src_shape: &chunk_shape, src_start: &zeros, src_step: &ones, dst_shape: &clipped_shape, dst_start: &zeros, count: &clipped_shape };
+            let region = Region {
+                src_shape: &chunk_shape,
+                src_start: &zeros,
+                src_step: &ones,
+                dst_shape: &clipped_shape,
+                dst_start: &zeros,
+                count: &clipped_shape,
+            };
             copy_region(&full, &mut out, &region, item);
             Ok(out)
         })
@@ -124,11 +150,14 @@ pub async fn chunk(State(state): State<AppState>, Path((ds, path)): Path<(String
         r.extensions_mut().insert(NoCompress);
         if let Some(range) = &range {
             let value = format!("{}-{}", range.start, range.end - 1);
-            r.headers_mut().insert("zarr-byte-range", HeaderValue::from_str(&value).map_err(|e| Error::Internal(e.to_string()))?);
+            r.headers_mut()
+                .insert("zarr-byte-range", HeaderValue::from_str(&value).map_err(|e| Error::Internal(e.to_string()))?);
         }
         r
     };
-    response.headers_mut().insert("zarr-chunk-key", HeaderValue::from_str(&key).map_err(|e| Error::Internal(e.to_string()))?);
+    response
+        .headers_mut()
+        .insert("zarr-chunk-key", HeaderValue::from_str(&key).map_err(|e| Error::Internal(e.to_string()))?);
     Ok(with_validators(response, &etag, cache_control))
 }
 
@@ -149,7 +178,9 @@ async fn fetch_chunk(array: &ArrayReader, coords: &[u64]) -> Result<Result<Chunk
             None => Err(format!("chunk `{key}` is missing (it reads as the fill value)")),
         },
         Located::MissingShard { key } => Err(format!("shard `{key}` is missing (the chunk reads as the fill value)")),
-        Located::Empty { key } => Err(format!("the chunk is marked empty in shard `{key}` (it reads as the fill value)")),
+        Located::Empty { key } => {
+            Err(format!("the chunk is marked empty in shard `{key}` (it reads as the fill value)"))
+        }
         Located::InShard { key, range, e_tag, version } => {
             let mut parts = array.read_ranges(&key, e_tag.as_deref(), std::slice::from_ref(&range)).await?;
             let bytes = parts.pop().unwrap_or_default();
@@ -165,16 +196,18 @@ fn parse_coords(raw: Option<&str>, grid_shape: &[u64]) -> Result<Vec<u64>> {
         if grid_shape.is_empty() {
             "this 0-d array has one chunk: leave `c` empty".to_owned()
         } else {
-            format!("the read grid has shape [{}], so each index must be below its entry", grid_shape.iter().map(u64::to_string).collect::<Vec<_>>().join(", "))
+            format!(
+                "the read grid has shape [{}], so each index must be below its entry",
+                grid_shape.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
+            )
         }
     };
     let coords: Vec<u64> = if raw.is_empty() {
         Vec::new()
     } else {
-        raw.split(',')
-            .map(|p| p.trim().parse::<u64>())
-            .collect::<Result<_, _>>()
-            .map_err(|_| Error::BadRequest(format!("`c` must be comma-separated non-negative integers, got `{raw}`; {}", allowed())))?
+        raw.split(',').map(|p| p.trim().parse::<u64>()).collect::<Result<_, _>>().map_err(|_| {
+            Error::BadRequest(format!("`c` must be comma-separated non-negative integers, got `{raw}`; {}", allowed()))
+        })?
     };
     if coords.len() != grid_shape.len() || coords.iter().zip(grid_shape).any(|(c, n)| c >= n) {
         return Err(Error::BadRequest(format!("chunk `{raw}` is not in the read grid; {}", allowed())));

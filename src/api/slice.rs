@@ -41,7 +41,11 @@ pub async fn slice(
         if let Some(versions) = array.cached_versions(&selection).await {
             let etag = etag(&ds, &path, &array.meta, &selection, &render, &versions);
             if not_modified(&headers, &etag) {
-                return Ok(with_validators(StatusCode::NOT_MODIFIED.into_response(), &etag, &state.config.http.cache_control));
+                return Ok(with_validators(
+                    StatusCode::NOT_MODIFIED.into_response(),
+                    &etag,
+                    &state.config.http.cache_control,
+                ));
             }
         }
     }
@@ -66,7 +70,11 @@ impl Render {
     /// Parses `format` (or `Accept`), `vmin` and `vmax`.
     pub fn from_request(params: &Params, headers: &HeaderMap) -> Result<Self> {
         let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
-        Ok(Self { format: Format::negotiate(params.get("format"), accept)?, vmin: params.number("vmin")?, vmax: params.number("vmax")? })
+        Ok(Self {
+            format: Format::negotiate(params.get("format"), accept)?,
+            vmin: params.number("vmin")?,
+            vmax: params.number("vmax")?,
+        })
     }
 
     pub fn hash_into(&self, tag: &mut EtagBuilder) {

@@ -66,7 +66,12 @@ impl ByteRange {
     }
 }
 
-pub async fn get(State(state): State<AppState>, method: Method, Path((ds, key)): Path<(String, String)>, headers: HeaderMap) -> Result<Response> {
+pub async fn get(
+    State(state): State<AppState>,
+    method: Method,
+    Path((ds, key)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Response> {
     let dataset = state.catalog.dataset(&ds)?;
     serve(&dataset.store, &key, &headers, method == Method::HEAD).await
 }
@@ -120,7 +125,13 @@ fn precondition(headers: &HeaderMap, meta: &ObjectMeta, etag: &str) -> Option<St
 }
 
 fn content_type(key: &str) -> &'static str {
-    if key == "zarr.json" || key.ends_with("/zarr.json") || key.ends_with(".json") || key.ends_with(".zarray") || key.ends_with(".zattrs") || key.ends_with(".zgroup") {
+    if key == "zarr.json"
+        || key.ends_with("/zarr.json")
+        || key.ends_with(".json")
+        || key.ends_with(".zarray")
+        || key.ends_with(".zattrs")
+        || key.ends_with(".zgroup")
+    {
         "application/json"
     } else {
         "application/octet-stream"
@@ -139,12 +150,15 @@ async fn serve(store: &Store, key: &str, headers: &HeaderMap, head_only: bool) -
         .any(|h| headers.contains_key(h));
     // A HEAD, a conditional request or a ranged HEAD needs the metadata first; a plain or
     // ranged GET goes straight to the object in one request.
-    let meta = if head_only || conditional { Some(store.head(key).await?.ok_or_else(|| not_found(key))?) } else { None };
+    let meta =
+        if head_only || conditional { Some(store.head(key).await?.ok_or_else(|| not_found(key))?) } else { None };
     if let Some(meta) = &meta {
         let etag = http_etag(meta);
         if let Some(status) = precondition(headers, meta, &etag) {
             if status == StatusCode::PRECONDITION_FAILED {
-                return Err(Error::PreconditionFailed(format!("`{key}` has ETag {etag}, which the request's preconditions do not allow")));
+                return Err(Error::PreconditionFailed(format!(
+                    "`{key}` has ETag {etag}, which the request's preconditions do not allow"
+                )));
             }
             return Ok(object_headers(StatusCode::NOT_MODIFIED.into_response(), key, meta));
         }
@@ -179,13 +193,20 @@ async fn serve(store: &Store, key: &str, headers: &HeaderMap, head_only: bool) -
             return Err(unsatisfiable(key, meta.size));
         }
         *response.status_mut() = StatusCode::PARTIAL_CONTENT;
-        set(&mut response, header::CONTENT_RANGE, &format!("bytes {}-{}/{}", served.start, served.end.saturating_sub(1), meta.size));
+        set(
+            &mut response,
+            header::CONTENT_RANGE,
+            &format!("bytes {}-{}/{}", served.start, served.end.saturating_sub(1), meta.size),
+        );
     }
     Ok(object_headers(response, key, &meta))
 }
 
 fn unsatisfiable(key: &str, size: u64) -> Error {
-    Error::RangeNotSatisfiable(format!("`{key}` has {size} bytes; ranges must start below that, and a suffix must be at least 1 byte"), size)
+    Error::RangeNotSatisfiable(
+        format!("`{key}` has {size} bytes; ranges must start below that, and a suffix must be at least 1 byte"),
+        size,
+    )
 }
 
 fn head_response(key: &str, meta: &ObjectMeta, range: Option<ByteRange>) -> Result<Response> {
@@ -195,7 +216,11 @@ fn head_response(key: &str, meta: &ObjectMeta, range: Option<ByteRange>) -> Resu
         Some(r) => {
             let served = r.resolve(meta.size).ok_or_else(|| unsatisfiable(key, meta.size))?;
             *response.status_mut() = StatusCode::PARTIAL_CONTENT;
-            set(&mut response, header::CONTENT_RANGE, &format!("bytes {}-{}/{}", served.start, served.end - 1, meta.size));
+            set(
+                &mut response,
+                header::CONTENT_RANGE,
+                &format!("bytes {}-{}/{}", served.start, served.end - 1, meta.size),
+            );
             served.end - served.start
         }
     };

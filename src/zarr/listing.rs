@@ -49,9 +49,16 @@ pub struct Page {
 
 impl ArrayReader {
     /// Lists up to `limit` touched chunks starting at position `offset`.
-    pub async fn list_chunks(&self, selection: &[DimSelection], offset: u64, limit: u64, inner: bool) -> Result<Page, ReadError> {
+    pub async fn list_chunks(
+        &self,
+        selection: &[DimSelection],
+        offset: u64,
+        limit: u64,
+        inner: bool,
+    ) -> Result<Page, ReadError> {
         let per_dim: Vec<Vec<Touch>> = self.grid().dims.iter().zip(selection).map(|(d, s)| touched(d, s)).collect();
-        let total: u128 = if selection.iter().any(|s| s.count == 0) { 0 } else { per_dim.iter().map(|t| t.len() as u128).product() };
+        let total: u128 =
+            if selection.iter().any(|s| s.count == 0) { 0 } else { per_dim.iter().map(|t| t.len() as u128).product() };
         let end = (u128::from(offset) + u128::from(limit)).min(total);
         let positions: Vec<u64> = (u128::from(offset)..end).map(|p| p as u64).collect();
         let steps: Vec<u64> = selection.iter().map(|s| s.step).collect();
@@ -99,13 +106,15 @@ impl ArrayReader {
                 let read_shape = self.meta.read_chunk_shape().unwrap_or_default();
                 let per_dim: Vec<Vec<Touch>> = (0..picks.len())
                     .map(|d| {
-                        let sel = DimSelection { start: picks[d].start, step: steps[d], count: picks[d].count, drop: false };
+                        let sel =
+                            DimSelection { start: picks[d].start, step: steps[d], count: picks[d].count, drop: false };
                         touched(&Dim::fixed(read_shape[d], shard_shape[d]), &sel)
                     })
                     .collect();
                 let mut list = Vec::new();
                 for local in cartesian(&per_dim) {
-                    let origin: Vec<u64> = (0..local.len()).map(|d| entry.origin[d] + local[d] * read_shape[d]).collect();
+                    let origin: Vec<u64> =
+                        (0..local.len()).map(|d| entry.origin[d] + local[d] * read_shape[d]).collect();
                     let located = self.locate_in_shard(sharding, &entry.key, &index, &entry.origin, &origin).await?;
                     let (offset, nbytes, state) = match located {
                         Located::InShard { range, .. } => (Some(range.start), Some(range.end - range.start), "present"),
@@ -113,7 +122,12 @@ impl ArrayReader {
                     };
                     list.push(InnerEntry {
                         coords: origin.iter().zip(&read_shape).map(|(o, r)| o / r).collect(),
-                        shape: origin.iter().zip(&read_shape).zip(&self.meta.shape).map(|((o, r), e)| (*r).min(e - o)).collect(),
+                        shape: origin
+                            .iter()
+                            .zip(&read_shape)
+                            .zip(&self.meta.shape)
+                            .map(|((o, r), e)| (*r).min(e - o))
+                            .collect(),
                         origin,
                         offset,
                         nbytes,

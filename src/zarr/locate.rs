@@ -27,7 +27,9 @@ impl ArrayReader {
     pub fn read_grid(&self) -> ChunkGrid {
         match self.meta.read_chunk_shape() {
             // Shard edges are multiples of the inner edges, so the read grid is regular.
-            Some(inner) => ChunkGrid::regular(&inner, &self.meta.shape).unwrap_or_else(|_| self.meta.chunk_grid.clone()),
+            Some(inner) => {
+                ChunkGrid::regular(&inner, &self.meta.shape).unwrap_or_else(|_| self.meta.chunk_grid.clone())
+            }
             None => self.meta.chunk_grid.clone(),
         }
     }
@@ -71,14 +73,20 @@ impl ArrayReader {
         let mut base = shard_origin.to_vec();
         let mut span_start = 0u64;
         loop {
-            let local: Vec<u64> = origin.iter().zip(&base).zip(&level.chunk_shape).map(|((o, b), e)| (o - b) / e).collect();
+            let local: Vec<u64> =
+                origin.iter().zip(&base).zip(&level.chunk_shape).map(|((o, b), e)| (o - b) / e).collect();
             let linear = local.iter().zip(&index.chunks_per_shard).fold(0u64, |acc, (&c, &n)| acc * n + c) as usize;
             let range = match index.chunk(linear) {
                 InnerChunk::Empty => return Ok(Located::Empty { key: key.to_owned() }),
                 InnerChunk::Stored { offset, nbytes } => span_start + offset..span_start + offset + nbytes,
             };
             let Some(nested) = level.codecs.sharding() else {
-                return Ok(Located::InShard { key: key.to_owned(), range, e_tag: index.e_tag.clone(), version: index.version.clone() });
+                return Ok(Located::InShard {
+                    key: key.to_owned(),
+                    range,
+                    e_tag: index.e_tag.clone(),
+                    version: index.version.clone(),
+                });
             };
             let sub_shape = level.chunk_shape.clone();
             for ((b, l), e) in base.iter_mut().zip(&local).zip(&sub_shape) {
@@ -109,7 +117,10 @@ impl ArrayReader {
                 let size = nested.index_size(&cps);
                 let len = span.end - span.start;
                 if len < size {
-                    return Err(corrupt(CodecError::corrupt("sharding_indexed", format!("nested shard of {len} bytes is shorter than its {size}-byte index"))));
+                    return Err(corrupt(CodecError::corrupt(
+                        "sharding_indexed",
+                        format!("nested shard of {len} bytes is shorter than its {size}-byte index"),
+                    )));
                 }
                 let range = match nested.index_location {
                     IndexLocation::End => span.end - size..span.end,

@@ -392,7 +392,12 @@ impl ArrayReader {
     /// Reads ranges of a shard, guarding against the shard changing since its index was
     /// read: where the store gives ETags, the ranges are read with If-Match, and a mismatch
     /// drops the stale index and reports [`ReadError::Changed`].
-    pub async fn read_ranges(&self, key: &str, e_tag: Option<&str>, ranges: &[Range<u64>]) -> Result<Vec<Bytes>, ReadError> {
+    pub async fn read_ranges(
+        &self,
+        key: &str,
+        e_tag: Option<&str>,
+        ranges: &[Range<u64>],
+    ) -> Result<Vec<Bytes>, ReadError> {
         match self.store.get_ranges(key, ranges, e_tag).await {
             Ok(chunks) => Ok(chunks),
             Err(e) if e.is_precondition() => {
