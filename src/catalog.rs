@@ -190,7 +190,7 @@ impl Catalog {
                     Err(Error::NotFound(_)) => groups.push(path),
                     // A node the server cannot serve is still part of the tree.
                     Err(Error::Unsupported(_) | Error::Corrupt(_)) => {
-                        nodes.push(json!({"path": path, "node_type": "array"}))
+                        nodes.push(json!({"path": path, "node_type": "array"}));
                     }
                     Err(e) => return Err(e),
                 }

@@ -7,6 +7,7 @@ pub mod catalog;
 pub mod config;
 pub mod error;
 pub mod metrics;
+pub mod middleware;
 pub mod store;
 pub mod zarr;
 
@@ -34,10 +35,11 @@ impl AppState {
     }
 }
 
-/// The zarrd router with all routes of API.md.
+/// The zarrd router with all routes of API.md and the cross-cutting layers.
 pub fn app(state: AppState) -> Router {
     metrics::handle();
-    Router::new()
+    let config = Arc::clone(&state.config);
+    let router = Router::new()
         .route("/healthz", get(api::ops::healthz))
         .route("/readyz", get(api::ops::readyz))
         .route("/metrics", get(api::ops::metrics))
@@ -53,5 +55,6 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/chunk/{ds}/{*path}", get(api::chunks::chunk))
         .route("/zarr/{ds}/{*key}", get(api::zarr_store::get).head(api::zarr_store::get))
         .fallback(|| async { error::Error::NotFound("no such route; see openapi.yaml for the API".into()) })
-        .with_state(state)
+        .with_state(state);
+    middleware::apply(router, &config)
 }

@@ -1,6 +1,8 @@
 //! HTTP behaviour of the catalog and slice routes: negotiation, validators, and every
 //! error path answered with the right problem document.
 
+#![allow(clippy::unwrap_used)] // test helpers panic on broken fixtures by design
+
 mod common;
 
 use std::sync::Arc;

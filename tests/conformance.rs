@@ -1,6 +1,8 @@
 //! Every conformance array (written by zarr-python 3.4.2 and tensorstore) read through
 //! the HTTP API, in every format and for many selections, compared with the expected
-//! `.npy` values. Expected selection results come from NumPy (selection_cases.json).
+//! `.npy` values. Expected selection results come from `NumPy` (`selection_cases.json`).
+
+#![allow(clippy::unwrap_used)] // test helpers panic on broken fixtures by design
 
 mod common;
 
@@ -8,7 +10,7 @@ use axum::Router;
 use common::{Npy, Reply, expected, gather, get, parse_npy};
 use serde_json::Value;
 
-/// A fixture set: its directory under tests/fixtures and its NumPy selection cases.
+/// A fixture set: its directory under tests/fixtures and its `NumPy` selection cases.
 fn cases(set: &str) -> Value {
     serde_json::from_slice(&std::fs::read(common::fixtures().join(format!("selections/{set}.json"))).unwrap()).unwrap()
 }
@@ -75,6 +77,16 @@ fn assert_json_element(v: &Value, bytes: &[u8], descr: &str, ctx: &str) {
     }
 }
 
+fn flatten<'a>(v: &'a Value, depth: usize, out: &mut Vec<&'a Value>) {
+    if depth == 0 {
+        out.push(v);
+    } else {
+        for x in v.as_array().unwrap() {
+            flatten(x, depth - 1, out);
+        }
+    }
+}
+
 fn assert_json(doc: &Value, shape: &[u64], data: &[u8], descr: &str, ctx: &str) {
     assert_eq!(
         doc["shape"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect::<Vec<_>>(),
@@ -83,15 +95,6 @@ fn assert_json(doc: &Value, shape: &[u64], data: &[u8], descr: &str, ctx: &str) 
     );
     let item: usize = descr[2..].parse().unwrap();
     let mut flat = Vec::new();
-    fn flatten<'a>(v: &'a Value, depth: usize, out: &mut Vec<&'a Value>) {
-        if depth == 0 {
-            out.push(v);
-        } else {
-            for x in v.as_array().unwrap() {
-                flatten(x, depth - 1, out);
-            }
-        }
-    }
     flatten(&doc["data"], shape.len(), &mut flat);
     assert_eq!(flat.len() * item, data.len(), "{ctx}: element count");
     for (i, v) in flat.iter().enumerate() {

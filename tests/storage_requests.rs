@@ -1,5 +1,7 @@
 //! How many storage requests reads cost, pinned with a counting store decorator.
 
+#![allow(clippy::unwrap_used)] // test helpers panic on broken fixtures by design
+
 mod common;
 
 use std::sync::Arc;

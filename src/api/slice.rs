@@ -37,16 +37,16 @@ pub async fn slice(
     let shape = result_shape(&selection);
     render.check(&array.meta, &shape, state.config.limits.max_response_bytes)?;
     // A revalidation whose objects were all seen recently is answered without storage reads.
-    if headers.contains_key(header::IF_NONE_MATCH) {
-        if let Some(versions) = array.cached_versions(&selection).await {
-            let etag = etag(&ds, &path, &array.meta, &selection, &render, &versions);
-            if not_modified(&headers, &etag) {
-                return Ok(with_validators(
-                    StatusCode::NOT_MODIFIED.into_response(),
-                    &etag,
-                    &state.config.http.cache_control,
-                ));
-            }
+    if headers.contains_key(header::IF_NONE_MATCH)
+        && let Some(versions) = array.cached_versions(&selection).await
+    {
+        let etag = etag(&ds, &path, &array.meta, &selection, &render, &versions);
+        if not_modified(&headers, &etag) {
+            return Ok(with_validators(
+                StatusCode::NOT_MODIFIED.into_response(),
+                &etag,
+                &state.config.http.cache_control,
+            ));
         }
     }
     let output = array.read(&selection).await?;

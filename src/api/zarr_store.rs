@@ -76,7 +76,7 @@ pub async fn get(
     serve(&dataset.store, &key, &headers, method == Method::HEAD).await
 }
 
-/// The HTTP form of an object's ETag (quoted; derived from size and time when the store
+/// The HTTP form of an object's `ETag` (quoted; derived from size and time when the store
 /// has none).
 fn http_etag(meta: &ObjectMeta) -> String {
     let tag = object_version(meta);
@@ -91,7 +91,7 @@ fn parse_http_date(value: &str) -> Option<DateTime<Utc>> {
     DateTime::parse_from_rfc2822(value.trim()).ok().map(|t| t.with_timezone(&Utc))
 }
 
-fn header_str<'a>(headers: &'a HeaderMap, name: header::HeaderName) -> Option<&'a str> {
+fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
@@ -107,31 +107,27 @@ fn precondition(headers: &HeaderMap, meta: &ObjectMeta, etag: &str) -> Option<St
         if !tag_list_matches(list, etag) {
             return Some(StatusCode::PRECONDITION_FAILED);
         }
-    } else if let Some(since) = header_str(headers, header::IF_UNMODIFIED_SINCE).and_then(parse_http_date) {
-        if modified > since.timestamp() {
-            return Some(StatusCode::PRECONDITION_FAILED);
-        }
+    } else if let Some(since) = header_str(headers, header::IF_UNMODIFIED_SINCE).and_then(parse_http_date)
+        && modified > since.timestamp()
+    {
+        return Some(StatusCode::PRECONDITION_FAILED);
     }
     if let Some(list) = header_str(headers, header::IF_NONE_MATCH) {
         if tag_list_matches(list, etag) {
             return Some(StatusCode::NOT_MODIFIED);
         }
-    } else if let Some(since) = header_str(headers, header::IF_MODIFIED_SINCE).and_then(parse_http_date) {
-        if modified <= since.timestamp() {
-            return Some(StatusCode::NOT_MODIFIED);
-        }
+    } else if let Some(since) = header_str(headers, header::IF_MODIFIED_SINCE).and_then(parse_http_date)
+        && modified <= since.timestamp()
+    {
+        return Some(StatusCode::NOT_MODIFIED);
     }
     None
 }
 
 fn content_type(key: &str) -> &'static str {
-    if key == "zarr.json"
-        || key.ends_with("/zarr.json")
-        || key.ends_with(".json")
-        || key.ends_with(".zarray")
-        || key.ends_with(".zattrs")
-        || key.ends_with(".zgroup")
-    {
+    // Zarr metadata documents: v3 `zarr.json`, v2 `.zarray`/`.zattrs`/`.zgroup`/`.zmetadata`.
+    let name = key.rsplit('/').next().unwrap_or(key);
+    if matches!(name, "zarr.json" | ".zarray" | ".zattrs" | ".zgroup" | ".zmetadata") {
         "application/json"
     } else {
         "application/octet-stream"
@@ -174,12 +170,11 @@ async fn serve(store: &Store, key: &str, headers: &HeaderMap, head_only: bool) -
         Ok(None) => return Err(not_found(key)),
         Err(e) => {
             // A range past the end fails in the store; tell the client the size.
-            if let Some(range) = range {
-                if let Some(meta) = store.head(key).await? {
-                    if range.resolve(meta.size).is_none() {
-                        return Err(unsatisfiable(key, meta.size));
-                    }
-                }
+            if let Some(range) = range
+                && let Some(meta) = store.head(key).await?
+                && range.resolve(meta.size).is_none()
+            {
+                return Err(unsatisfiable(key, meta.size));
             }
             return Err(e.into());
         }

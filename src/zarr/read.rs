@@ -390,7 +390,7 @@ impl ArrayReader {
     }
 
     /// Reads ranges of a shard, guarding against the shard changing since its index was
-    /// read: where the store gives ETags, the ranges are read with If-Match, and a mismatch
+    /// read: where the store gives `ETags`, the ranges are read with If-Match, and a mismatch
     /// drops the stale index and reports [`ReadError::Changed`].
     pub async fn read_ranges(
         &self,

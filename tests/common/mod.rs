@@ -1,6 +1,6 @@
 //! Shared test helpers: build the app over fixture stores, drive it in-process, and read
 //! `.npy` files independently of the server's own encoder.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -207,14 +207,20 @@ pub struct CountingStore {
     pub heads: std::sync::atomic::AtomicU64,
     pub range_calls: std::sync::atomic::AtomicU64,
     pub lists: std::sync::atomic::AtomicU64,
+    /// Added to every GET, to simulate slow storage.
+    pub delay: std::time::Duration,
 }
 
 impl CountingStore {
     pub fn new(inner: Arc<dyn object_store::ObjectStore>) -> Arc<Self> {
-        Arc::new(Self { inner, gets: 0.into(), heads: 0.into(), range_calls: 0.into(), lists: 0.into() })
+        Self::slow(inner, std::time::Duration::ZERO)
     }
 
-    /// (GETs, HEADs, get_ranges calls, listings) so far.
+    pub fn slow(inner: Arc<dyn object_store::ObjectStore>, delay: std::time::Duration) -> Arc<Self> {
+        Arc::new(Self { inner, gets: 0.into(), heads: 0.into(), range_calls: 0.into(), lists: 0.into(), delay })
+    }
+
+    /// (GETs, HEADs, `get_ranges` calls, listings) so far.
     pub fn counts(&self) -> (u64, u64, u64, u64) {
         use std::sync::atomic::Ordering::SeqCst;
         (self.gets.load(SeqCst), self.heads.load(SeqCst), self.range_calls.load(SeqCst), self.lists.load(SeqCst))
@@ -258,6 +264,9 @@ impl object_store::ObjectStore for CountingStore {
     ) -> object_store::Result<object_store::GetResult> {
         let counter = if options.head { &self.heads } else { &self.gets };
         counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if !self.delay.is_zero() {
+            tokio::time::sleep(self.delay).await;
+        }
         self.inner.get_opts(location, options).await
     }
 

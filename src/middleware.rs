@@ -1,0 +1,190 @@
+//! Cross-cutting HTTP behaviour (API.md "Cross-cutting"), outermost first:
+//! request ids, structured access logs and metrics; CORS; response compression; and the
+//! guard that bounds in-flight requests (503 + Retry-After) and their duration (504).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderName, HeaderValue, Method, header};
+use axum::middleware::{Next, from_fn, from_fn_with_state};
+use axum::response::{IntoResponse, Response};
+use tokio::sync::Semaphore;
+use tower_http::compression::CompressionLayer;
+use tower_http::compression::predicate::{DefaultPredicate, Predicate};
+use tower_http::cors::{AllowOrigin, CorsLayer};
+use tracing::Instrument;
+
+use crate::api::NoCompress;
+use crate::config::Config;
+use crate::error::Error;
+
+pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Response headers a browser script may read.
+const EXPOSED: [HeaderName; 10] = [
+    HeaderName::from_static("zarr-shape"),
+    HeaderName::from_static("zarr-data-type"),
+    HeaderName::from_static("zarr-chunk-key"),
+    HeaderName::from_static("zarr-byte-range"),
+    header::ETAG,
+    header::CONTENT_RANGE,
+    header::ACCEPT_RANGES,
+    header::LAST_MODIFIED,
+    header::CONTENT_LENGTH,
+    REQUEST_ID,
+];
+
+/// Wraps the router in every layer, configured from `config`.
+pub fn apply(router: Router, config: &Config) -> Router {
+    let guard = Arc::new(Guard {
+        permits: Semaphore::new(config.limits.max_in_flight),
+        timeout: Duration::from_secs(config.limits.request_timeout_secs),
+    });
+    router
+        .layer(from_fn_with_state(guard, guard_requests))
+        .layer(CompressionLayer::new().gzip(true).zstd(true).compress_when(Compressible))
+        .layer(cors(&config.http.cors_origins))
+        .layer(from_fn(observe))
+}
+
+fn cors(origins: &[String]) -> CorsLayer {
+    let allow = if origins.iter().any(|o| o == "*") {
+        AllowOrigin::any()
+    } else {
+        AllowOrigin::list(origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()))
+    };
+    CorsLayer::new()
+        .allow_origin(allow)
+        .allow_methods([Method::GET, Method::HEAD])
+        .allow_headers([
+            header::RANGE,
+            header::IF_NONE_MATCH,
+            header::IF_MATCH,
+            header::IF_MODIFIED_SINCE,
+            header::IF_UNMODIFIED_SINCE,
+            header::ACCEPT,
+            REQUEST_ID,
+        ])
+        .expose_headers(EXPOSED)
+        .max_age(Duration::from_hours(1))
+}
+
+/// Compress JSON and raw binary bodies, but never stored (already encoded) bytes, partial
+/// content, or images.
+#[derive(Clone, Copy)]
+struct Compressible;
+
+impl Predicate for Compressible {
+    fn should_compress<B>(&self, response: &axum::http::Response<B>) -> bool
+    where
+        B: axum::body::HttpBody,
+    {
+        response.extensions().get::<NoCompress>().is_none()
+            && response.status() != axum::http::StatusCode::PARTIAL_CONTENT
+            && DefaultPredicate::new().should_compress(response)
+    }
+}
+
+struct Guard {
+    permits: Semaphore,
+    timeout: Duration,
+}
+
+/// Operations endpoints stay answerable under load, so probes see the truth.
+fn is_ops(path: &str) -> bool {
+    matches!(path, "/healthz" | "/readyz" | "/metrics")
+}
+
+async fn guard_requests(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+    if is_ops(request.uri().path()) {
+        return next.run(request).await;
+    }
+    let Ok(_permit) = guard.permits.try_acquire() else {
+        return Error::Unavailable { detail: "too many requests in flight; retry shortly".into(), retry_after: 1 }
+            .into_response();
+    };
+    match tokio::time::timeout(guard.timeout, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => Error::Timeout(guard.timeout.as_secs()).into_response(),
+    }
+}
+
+/// A low-cardinality route label for metrics: the route family, not the full path.
+fn route_label(path: &str) -> &'static str {
+    let mut parts = path.trim_start_matches('/').split('/');
+    match (parts.next(), parts.next()) {
+        (Some("healthz"), None) => "/healthz",
+        (Some("readyz"), None) => "/readyz",
+        (Some("metrics"), None) => "/metrics",
+        (Some("zarr"), Some(_)) => "/zarr",
+        (Some("v1"), Some("datasets")) => "/v1/datasets",
+        (Some("v1"), Some("arrays")) => "/v1/arrays",
+        (Some("v1"), Some("slice")) => "/v1/slice",
+        (Some("v1"), Some("chunks")) => "/v1/chunks",
+        (Some("v1"), Some("chunk")) => "/v1/chunk",
+        _ => "other",
+    }
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A client-supplied id is kept when it is short printable ASCII; otherwise one is made.
+fn request_id(request: &Request) -> String {
+    request
+        .headers()
+        .get(&REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_graphic()))
+        .map_or_else(
+            || format!("{:x}-{:x}", std::process::id(), NEXT_ID.fetch_add(1, Ordering::Relaxed)),
+            str::to_owned,
+        )
+}
+
+/// Request id on the request, the response and the log span; one access-log line and
+/// the request metrics per request.
+async fn observe(mut request: Request, next: Next) -> Response {
+    let id = request_id(&request);
+    let started = Instant::now();
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let route = route_label(&path);
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        request.headers_mut().insert(REQUEST_ID, v);
+    }
+    let span = tracing::info_span!("request", request_id = %id, %method, uri = %request.uri());
+    let mut response = next.run(request).instrument(span.clone()).await;
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert(REQUEST_ID, v);
+    }
+    let status = response.status().as_u16();
+    let bytes = response
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let elapsed = started.elapsed();
+    crate::metrics::request(route, status, elapsed.as_secs_f64(), bytes);
+    span.in_scope(|| {
+        tracing::info!(target: "zarrd::access", status, route, latency_ms = elapsed.as_secs_f64() * 1000.0, bytes, "{method} {path}");
+    });
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn route_labels_are_bounded() {
+        assert_eq!(route_label("/v1/slice/sample/climate/t2m"), "/v1/slice");
+        assert_eq!(route_label("/zarr/sample/zarr.json"), "/zarr");
+        assert_eq!(route_label("/healthz"), "/healthz");
+        assert_eq!(route_label("/v1/unknown/x"), "other");
+        assert_eq!(route_label("/random/junk/here"), "other");
+    }
+}
