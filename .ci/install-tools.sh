@@ -88,7 +88,10 @@ else
         did+=("build-essential, pkg-config: installed with apt-get (C toolchain for garage)")
     fi
     log "building garage $GARAGE_VERSION with cargo install (this takes ~10 min)"
-    "$cargo_bin" install garage --locked --version "$GARAGE_VERSION"
+    # A test server needs no fat LTO or single codegen unit: these overrides of garage's
+    # release profile roughly halve the build time on 2 cores.
+    CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=64 CARGO_PROFILE_RELEASE_DEBUG=0 \
+        "$cargo_bin" install garage --locked --version "$GARAGE_VERSION"
     garage_bin=$(find_garage) || die "garage still not found after cargo install"
     log "installed garage: $garage_bin ($("$garage_bin" --version 2>&1 | head -n1))"
     did+=("garage: built and installed with cargo install")

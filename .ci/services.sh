@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Starts/stops real storage servers on loopback for the integration tests:
 #   - Garage (S3) single node, bucket `zarrd-test`, key `zarrd-test-key`
-#   - nginx serving tests/fixtures/conformance as static files (ranges, ETag, If-Match)
+#   - nginx serving tests/fixtures (every fixture set) as static files (ranges, ETag, If-Match)
 #
 # Usage: .ci/services.sh start|stop
 #
@@ -20,7 +20,7 @@ set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 STATE_DIR=${SERVICES_DIR:-$REPO_ROOT/target/ci-services}
-FIXTURES=$REPO_ROOT/tests/fixtures/conformance
+FIXTURES=$REPO_ROOT/tests/fixtures
 
 BUCKET=zarrd-test
 KEY_NAME=zarrd-test-key
