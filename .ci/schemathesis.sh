@@ -68,7 +68,8 @@ PORT=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)
 BASE=http://127.0.0.1:$PORT
 CONFORMANCE=$ROOT/tests/fixtures/conformance/data.zarr
 SAMPLE=$ROOT/data/sample.zarr
-[[ -d $CONFORMANCE && -d $SAMPLE ]] || die "fixtures missing: $CONFORMANCE, $SAMPLE"
+ROOTARRAY=$CONFORMANCE/regular/f4_zstd_partial
+[[ -d $CONFORMANCE && -d $SAMPLE && -d $ROOTARRAY ]] || die "fixtures missing: $CONFORMANCE, $SAMPLE, $ROOTARRAY"
 
 # A small response limit so that whole-array requests exercise 413 and JSON bodies stay
 # quick to validate; everything else is the default configuration.
@@ -90,6 +91,10 @@ title = "conformance fixtures"
 [datasets.sample]
 url = "$SAMPLE"
 title = "zarrd sample dataset"
+
+# A dataset whose root is an array, so the root operations (/v1/arrays/{ds}, ...) reach data.
+[datasets.rootarray]
+url = "$ROOTARRAY"
 EOF
 
 log "starting $BIN on $BASE"
@@ -104,37 +109,220 @@ for _ in $(seq 100); do
 done
 "$PYTHON" -c "import urllib.request; urllib.request.urlopen('$BASE/readyz', timeout=5)" || die "the server did not become ready"
 
-# --- the spec, narrowed to the served data ----------------------------------------------
+# --- the spec, narrowed to the served data, and generation hooks -------------------------
 # openapi.yaml describes any deployment: `ds`, `path` and `key` are free strings. Random
 # strings would only ever reach 404s, so the copy tested here turns them into enums of
 # what this server really serves (derived from the stores, so new fixtures are picked up).
-# Everything else, in particular every response, is tested as written.
-"$VENV/bin/python" - "$ROOT/openapi.yaml" "$WORK/openapi.yaml" "conformance=$CONFORMANCE" "sample=$SAMPLE" <<'EOF'
-import os, sys, yaml
+# Everything else, in particular every response, is tested as written in openapi.yaml.
+"$VENV/bin/python" - "$ROOT/openapi.yaml" "$WORK" \
+    "conformance=$CONFORMANCE" "sample=$SAMPLE" "rootarray=$ROOTARRAY" <<'EOF'
+import json, os, sys, yaml
 
-src, dst, *datasets = sys.argv[1:]
+src, work, *datasets = sys.argv[1:]
 spec = yaml.safe_load(open(src))
-names, paths, keys = [], set(), set()
+nodes, keys, shapes = {}, {}, {}
 for item in datasets:
     name, root = item.split("=", 1)
-    names.append(name)
+    nodes[name], keys[name], shapes[name] = [], [], {}
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         rel = os.path.relpath(dirpath, root).replace(os.sep, "/")
         rel = "" if rel == "." else rel
         if "zarr.json" in filenames:
             if rel:
-                paths.add(rel)
-            keys.add(f"{rel}/zarr.json" if rel else "zarr.json")
-        # A few stored chunk objects per array: their chunk directories hold no zarr.json.
+                nodes[name].append(rel)
+            keys[name].append(f"{rel}/zarr.json" if rel else "zarr.json")
+            meta = json.load(open(os.path.join(dirpath, "zarr.json")))
+            if meta.get("node_type") == "array":
+                shapes[name][rel] = meta["shape"]
+        # A few stored chunk objects per directory (chunk directories hold no zarr.json).
         chunks = sorted(f for f in filenames if f != "zarr.json")
-        keys.update(f"{rel}/{f}" if rel else f for f in chunks[:2])
+        keys[name].extend(f"{rel}/{f}" if rel else f for f in chunks[:2])
 params = spec["components"]["parameters"]
-params["ds"]["schema"] = {"type": "string", "enum": names}
-params["path"]["schema"] = {"type": "string", "enum": sorted(paths)}
-params["key"]["schema"] = {"type": "string", "enum": sorted(keys)}
-yaml.safe_dump(spec, open(dst, "w"), sort_keys=False)
-print(f"narrowed the spec to {len(names)} datasets, {len(paths)} node paths, {len(keys)} store keys")
+params["ds"]["schema"] = {"type": "string", "enum": sorted(nodes)}
+params["path"]["schema"] = {"type": "string", "enum": sorted({p for v in nodes.values() for p in v})}
+params["key"]["schema"] = {"type": "string", "enum": sorted({k for v in keys.values() for k in v})}
+with open(os.path.join(work, "openapi.yaml"), "w") as f:
+    yaml.safe_dump(spec, f, sort_keys=False)
+with open(os.path.join(work, "served.json"), "w") as f:
+    json.dump({"nodes": nodes, "keys": keys, "shapes": shapes}, f)
+print(f"narrowed the spec to {len(nodes)} datasets, {len(params['path']['schema']['enum'])} node paths, "
+      f"{len(params['key']['schema']['enum'])} store keys")
+EOF
+
+# Hooks that steer generated requests (positive cases of the fuzzing and examples phases
+# only; negative cases and the coverage phase are left as generated) towards the data
+# actually served, so most requests get past the 404/400 of a mismatched dataset, an
+# out-of-range selection or a chunk outside the grid, and the encoders and listings are
+# exercised on every fixture: a (ds, path|key) pair moves to the dataset that has it;
+# `s` is usually a random valid selection for the array's shape; `c` usually a chunk of
+# the read grid (taken from the server's own listing); options that only combine with
+# others (vmin/vmax without png, format without decoded, a foreign cursor, If-Match with
+# a random tag) are usually dropped; `Range` is usually a random byte range.
+cat >"$WORK/zarrd_hooks.py" <<'EOF'
+import json
+import os
+import urllib.parse
+import urllib.request
+
+import schemathesis
+from hypothesis import strategies as st
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SERVED = json.load(open(os.path.join(HERE, "served.json")))
+BASE = os.environ["ZARRD_BASE"]
+_READ_GRID = {}
+
+
+def read_grid(ds, path):
+    """Coordinates of every chunk of the read grid, from the server's listing."""
+    if (ds, path) not in _READ_GRID:
+        coords = []
+        url = f"{BASE}/v1/chunks/{ds}" + (f"/{urllib.parse.quote(path)}" if path else "") + "?inner=true&limit=10000"
+        try:
+            with urllib.request.urlopen(url, timeout=30) as r:
+                for chunk in json.load(r)["chunks"]:
+                    inner = chunk.get("inner")
+                    coords.extend(i["coords"] for i in inner) if inner else coords.append(chunk["coords"])
+        except Exception:
+            pass
+        _READ_GRID[(ds, path)] = coords
+    return _READ_GRID[(ds, path)]
+
+
+@schemathesis.hook
+def map_path_parameters(context, path_parameters):
+    if not isinstance(path_parameters, dict):
+        return path_parameters
+    ds = path_parameters.get("ds")
+    for name, table in (("path", SERVED["nodes"]), ("key", SERVED["keys"])):
+        value = path_parameters.get(name)
+        # Path parameters arrive percent-encoded (`climate%2Ft2m`).
+        value = urllib.parse.unquote(value) if isinstance(value, str) else value
+        if ds in table and isinstance(value, str) and value not in table[ds]:
+            owners = sorted(d for d, values in table.items() if value in values)
+            if owners:
+                path_parameters["ds"] = owners[0]
+    return path_parameters
+
+
+def bound(n):
+    return st.one_of(st.integers(-n - 3, n + 3).map(str), st.just(""))
+
+
+def dim_item(n):
+    items = [st.builds(lambda a, b: f"{a}:{b}", bound(n), bound(n)),
+             st.builds(lambda a, b, c: f"{a}:{b}:{c}", bound(n), bound(n), st.integers(1, n + 2).map(str)),
+             st.just(":")]
+    if n > 0:
+        items.append(st.integers(-n, n - 1).map(str))
+    return st.one_of(items)
+
+
+def selection(shape):
+    rank = len(shape)
+
+    @st.composite
+    def draw(draw):
+        items = [draw(dim_item(n)) for n in shape]
+        items = items[: rank - draw(st.integers(0, rank))]
+        if draw(st.booleans()) and items:
+            a = draw(st.integers(0, len(items)))
+            b = draw(st.integers(a, len(items)))
+            items = items[:a] + ["..."] + items[b:]
+        return ",".join(items)
+
+    return draw()
+
+
+ACCEPTS = [
+    "*/*", "application/x-npy", "application/octet-stream", "application/json", "image/png",
+    "image/*", "application/*", "text/html", "text/html;q=0.9, image/png;q=0.8",
+    "application/json;q=0.5, application/octet-stream", "image/png;q=0", "", "*/*;q=0.1, text/csv",
+]
+
+
+def byte_range():
+    return st.one_of(
+        st.builds(lambda a, b: f"bytes={a}-{a + b}", st.integers(0, 400), st.integers(0, 400)),
+        st.integers(0, 400).map(lambda a: f"bytes={a}-"),
+        st.integers(0, 400).map(lambda n: f"bytes=-{n}"),
+    )
+
+
+def _merged(original, changes):
+    merged = original.copy()
+    for key, value in changes.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged
+
+
+@schemathesis.hook
+def flatmap_case(context, case):
+    meta = case.meta
+    if meta is None or not meta.generation.mode.is_positive:
+        return st.just(case)
+    route = case.operation.path
+    original_query, original_headers = dict(case.query), case.headers.copy()
+    original_path = dict(case.path_parameters)
+    # Hypothesis favours small values, so the usual branch is the one 0 takes.
+    usually = st.integers(0, 3).map(lambda x: x < 3)
+    sometimes = st.integers(0, 3).map(lambda x: x == 3)
+    rarely = st.integers(0, 7).map(lambda x: x == 7)
+    root_arrays = sorted(d for d, arrays in SERVED["shapes"].items() if "" in arrays)
+
+    @st.composite
+    def steer(draw):
+        query, headers, path_parameters = {}, {}, {}
+        ds = original_path.get("ds")
+        path = urllib.parse.unquote(original_path.get("path", ""))
+        if route.startswith("/v1/") and route.endswith("/{ds}") and root_arrays and draw(usually):
+            # The root operations: usually a dataset whose root is an array.
+            ds = path_parameters["ds"] = draw(st.sampled_from(root_arrays))
+        shape = SERVED["shapes"].get(ds, {}).get(path)
+        if draw(rarely):
+            # Revalidation of whatever is current: 304 (or 412-free for /zarr).
+            headers["If-None-Match"] = "*"
+        if route.startswith("/zarr/"):
+            if draw(usually):
+                headers.update({"If-Match": None, "If-Unmodified-Since": None})
+            if draw(usually):
+                headers["Range"] = draw(st.one_of(byte_range(), st.none()))
+            return query, headers, path_parameters
+        if shape is None:
+            return query, headers, path_parameters
+        if route.startswith(("/v1/slice/", "/v1/chunks/")) and draw(usually):
+            query["s"] = draw(selection(shape))
+        if route.startswith(("/v1/slice/", "/v1/chunk/")) and draw(sometimes):
+            # Content negotiation instead of `format`.
+            query["format"] = None
+            headers["Accept"] = draw(st.sampled_from(ACCEPTS))
+        if route.startswith("/v1/chunks/") and draw(usually):
+            query["cursor"] = None
+        if route.startswith("/v1/chunk/"):
+            grid = read_grid(ds, path)
+            if grid and draw(usually):
+                query["c"] = ",".join(map(str, draw(st.sampled_from(grid))))
+            if original_query.get("decoded") in (None, False, "false") and draw(usually):
+                query.update({"format": None, "vmin": None, "vmax": None})
+        if original_query.get("format") != "png" and draw(usually):
+            query.update({"vmin": None, "vmax": None})
+        return query, headers, path_parameters
+
+    def apply(changes):
+        query, headers, path_parameters = changes
+        if path_parameters:
+            case.path_parameters = {**original_path, **path_parameters}
+        if query:
+            case.query = _merged(original_query, query)
+        if headers:
+            case.headers = _merged(original_headers, headers)
+        return case
+
+    return steer().map(apply)
 EOF
 
 # --- run ---------------------------------------------------------------------------------
@@ -153,6 +341,7 @@ EOF
 # read-only API does not have.
 set +e
 # shellcheck disable=SC2086
+ZARRD_BASE=$BASE PYTHONPATH=$WORK${PYTHONPATH:+:$PYTHONPATH} SCHEMATHESIS_HOOKS=zarrd_hooks \
 "$ST" run "$WORK/openapi.yaml" \
     --url "$BASE" \
     --checks all \

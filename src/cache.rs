@@ -68,6 +68,88 @@ impl ShardIndexCache {
     }
 }
 
+/// A decoded chunk (little-endian C-order elements at its declared shape), or the fact
+/// that an unsharded chunk object does not exist, with the version it was read from.
+#[derive(Debug)]
+pub struct DecodedChunk {
+    pub data: Option<Vec<u8>>,
+    pub version: String,
+}
+
+/// Decoded chunks for hot tiles, weighed in bytes; capacity 0 turns it off. Concurrent
+/// misses of one chunk share one storage read and one decode.
+#[derive(Clone)]
+pub struct ChunkCache {
+    cache: Option<Cache<ObjectKey, Arc<DecodedChunk>>>,
+}
+
+impl ChunkCache {
+    pub fn new(capacity_bytes: u64, ttl: Duration) -> Self {
+        let cache = (capacity_bytes > 0).then(|| {
+            Cache::builder()
+                .max_capacity(capacity_bytes)
+                .weigher(|k: &ObjectKey, v: &Arc<DecodedChunk>| {
+                    let size = k.1.len() + v.version.len() + v.data.as_ref().map_or(0, Vec::len) + 96;
+                    u32::try_from(size).unwrap_or(u32::MAX)
+                })
+                .time_to_live(ttl)
+                .build()
+        });
+        Self { cache }
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.cache.is_some()
+    }
+
+    /// The cached chunk, without loading (a hit is counted; the caller counts a miss when
+    /// it loads the chunk itself).
+    pub async fn peek(&self, key: &ObjectKey) -> Option<Arc<DecodedChunk>> {
+        let hit = self.cache.as_ref()?.get(key).await;
+        if hit.is_some() {
+            metrics::cache_lookup("chunk", true);
+        }
+        hit
+    }
+
+    /// Counts a miss served outside [`Self::get_or_load`].
+    pub fn count_miss(&self) {
+        if self.enabled() {
+            metrics::cache_lookup("chunk", false);
+        }
+    }
+
+    /// The cached chunk, or the result of `load` shared by concurrent callers. Without a
+    /// cache, `load` simply runs.
+    pub async fn get_or_load<E, F>(&self, key: ObjectKey, load: F) -> Result<Arc<DecodedChunk>, Arc<E>>
+    where
+        E: Send + Sync + 'static,
+        F: Future<Output = Result<Arc<DecodedChunk>, E>>,
+    {
+        let Some(cache) = &self.cache else { return load.await.map_err(Arc::new) };
+        let mut missed = false;
+        let result = cache
+            .try_get_with(key, async {
+                missed = true;
+                load.await
+            })
+            .await;
+        metrics::cache_lookup("chunk", !missed);
+        result
+    }
+
+    pub async fn insert(&self, key: ObjectKey, chunk: Arc<DecodedChunk>) {
+        if let Some(cache) = &self.cache {
+            cache.insert(key, chunk).await;
+        }
+    }
+
+    /// Weighted size in bytes.
+    pub fn size(&self) -> u64 {
+        self.cache.as_ref().map_or(0, Cache::weighted_size)
+    }
+}
+
 /// The last seen version of stored chunk objects ("-" when missing), so a conditional
 /// request can be answered 304 without storage reads. Entries expire with the metadata
 /// TTL, bounding how long a rewritten chunk can go unnoticed by validators.

@@ -11,7 +11,7 @@ use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use serde_json::{Value, json};
 
-use crate::cache::{ObjectKey, ShardIndexCache, VersionCache};
+use crate::cache::{ChunkCache, ObjectKey, ShardIndexCache, VersionCache};
 use crate::config::{Config, ConfigError, DatasetConfig};
 use crate::error::{Error, Result};
 use crate::store::Store;
@@ -37,6 +37,7 @@ pub struct Catalog {
     trees: Cache<Arc<str>, Arc<Vec<Value>>>,
     pub indexes: ShardIndexCache,
     versions: VersionCache,
+    pub chunks: ChunkCache,
     max_chunks: u64,
 }
 
@@ -60,8 +61,34 @@ pub fn open_store(name: &str, ds: &DatasetConfig) -> Result<Store, ConfigError> 
     if url.scheme() == "file" {
         return local(url.to_file_path().map_err(|()| bad("not a valid file URL".into()))?);
     }
+    check_options(name, url.scheme(), &ds.options)?;
     let (store, root) = object_store::parse_url_opts(&url, &ds.options).map_err(|e| bad(e.to_string()))?;
     Ok(Store::new(Arc::from(store), root))
+}
+
+/// `object_store` ignores option names it does not know; a typo in a credential name must
+/// fail at startup instead.
+fn check_options(name: &str, scheme: &str, options: &BTreeMap<String, String>) -> Result<(), ConfigError> {
+    use std::str::FromStr;
+    for key in options.keys() {
+        let k = key.to_ascii_lowercase();
+        let known = match scheme {
+            "s3" | "s3a" => object_store::aws::AmazonS3ConfigKey::from_str(&k).is_ok(),
+            "gs" => object_store::gcp::GoogleConfigKey::from_str(&k).is_ok(),
+            "az" | "adl" | "azure" | "abfs" | "abfss" => object_store::azure::AzureConfigKey::from_str(&k).is_ok(),
+            "http" | "https" => object_store::ClientConfigKey::from_str(&k).is_ok(),
+            _ => false,
+        };
+        if !known {
+            return Err(ConfigError::Invalid {
+                field: format!("datasets.{name}.options.{key}"),
+                reason: format!(
+                    "not an option of the `{scheme}` backend (see the object_store documentation for its config keys)"
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 impl Catalog {
@@ -90,6 +117,7 @@ impl Catalog {
                 Duration::from_secs(config.cache.shard_index_ttl_secs),
             ),
             versions: VersionCache::new(1_000_000, ttl),
+            chunks: ChunkCache::new(config.cache.chunk_bytes, ttl),
             max_chunks: config.limits.max_chunks_per_request,
         }
     }
@@ -128,6 +156,7 @@ impl Catalog {
                 meta,
                 indexes: self.indexes.clone(),
                 versions: self.versions.clone(),
+                chunks: self.chunks.clone(),
                 max_chunks: self.max_chunks,
             }),
             Node::Group(_) => Err(Error::NotFound(format!(
@@ -250,4 +279,39 @@ fn describe_doc(path: &str, doc: &Value) -> Value {
         };
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ds(url: &str, options: &[(&str, &str)]) -> DatasetConfig {
+        DatasetConfig {
+            url: url.into(),
+            title: None,
+            options: options.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect(),
+        }
+    }
+
+    #[test]
+    fn opens_every_kind_of_url() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_str().unwrap();
+        assert!(open_store("a", &ds(path, &[])).is_ok());
+        assert!(open_store("a", &ds(&format!("file://{path}"), &[])).is_ok());
+        assert!(open_store("a", &ds("memory:///", &[])).is_ok());
+        let s3 = [("aws_region", "eu-west-1"), ("aws_access_key_id", "k"), ("aws_secret_access_key", "s")];
+        assert!(open_store("a", &ds("s3://bucket/prefix/data.zarr", &s3)).is_ok());
+        assert!(open_store("a", &ds("https://example.org/data.zarr", &[("timeout", "5s")])).is_ok());
+    }
+
+    #[test]
+    fn bad_urls_and_options_name_the_field() {
+        let err = open_store("x", &ds("/definitely/not/here", &[])).unwrap_err().to_string();
+        assert!(err.contains("datasets.x.url"), "{err}");
+        let err = open_store("x", &ds("s3://bucket/p", &[("aws_secret_acess_key", "typo")])).unwrap_err().to_string();
+        assert!(err.contains("datasets.x.options.aws_secret_acess_key"), "{err}");
+        let err = open_store("x", &ds("ftp://host/p", &[])).unwrap_err().to_string();
+        assert!(err.contains("datasets.x.url"), "{err}");
+    }
 }

@@ -58,13 +58,20 @@ impl Default for Limits {
 #[serde(deny_unknown_fields, default)]
 pub struct CacheConfig {
     pub shard_index_bytes: u64,
+    /// Decoded chunks kept for hot tiles; 0 turns the cache off.
+    pub chunk_bytes: u64,
     pub shard_index_ttl_secs: u64,
     pub metadata_ttl_secs: u64,
 }
 
 impl Default for CacheConfig {
     fn default() -> Self {
-        Self { shard_index_bytes: 64 * 1024 * 1024, shard_index_ttl_secs: 300, metadata_ttl_secs: 60 }
+        Self {
+            shard_index_bytes: 64 * 1024 * 1024,
+            chunk_bytes: 256 * 1024 * 1024,
+            shard_index_ttl_secs: 300,
+            metadata_ttl_secs: 60,
+        }
     }
 }
 

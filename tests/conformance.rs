@@ -182,7 +182,11 @@ async fn conformance_over_memory() {
 /// The services `.ci/services.sh start` runs on loopback (Garage for S3, nginx for HTTP);
 /// `bash .ci/run` starts them and runs these ignored tests with `--include-ignored`.
 fn service_env(name: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: start the services with `bash .ci/services.sh start` and source target/ci-services/env"))
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!(
+            "{name} is not set: start the services with `bash .ci/services.sh start` and source target/ci-services/env"
+        )
+    })
 }
 
 /// Opens a dataset through the same URL + options path a configuration uses.
@@ -208,7 +212,11 @@ async fn conformance_over_s3() {
     ];
     let bucket = service_env("ZARRD_TEST_S3_BUCKET");
     // A fresh prefix per run, so objects from an earlier run cannot mask a failed upload.
-    let run = format!("run-{}-{}", std::process::id(), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis());
+    let run = format!(
+        "run-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()
+    );
     for set in SETS {
         let root = format!("s3://{bucket}/{run}/{set}/data.zarr");
         let store = dataset(root, &options);

@@ -22,7 +22,8 @@ const INNER: &str = "/v1/slice/conf/sharded/i2_rect_shards?s=0:5,0:5";
 
 #[tokio::test]
 async fn cold_inner_chunk_is_index_plus_one_range_and_hot_is_one() {
-    let (app, store) = counting_app("").await;
+    // Without the decoded-chunk cache, a hot read re-reads the chunk's byte range.
+    let (app, store) = counting_app("[cache]\nchunk_bytes = 0").await;
     // Warm the metadata cache with another array's shard so only i2's data reads count.
     assert_eq!(get(&app, "/v1/arrays/conf/sharded/i2_rect_shards").await.status, 200);
     let before = store.total();
@@ -34,7 +35,23 @@ async fn cold_inner_chunk_is_index_plus_one_range_and_hot_is_one() {
 }
 
 #[tokio::test]
-async fn concurrent_cold_requests_share_one_index_read() {
+async fn hot_tiles_come_from_the_decoded_chunk_cache() {
+    let (app, store) = counting_app("").await;
+    let first = get(&app, INNER).await;
+    let before = store.total();
+    let again = get(&app, INNER).await;
+    assert_eq!(store.total(), before, "hot tile served without storage: {:?}", store.counts());
+    assert_eq!(again.body, first.body);
+    // Unsharded chunks too.
+    let uri = "/v1/slice/conf/regular/u1_blosc?s=0:32,0:32";
+    assert_eq!(get(&app, uri).await.status, 200);
+    let before = store.total();
+    assert_eq!(get(&app, uri).await.status, 200);
+    assert_eq!(store.total(), before);
+}
+
+#[tokio::test]
+async fn concurrent_cold_requests_share_one_read() {
     let (app, store) = counting_app("").await;
     assert_eq!(get(&app, "/v1/arrays/conf/sharded/i2_rect_shards").await.status, 200);
     let (gets_before, ..) = store.counts();
@@ -46,8 +63,8 @@ async fn concurrent_cold_requests_share_one_index_read() {
         assert_eq!(r.unwrap(), 200);
     }
     let (gets, ..) = store.counts();
-    // 64 range reads of the inner chunk (If-Match GETs) + exactly one index read.
-    assert_eq!(gets - gets_before, 64 + 1, "{:?}", store.counts());
+    // Exactly one index read and one read of the inner chunk for all 64 requests.
+    assert_eq!(gets - gets_before, 1 + 1, "{:?}", store.counts());
 }
 
 #[tokio::test]
@@ -66,10 +83,43 @@ async fn a_revalidated_slice_needs_no_storage_reads() {
 
 #[tokio::test]
 async fn adjacent_inner_chunks_of_a_shard_are_one_request() {
-    let (app, store) = counting_app("").await;
+    let (app, store) = counting_app("[cache]\nchunk_bytes = 0").await;
     assert_eq!(get(&app, "/v1/arrays/conf/sharded/i2_rect_shards").await.status, 200);
     // Shard c/0/0 holds rows 0..10 and columns 0..50 as 5x5 inner chunks: read all 20.
     let before = store.total();
     assert_eq!(get(&app, "/v1/slice/conf/sharded/i2_rect_shards?s=0:10,0:50").await.status, 200);
     assert_eq!(store.total() - before, 2, "index + one coalesced range read: {:?}", store.counts());
+}
+
+/// A shard rewritten after its index was cached is never read with the stale index: the
+/// If-Match range read fails, the index is dropped and the read retried on the new shard.
+#[tokio::test]
+async fn a_rewritten_shard_is_not_mixed_with_its_old_index() {
+    use object_store::ObjectStoreExt;
+    let (store, mem) = common::memory_store_handle(&common::conformance_dir().join("data.zarr")).await;
+    let app = app_with(vec![("conf", store)], config("[cache]\nchunk_bytes = 0"));
+    let uri = "/v1/slice/conf/sharded/i2_rect_shards?s=0:10,0:50&format=bin";
+    let first = get(&app, uri).await;
+    assert_eq!(first.status, 200);
+    // Rewrite shard c/0/0 with the same values at other offsets: 7 bytes of padding in
+    // front and an index (bytes + crc32c, at the end) shifted to match.
+    let path = object_store::path::Path::from("sharded/i2_rect_shards/c/0/0");
+    let old = mem.get(&path).await.unwrap().bytes().await.unwrap().to_vec();
+    let n_chunks = 2 * 10; // a 10x50 shard of 5x5 inner chunks
+    let index_len = 16 * n_chunks + 4;
+    let (data, index) = old.split_at(old.len() - index_len);
+    let mut shifted: Vec<u8> = index[..16 * n_chunks]
+        .chunks_exact(8)
+        .enumerate()
+        .flat_map(|(i, w)| {
+            let v = u64::from_le_bytes(w.try_into().unwrap());
+            (if i % 2 == 0 && v != u64::MAX { v + 7 } else { v }).to_le_bytes()
+        })
+        .collect();
+    shifted.extend(crc32c::crc32c(&shifted).to_le_bytes());
+    let rewritten = [vec![0xAB; 7], data.to_vec(), shifted].concat();
+    mem.put(&path, rewritten.into()).await.unwrap();
+    let reply = get(&app, uri).await;
+    assert_eq!(reply.status, 200, "{}", reply.describe());
+    assert_eq!(reply.body, first.body, "the same values, read with the new shard's own index");
 }

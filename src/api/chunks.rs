@@ -95,7 +95,7 @@ pub async fn chunk(
     }
     // A shard rewritten between reading its index and its bytes is retried once.
     let found = match fetch_chunk(&array, &coords).await {
-        Err(ReadError::Changed { .. }) => fetch_chunk(&array, &coords).await?,
+        Err(e) if e.is_changed() => fetch_chunk(&array, &coords).await?,
         other => other?,
     };
     let ChunkBytes { key, range, bytes, version } = found.map_err(Error::NotFound)?;

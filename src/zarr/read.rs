@@ -19,7 +19,7 @@ use super::codec::{CodecChain, CodecError, IndexLocation, InnerChunk, ShardingCo
 use super::copy::{Region, copy_region, filled};
 use super::metadata::ArrayMetadata;
 use super::selection::DimSelection;
-use crate::cache::{CachedIndex, ShardIndexCache, VersionCache};
+use crate::cache::{CachedIndex, ChunkCache, DecodedChunk, ObjectKey, ShardIndexCache, VersionCache};
 use crate::store::{Store, StoreError};
 
 /// The version recorded for an object that does not exist.
@@ -49,6 +49,17 @@ pub enum ReadError {
     Shared(Arc<ReadError>),
 }
 
+impl ReadError {
+    /// Whether the shard changed under the read (possibly reported through a shared load).
+    pub fn is_changed(&self) -> bool {
+        match self {
+            Self::Changed { .. } => true,
+            Self::Shared(inner) => inner.is_changed(),
+            _ => false,
+        }
+    }
+}
+
 /// An array ready to be read: its metadata, where its objects live, and the caches.
 #[derive(Clone)]
 pub struct ArrayReader {
@@ -60,6 +71,8 @@ pub struct ArrayReader {
     pub indexes: ShardIndexCache,
     /// Versions of unsharded chunk objects seen by earlier reads.
     pub versions: VersionCache,
+    /// Decoded chunks (hot tiles).
+    pub chunks: ChunkCache,
     pub max_chunks: u64,
 }
 
@@ -135,7 +148,8 @@ fn parts(per_dim: &[Vec<Touch>]) -> Vec<Part> {
 #[derive(Debug)]
 pub struct ReadOutput {
     pub data: Vec<u8>,
-    /// `(store key, version)` of every stored chunk or shard touched, missing ones as "-".
+    /// `(store key, version)` of every stored chunk or shard touched, missing ones as "-",
+    /// sorted by key.
     pub versions: Vec<(String, String)>,
 }
 
@@ -146,14 +160,29 @@ struct Fetch {
     jobs: Vec<DecodeJob>,
 }
 
-/// Encoded bytes and where their decoded elements go.
+/// A chunk's elements, decoded already (from the cache) or still encoded.
+enum Source {
+    Decoded(Arc<DecodedChunk>),
+    /// Encoded bytes; decoded chunks are put in the chunk cache under `cache_key`.
+    Encoded {
+        bytes: Bytes,
+        chain: Arc<CodecChain>,
+        cache_key: Option<ObjectKey>,
+        version: String,
+    },
+}
+
+/// A chunk and where its decoded elements go.
 struct DecodeJob {
     key: Arc<str>,
-    bytes: Bytes,
-    chain: Arc<CodecChain>,
+    source: Source,
     shape: Vec<u64>,
     part: Part,
 }
+
+/// Single-flight per chunk is used when a shard read needs at most this many uncached
+/// chunks (hot tiles); larger reads fetch their chunks in coalesced ranges instead.
+const SINGLE_FLIGHT_MAX: usize = 4;
 
 /// The output buffer and its full-rank shape (dropped dimensions have length 1).
 struct Output {
@@ -218,18 +247,25 @@ impl ArrayReader {
             versions.push((f.key, f.version));
             jobs.extend(f.jobs);
         }
+        // Fetches complete in any order; validators must not depend on it.
+        versions.sort_unstable();
         let meta = Arc::clone(&self.meta);
-        tokio::task::spawn_blocking(move || {
-            let decoded: Vec<Vec<u8>> = jobs
+        let (data, decoded) = tokio::task::spawn_blocking(move || {
+            let decoded: Vec<(Arc<DecodedChunk>, Option<ObjectKey>)> = jobs
                 .par_iter()
-                .map(|job| {
-                    job.chain
-                        .decode(&job.bytes, &job.shape, meta.data_type, &meta.fill_value)
-                        .map_err(|source| ReadError::Corrupt { key: job.key.to_string(), source })
+                .map(|job| match &job.source {
+                    Source::Decoded(chunk) => Ok((Arc::clone(chunk), None)),
+                    Source::Encoded { bytes, chain, cache_key, version } => chain
+                        .decode(bytes, &job.shape, meta.data_type, &meta.fill_value)
+                        .map(|data| {
+                            (Arc::new(DecodedChunk { data: Some(data), version: version.clone() }), cache_key.clone())
+                        })
+                        .map_err(|source| ReadError::Corrupt { key: job.key.to_string(), source }),
                 })
                 .collect::<Result<_, _>>()?;
             let item = meta.data_type.size();
-            for (job, chunk) in jobs.iter().zip(&decoded) {
+            for (job, (chunk, _)) in jobs.iter().zip(&decoded) {
+                let Some(data) = &chunk.data else { continue };
                 let region = Region {
                     src_shape: &job.shape,
                     src_start: &job.part.start,
@@ -238,12 +274,18 @@ impl ArrayReader {
                     dst_start: &job.part.out,
                     count: &job.part.count,
                 };
-                copy_region(chunk, &mut output.data, &region, item);
+                copy_region(data, &mut output.data, &region, item);
             }
-            Ok(ReadOutput { data: output.data, versions })
+            Ok::<_, ReadError>((output.data, decoded))
         })
         .await
-        .map_err(|e| ReadError::Task(e.to_string()))?
+        .map_err(|e| ReadError::Task(e.to_string()))??;
+        for (chunk, cache_key) in decoded {
+            if let Some(cache_key) = cache_key {
+                self.chunks.insert(cache_key, chunk).await;
+            }
+        }
+        Ok(ReadOutput { data, versions })
     }
 
     /// The versions a read of `selection` would record, if every object it touches has
@@ -268,18 +310,66 @@ impl ArrayReader {
             };
             versions.push((key, version));
         }
+        versions.sort_unstable();
         Some(versions)
     }
 
     /// A whole stored chunk (unsharded, or a shard whose chain hides byte ranges).
     async fn fetch_chunk(&self, chain: &Arc<CodecChain>, part: Part) -> Result<Fetch, ReadError> {
         let key = self.chunk_key(&part.coords);
-        let Some(object) = self.store.get_object(&key).await? else {
-            return Ok(Fetch { key, version: MISSING.into(), jobs: Vec::new() });
-        };
         let shape = self.grid().chunk_shape(&part.coords);
-        let job = DecodeJob { key: key.as_str().into(), bytes: object.bytes, chain: Arc::clone(chain), shape, part };
-        Ok(Fetch { key, version: object.version, jobs: vec![job] })
+        if !self.chunks.enabled() {
+            let Some(object) = self.store.get_object(&key).await? else {
+                return Ok(Fetch { key, version: MISSING.into(), jobs: Vec::new() });
+            };
+            let source = Source::Encoded {
+                bytes: object.bytes,
+                chain: Arc::clone(chain),
+                cache_key: None,
+                version: object.version.clone(),
+            };
+            let job = DecodeJob { key: key.as_str().into(), source, shape, part };
+            return Ok(Fetch { key, version: object.version, jobs: vec![job] });
+        }
+        // Cached by key: a rewritten chunk is seen once the entry expires (metadata TTL).
+        let cache_key = (Arc::clone(&self.dataset), key.clone());
+        let chunk = self
+            .chunks
+            .get_or_load(cache_key, async {
+                let Some(object) = self.store.get_object(&key).await? else {
+                    return Ok(Arc::new(DecodedChunk { data: None, version: MISSING.into() }));
+                };
+                let data = self.decode_off_runtime(&key, object.bytes, Arc::clone(chain), shape.clone()).await?;
+                Ok(Arc::new(DecodedChunk { data: Some(data), version: object.version }))
+            })
+            .await
+            .map_err(|e| Arc::try_unwrap(e).unwrap_or_else(ReadError::Shared))?;
+        let version = chunk.version.clone();
+        let jobs = if chunk.data.is_some() {
+            vec![DecodeJob { key: key.as_str().into(), source: Source::Decoded(chunk), shape, part }]
+        } else {
+            Vec::new()
+        };
+        Ok(Fetch { key, version, jobs })
+    }
+
+    /// Decodes one chunk on the blocking pool.
+    async fn decode_off_runtime(
+        &self,
+        key: &str,
+        bytes: Bytes,
+        chain: Arc<CodecChain>,
+        shape: Vec<u64>,
+    ) -> Result<Vec<u8>, ReadError> {
+        let meta = Arc::clone(&self.meta);
+        let key = key.to_owned();
+        tokio::task::spawn_blocking(move || {
+            chain
+                .decode(&bytes, &shape, meta.data_type, &meta.fill_value)
+                .map_err(|source| ReadError::Corrupt { key, source })
+        })
+        .await
+        .map_err(|e| ReadError::Task(e.to_string()))?
     }
 
     /// The index of the shard at `key` with declared `shard_shape`, from the cache.
@@ -331,7 +421,7 @@ impl ArrayReader {
         steps: &[u64],
     ) -> Result<Fetch, ReadError> {
         match self.try_fetch_inner_chunks(sharding, &part, steps).await {
-            Err(ReadError::Changed { .. }) => self.try_fetch_inner_chunks(sharding, &part, steps).await,
+            Err(e) if e.is_changed() => self.try_fetch_inner_chunks(sharding, &part, steps).await,
             other => other,
         }
     }
@@ -359,33 +449,69 @@ impl ArrayReader {
                 touched(dim, &sel).into_iter().map(|t| Touch { out: t.out + part.out[d], ..t }).collect()
             })
             .collect();
-        let mut ranges: Vec<Range<u64>> = Vec::new();
-        let mut inner_parts = Vec::new();
+        let shared_key: Arc<str> = key.as_str().into();
+        let chain = Arc::new(sharding.codecs.clone());
+        let shape = sharding.chunk_shape.clone();
+        let mut jobs = Vec::new();
+        let mut misses: Vec<(Range<u64>, Part, Option<ObjectKey>)> = Vec::new();
         for inner in parts(&per_dim) {
             let linear =
                 inner.coords.iter().zip(&index.chunks_per_shard).fold(0u64, |acc, (&c, &n)| acc * n + c) as usize;
-            if let InnerChunk::Stored { offset, nbytes } = index.chunk(linear) {
-                ranges.push(offset..offset + nbytes);
-                inner_parts.push(inner);
+            let InnerChunk::Stored { offset, nbytes } = index.chunk(linear) else { continue };
+            let range = offset..offset + nbytes;
+            // The index version is in the key, so a rewritten shard never hits stale entries.
+            let cache_key = self
+                .chunks
+                .enabled()
+                .then(|| (Arc::clone(&self.dataset), format!("{key}#{}-{}@{version}", range.start, range.end)));
+            match &cache_key {
+                Some(k) => match self.chunks.peek(k).await {
+                    Some(chunk) => jobs.push(DecodeJob {
+                        key: Arc::clone(&shared_key),
+                        source: Source::Decoded(chunk),
+                        shape: shape.clone(),
+                        part: inner,
+                    }),
+                    None => misses.push((range, inner, cache_key)),
+                },
+                None => misses.push((range, inner, None)),
             }
         }
-        if ranges.is_empty() {
-            return Ok(Fetch { key, version, jobs: Vec::new() });
+        if self.chunks.enabled() && misses.len() <= SINGLE_FLIGHT_MAX {
+            // Few chunks (a hot tile): load each through the cache so concurrent requests
+            // for the same chunk share one read and one decode.
+            for (range, inner, cache_key) in misses {
+                let Some(cache_key) = cache_key else { continue };
+                let chunk = self
+                    .chunks
+                    .get_or_load(cache_key, async {
+                        let mut parts =
+                            self.read_ranges(&key, index.e_tag.as_deref(), std::slice::from_ref(&range)).await?;
+                        let bytes = parts.pop().unwrap_or_default();
+                        let data = self.decode_off_runtime(&key, bytes, Arc::clone(&chain), shape.clone()).await?;
+                        Ok(Arc::new(DecodedChunk { data: Some(data), version: version.clone() }))
+                    })
+                    .await
+                    .map_err(|e| Arc::try_unwrap(e).unwrap_or_else(ReadError::Shared))?;
+                jobs.push(DecodeJob {
+                    key: Arc::clone(&shared_key),
+                    source: Source::Decoded(chunk),
+                    shape: shape.clone(),
+                    part: inner,
+                });
+            }
+        } else if !misses.is_empty() {
+            // Many chunks: one coalesced read, decoded in parallel with the rest.
+            let ranges: Vec<Range<u64>> = misses.iter().map(|(r, ..)| r.clone()).collect();
+            for _ in &misses {
+                self.chunks.count_miss();
+            }
+            let chunks = self.read_ranges(&key, index.e_tag.as_deref(), &ranges).await?;
+            for (bytes, (_, inner, cache_key)) in chunks.into_iter().zip(misses) {
+                let source = Source::Encoded { bytes, chain: Arc::clone(&chain), cache_key, version: version.clone() };
+                jobs.push(DecodeJob { key: Arc::clone(&shared_key), source, shape: shape.clone(), part: inner });
+            }
         }
-        let chunks = self.read_ranges(&key, index.e_tag.as_deref(), &ranges).await?;
-        let shared_key: Arc<str> = key.as_str().into();
-        let chain = Arc::new(sharding.codecs.clone());
-        let jobs = chunks
-            .into_iter()
-            .zip(inner_parts)
-            .map(|(bytes, part)| DecodeJob {
-                key: Arc::clone(&shared_key),
-                bytes,
-                chain: Arc::clone(&chain),
-                shape: sharding.chunk_shape.clone(),
-                part,
-            })
-            .collect();
         Ok(Fetch { key, version, jobs })
     }
 
