@@ -82,11 +82,14 @@ pub struct HttpConfig {
     pub cors_origins: Vec<String>,
     /// `Cache-Control` of successful data and metadata responses.
     pub cache_control: String,
+    /// On SIGTERM, how long `/readyz` fails before the listener closes, so a load
+    /// balancer stops sending requests first; in-flight requests then finish.
+    pub drain_secs: u64,
 }
 
 impl Default for HttpConfig {
     fn default() -> Self {
-        Self { cors_origins: vec!["*".into()], cache_control: "public, max-age=60".into() }
+        Self { cors_origins: vec!["*".into()], cache_control: "public, max-age=60".into(), drain_secs: 2 }
     }
 }
 

@@ -86,13 +86,14 @@ async fn serve(state: AppState) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(listen).await?;
     tracing::info!(%listen, datasets = state.config.datasets.len(), "zarrd listening");
     let shutting_down = state.shutting_down.clone();
+    let drain = Duration::from_secs(state.config.http.drain_secs);
     axum::serve(listener, zarrd::app(state))
         .with_graceful_shutdown(async move {
             shutdown_signal().await;
             // Fail readiness first so a load balancer stops routing, then drain.
             shutting_down.store(true, Ordering::SeqCst);
             tracing::info!("shutting down: readiness failed, finishing in-flight requests");
-            tokio::time::sleep(Duration::from_millis(500)).await;
+            tokio::time::sleep(drain).await;
         })
         .await
 }
