@@ -339,6 +339,9 @@ EOF
 # The phases are examples (the spec's examples), coverage (boundary and invalid values of
 # every parameter, undocumented methods) and fuzzing; stateful needs links, which a
 # read-only API does not have.
+# Run from the temp dir: schemathesis keeps a crash database in ./.schemathesis/ and reads
+# ./schemathesis.toml, neither of which belongs in (or may leak from) the work tree.
+cd "$WORK"
 set +e
 # shellcheck disable=SC2086
 ZARRD_BASE=$BASE PYTHONPATH=$WORK${PYTHONPATH:+:$PYTHONPATH} SCHEMATHESIS_HOOKS=zarrd_hooks \

@@ -47,7 +47,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    init_logging(&config);
+    // Logs go through a background writer so request handling never waits on stdout;
+    // the guard flushes them at exit.
+    let _log_guard = init_logging(&config);
     let catalog = match Catalog::from_config(&config) {
         Ok(c) => c,
         Err(e) => {
@@ -71,14 +73,16 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_logging(config: &Config) {
+fn init_logging(config: &Config) -> tracing_appender::non_blocking::WorkerGuard {
     let filter = EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new(&config.log.level));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    let (writer, guard) = tracing_appender::non_blocking(std::io::stdout());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
     if config.log.format == "json" {
         builder.json().flatten_event(true).init();
     } else {
         builder.init();
     }
+    guard
 }
 
 async fn serve(state: AppState) -> std::io::Result<()> {

@@ -105,7 +105,7 @@ pub async fn chunk(
         tag.number(r.start).number(r.end);
     }
     if decoded {
-        tag.text(&serde_json::Value::Object(array.meta.document.clone()).to_string());
+        tag.number(array.meta.digest as u64).number((array.meta.digest >> 64) as u64);
         render.hash_into(&mut tag);
     }
     let etag = tag.finish();
@@ -143,7 +143,7 @@ pub async fn chunk(
         })
         .await
         .map_err(|e| Error::Internal(e.to_string()))??;
-        render.respond(&data, &array.meta, &data_shape)?
+        render.respond(data, 0, &array.meta, &data_shape)?
     } else {
         let mut r = bytes.into_response();
         r.headers_mut().insert(axum::http::header::CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"));

@@ -9,6 +9,7 @@ use super::encode::{self, Format};
 use super::{EtagBuilder, Params, not_modified};
 use crate::AppState;
 use crate::error::{Error, Result};
+use crate::zarr::data_type::DataType;
 use crate::zarr::metadata::ArrayMetadata;
 use crate::zarr::selection::{DimSelection, Selection, result_shape};
 
@@ -49,12 +50,12 @@ pub async fn slice(
             ));
         }
     }
-    let output = array.read(&selection).await?;
+    let output = array.read(&selection, render.reserve(array.meta.data_type, &shape)).await?;
     let etag = etag(&ds, &path, &array.meta, &selection, &render, &output.versions);
     if not_modified(&headers, &etag) {
         return Ok(with_validators(StatusCode::NOT_MODIFIED.into_response(), &etag, &state.config.http.cache_control));
     }
-    let response = render.respond(&output.data, &array.meta, &shape)?;
+    let response = render.respond(output.data, render.reserve(array.meta.data_type, &shape), &array.meta, &shape)?;
     Ok(with_validators(response, &etag, &state.config.http.cache_control))
 }
 
@@ -112,17 +113,36 @@ impl Render {
     }
 
     /// The body and data headers for decoded `data` of `shape`.
-    pub fn respond(&self, data: &[u8], meta: &ArrayMetadata, shape: &[u64]) -> Result<Response> {
+    /// Bytes to reserve in front of the decoded elements: the `.npy` header, so the body
+    /// is built without copying the data again.
+    pub fn reserve(&self, data_type: DataType, shape: &[u64]) -> usize {
+        if self.format == Format::Npy { encode::npy_header(data_type, shape).len() } else { 0 }
+    }
+
+    /// The body and data headers for `buffer`: `reserve` free bytes, then the decoded
+    /// elements of `shape`.
+    pub fn respond(
+        &self,
+        mut buffer: Vec<u8>,
+        reserve: usize,
+        meta: &ArrayMetadata,
+        shape: &[u64],
+    ) -> Result<Response> {
         let data_type = meta.data_type;
         let body = match self.format {
             Format::Npy => {
-                let mut out = encode::npy_header(data_type, shape);
-                out.extend_from_slice(data);
-                out
+                let header = encode::npy_header(data_type, shape);
+                if reserve == header.len() {
+                    buffer[..reserve].copy_from_slice(&header);
+                    buffer
+                } else {
+                    [header.as_slice(), &buffer[reserve..]].concat()
+                }
             }
-            Format::Bin => data.to_vec(),
-            Format::Json => encode::json(data, data_type, shape),
-            Format::Png => encode::png(data, data_type, shape, &meta.fill_value, self.vmin, self.vmax)?,
+            Format::Bin if reserve == 0 => buffer,
+            Format::Bin => buffer[reserve..].to_vec(),
+            Format::Json => encode::json(&buffer[reserve..], data_type, shape),
+            Format::Png => encode::png(&buffer[reserve..], data_type, shape, &meta.fill_value, self.vmin, self.vmax)?,
         };
         let shape_header = shape.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
         let mut response = body.into_response();
@@ -145,7 +165,7 @@ fn etag(
     versions: &[(String, String)],
 ) -> String {
     let mut tag = EtagBuilder::new("slice");
-    tag.text(ds).text(path).text(&serde_json::Value::Object(meta.document.clone()).to_string());
+    tag.text(ds).text(path).number(meta.digest as u64).number((meta.digest >> 64) as u64);
     render.hash_into(&mut tag);
     for d in selection {
         tag.number(d.start).number(d.step).number(d.count).number(u64::from(d.drop));

@@ -75,6 +75,8 @@ pub struct ArrayMetadata {
     pub attributes: Map<String, Value>,
     /// The document as stored, for reporting codecs and fill value verbatim.
     pub document: Map<String, Value>,
+    /// A hash of the document, so validators need not re-serialize it per request.
+    pub digest: u128,
 }
 
 impl ArrayMetadata {
@@ -211,6 +213,7 @@ fn parse_array(doc: Map<String, Value>) -> Result<ArrayMetadata, MetadataError> 
         }
     };
     let attributes = attributes(&doc)?;
+    let digest = xxhash_rust::xxh3::xxh3_128(Value::Object(doc.clone()).to_string().as_bytes());
     Ok(ArrayMetadata {
         shape,
         data_type,
@@ -221,6 +224,7 @@ fn parse_array(doc: Map<String, Value>) -> Result<ArrayMetadata, MetadataError> 
         dimension_names,
         attributes,
         document: doc,
+        digest,
     })
 }
 

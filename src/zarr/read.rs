@@ -180,13 +180,54 @@ struct DecodeJob {
     part: Part,
 }
 
+/// Results up to this size are assembled on the async task when no decoding is needed.
+const INLINE_COPY_MAX: usize = 4 << 20;
+
+/// Decodes what is still encoded (in parallel) and copies every chunk's share into the
+/// output; returns the output and the newly decoded chunks with their cache keys.
+fn assemble(
+    meta: &ArrayMetadata,
+    jobs: Vec<DecodeJob>,
+    mut output: Output,
+) -> Result<(Vec<u8>, Vec<(Arc<DecodedChunk>, Option<ObjectKey>)>), ReadError> {
+    let decoded: Vec<(Arc<DecodedChunk>, Option<ObjectKey>)> = jobs
+        .par_iter()
+        .map(|job| match &job.source {
+            Source::Decoded(chunk) => Ok((Arc::clone(chunk), None)),
+            Source::Encoded { bytes, chain, cache_key, version } => chain
+                .decode(bytes, &job.shape, meta.data_type, &meta.fill_value)
+                .map(|data| (Arc::new(DecodedChunk { data: Some(data), version: version.clone() }), cache_key.clone()))
+                .map_err(|source| ReadError::Corrupt { key: job.key.to_string(), source }),
+        })
+        .collect::<Result<_, _>>()?;
+    let item = meta.data_type.size();
+    let elements = &mut output.data[output.reserve..];
+    for (job, (chunk, _)) in jobs.iter().zip(&decoded) {
+        let Some(data) = &chunk.data else { continue };
+        let region = Region {
+            src_shape: &job.shape,
+            src_start: &job.part.start,
+            src_step: &output.steps,
+            dst_shape: &output.shape,
+            dst_start: &job.part.out,
+            count: &job.part.count,
+        };
+        copy_region(data, elements, &region, item);
+    }
+    // Chunks already cached need no new entry.
+    let fresh = decoded.into_iter().filter(|(_, key)| key.is_some()).collect();
+    Ok((output.data, fresh))
+}
+
 /// Single-flight per chunk is used when a shard read needs at most this many uncached
 /// chunks (hot tiles); larger reads fetch their chunks in coalesced ranges instead.
 const SINGLE_FLIGHT_MAX: usize = 4;
 
 /// The output buffer and its full-rank shape (dropped dimensions have length 1).
 struct Output {
+    /// `reserve` header bytes, then the elements.
     data: Vec<u8>,
+    reserve: usize,
     shape: Vec<u64>,
     steps: Vec<u64>,
 }
@@ -211,15 +252,15 @@ impl ArrayReader {
         Ok(())
     }
 
-    /// Reads a resolved selection into little-endian C-order elements.
-    pub async fn read(&self, selection: &[DimSelection]) -> Result<ReadOutput, ReadError> {
+    /// Reads a resolved selection into little-endian C-order elements, placed after
+    /// `reserve` zero bytes (room for a header, so the body needs no second copy).
+    pub async fn read(&self, selection: &[DimSelection], reserve: usize) -> Result<ReadOutput, ReadError> {
         let shape: Vec<u64> = selection.iter().map(|s| s.count).collect();
         let n: u64 = shape.iter().product();
-        let mut output = Output {
-            data: filled(n as usize, &self.meta.fill_value),
-            shape,
-            steps: selection.iter().map(|s| s.step).collect(),
-        };
+        let mut data = Vec::with_capacity(reserve + n as usize * self.meta.data_type.size());
+        data.resize(reserve, 0);
+        data.extend_from_slice(&filled(n as usize, &self.meta.fill_value));
+        let output = Output { data, reserve, shape, steps: selection.iter().map(|s| s.step).collect() };
         if n == 0 {
             return Ok(ReadOutput { data: output.data, versions: Vec::new() });
         }
@@ -250,36 +291,15 @@ impl ArrayReader {
         // Fetches complete in any order; validators must not depend on it.
         versions.sort_unstable();
         let meta = Arc::clone(&self.meta);
-        let (data, decoded) = tokio::task::spawn_blocking(move || {
-            let decoded: Vec<(Arc<DecodedChunk>, Option<ObjectKey>)> = jobs
-                .par_iter()
-                .map(|job| match &job.source {
-                    Source::Decoded(chunk) => Ok((Arc::clone(chunk), None)),
-                    Source::Encoded { bytes, chain, cache_key, version } => chain
-                        .decode(bytes, &job.shape, meta.data_type, &meta.fill_value)
-                        .map(|data| {
-                            (Arc::new(DecodedChunk { data: Some(data), version: version.clone() }), cache_key.clone())
-                        })
-                        .map_err(|source| ReadError::Corrupt { key: job.key.to_string(), source }),
-                })
-                .collect::<Result<_, _>>()?;
-            let item = meta.data_type.size();
-            for (job, (chunk, _)) in jobs.iter().zip(&decoded) {
-                let Some(data) = &chunk.data else { continue };
-                let region = Region {
-                    src_shape: &job.shape,
-                    src_start: &job.part.start,
-                    src_step: &output.steps,
-                    dst_shape: &output.shape,
-                    dst_start: &job.part.out,
-                    count: &job.part.count,
-                };
-                copy_region(data, &mut output.data, &region, item);
-            }
-            Ok::<_, ReadError>((output.data, decoded))
-        })
-        .await
-        .map_err(|e| ReadError::Task(e.to_string()))??;
+        let all_decoded = jobs.iter().all(|j| matches!(j.source, Source::Decoded(_)));
+        let (data, decoded) = if all_decoded && n as usize * meta.data_type.size() <= INLINE_COPY_MAX {
+            // Cached tiles: a small copy is cheaper here than a hop to the blocking pool.
+            assemble(&meta, &jobs, output)?
+        } else {
+            tokio::task::spawn_blocking(move || assemble(&meta, &jobs, output))
+                .await
+                .map_err(|e| ReadError::Task(e.to_string()))??
+        };
         for (chunk, cache_key) in decoded {
             if let Some(cache_key) = cache_key {
                 self.chunks.insert(cache_key, chunk).await;
