@@ -72,6 +72,7 @@ fi
 # --- server ------------------------------------------------------------------------------
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/zarrd-zarr-client.XXXXXX")
 SERVER_PID=
+# shellcheck disable=SC2317  # reached through the EXIT trap
 cleanup() {
     local status=$?
     if [[ -n $SERVER_PID ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
@@ -125,9 +126,13 @@ STATUS=$?
 set -e
 if [[ $STATUS -ne 0 ]]; then
     log "client failed ($STATUS); last lines of the zarrd log:"
-    tail -n 40 "$WORK/zarrd.log" >&2 || true
+    tail -n 40 "$WORK/zarrd.log" | sed 's/\x1b\[[0-9;]*m//g' >&2 || true
 fi
 # The server's own account of the ranged reads, as a cross-check of the client's.
-n206=$(grep -c 'status=206' "$WORK/zarrd.log" || true)
+n206=$(sed 's/\x1b\[[0-9;]*m//g' "$WORK/zarrd.log" | grep -c 'zarrd::access.* status=206' || true)
 log "zarrd access log: ${n206} responses with status=206"
+if [[ $STATUS -eq 0 && $n206 -eq 0 ]]; then
+    log "FAIL: the client passed but zarrd logged no 206 response: zarr-python made no Range request"
+    STATUS=1
+fi
 exit "$STATUS"

@@ -187,7 +187,7 @@ const INLINE_COPY_MAX: usize = 4 << 20;
 /// output; returns the output and the newly decoded chunks with their cache keys.
 fn assemble(
     meta: &ArrayMetadata,
-    jobs: Vec<DecodeJob>,
+    jobs: &[DecodeJob],
     mut output: Output,
 ) -> Result<(Vec<u8>, Vec<(Arc<DecodedChunk>, Option<ObjectKey>)>), ReadError> {
     let decoded: Vec<(Arc<DecodedChunk>, Option<ObjectKey>)> = jobs

@@ -77,6 +77,8 @@ def range_problem(ex: Exchange) -> str | None:
     """Why a response to a Range request is wrong, or None (RFC 9110 section 14)."""
     if ex.range is None:
         return None
+    if ex.status == 404:
+        return None  # a missing key (e.g. an entirely missing shard) is 404, ranged or not
     if ex.status == 416:
         return None  # judged by the caller (zarr never asks past the end of a stored object)
     if ex.status != 206:
