@@ -9,6 +9,30 @@ use moka::future::Cache;
 use crate::metrics;
 use crate::zarr::codec::ShardIndex;
 
+/// `try_get_with` that counts a hit when another caller (or an earlier request) had
+/// already loaded the value, and a miss when `load` ran here.
+async fn counted_load<V, E, F>(
+    cache: &Cache<ObjectKey, V>,
+    name: &'static str,
+    key: ObjectKey,
+    load: F,
+) -> Result<V, Arc<E>>
+where
+    V: Clone + Send + Sync + 'static,
+    E: Send + Sync + 'static,
+    F: Future<Output = Result<V, E>>,
+{
+    let mut missed = false;
+    let result = cache
+        .try_get_with(key, async {
+            missed = true;
+            load.await
+        })
+        .await;
+    metrics::cache_lookup(name, !missed);
+    result
+}
+
 /// Cache key: (dataset name, store key).
 pub type ObjectKey = (Arc<str>, String);
 
@@ -40,16 +64,7 @@ impl ShardIndexCache {
         E: Send + Sync + 'static,
         F: Future<Output = Result<CachedIndex, E>>,
     {
-        let mut missed = false;
-        let result = self
-            .cache
-            .try_get_with(key, async {
-                missed = true;
-                load.await
-            })
-            .await;
-        metrics::cache_lookup("shard_index", !missed);
-        result
+        counted_load(&self.cache, "shard_index", key, load).await
     }
 
     /// The cached entry, without loading: `None` when not cached.
@@ -127,15 +142,7 @@ impl ChunkCache {
         F: Future<Output = Result<Arc<DecodedChunk>, E>>,
     {
         let Some(cache) = &self.cache else { return load.await.map_err(Arc::new) };
-        let mut missed = false;
-        let result = cache
-            .try_get_with(key, async {
-                missed = true;
-                load.await
-            })
-            .await;
-        metrics::cache_lookup("chunk", !missed);
-        result
+        counted_load(cache, "chunk", key, load).await
     }
 
     pub async fn insert(&self, key: ObjectKey, chunk: Arc<DecodedChunk>) {

@@ -1,25 +1,16 @@
 //! The `gzip` codec (bytes→bytes): an RFC 1952 member, as numcodecs writes it. A zlib
 //! stream is accepted too, since some writers produce one under this name.
 
-use std::io::Read;
-
 use flate2::read::{MultiGzDecoder, ZlibDecoder};
 
-use super::CodecError;
+use super::{CodecError, read_capped};
 
 pub fn decode(input: &[u8], max_len: usize) -> Result<Vec<u8>, CodecError> {
-    let mut out = Vec::with_capacity(max_len.min(1 << 26));
-    let limit = max_len as u64 + 1;
-    let result = if input.starts_with(&[0x1f, 0x8b]) {
-        MultiGzDecoder::new(input).take(limit).read_to_end(&mut out)
+    if input.starts_with(&[0x1f, 0x8b]) {
+        read_capped(MultiGzDecoder::new(input), max_len, "gzip")
     } else {
-        ZlibDecoder::new(input).take(limit).read_to_end(&mut out)
-    };
-    result.map_err(|e| CodecError::corrupt("gzip", e.to_string()))?;
-    if out.len() > max_len {
-        return Err(CodecError::TooLarge { codec: "gzip", limit: max_len });
+        read_capped(ZlibDecoder::new(input), max_len, "gzip")
     }
-    Ok(out)
 }
 
 #[cfg(test)]

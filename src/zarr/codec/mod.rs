@@ -37,6 +37,23 @@ impl CodecError {
     }
 }
 
+/// Reads a decompressing stream to its end, failing once it yields more than `max_len`
+/// bytes, so corrupt or hostile input cannot allocate without bound.
+pub(crate) fn read_capped(
+    reader: impl std::io::Read,
+    max_len: usize,
+    codec: &'static str,
+) -> Result<Vec<u8>, CodecError> {
+    let mut out = Vec::with_capacity(max_len.min(1 << 26));
+    std::io::Read::take(reader, max_len as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| CodecError::corrupt(codec, e.to_string()))?;
+    if out.len() > max_len {
+        return Err(CodecError::TooLarge { codec, limit: max_len });
+    }
+    Ok(out)
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ArrayToArray {
     Transpose(Transpose),

@@ -3,9 +3,7 @@
 //! `TensorStore` writes frames without the content-size field, so a frame without it is
 //! decoded by streaming; either way the output is capped at `max_len`.
 
-use std::io::Read;
-
-use super::CodecError;
+use super::{CodecError, read_capped};
 
 pub fn decode(input: &[u8], max_len: usize) -> Result<Vec<u8>, CodecError> {
     let corrupt = |e: std::io::Error| CodecError::corrupt("zstd", e.to_string());
@@ -21,12 +19,7 @@ pub fn decode(input: &[u8], max_len: usize) -> Result<Vec<u8>, CodecError> {
         }
     }
     let decoder = ::zstd::stream::read::Decoder::with_buffer(input).map_err(corrupt)?;
-    let mut out = Vec::with_capacity(max_len.min(1 << 26));
-    decoder.take(max_len as u64 + 1).read_to_end(&mut out).map_err(corrupt)?;
-    if out.len() > max_len {
-        return Err(CodecError::TooLarge { codec: "zstd", limit: max_len });
-    }
-    Ok(out)
+    read_capped(decoder, max_len, "zstd")
 }
 
 #[cfg(test)]
