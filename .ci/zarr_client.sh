@@ -72,9 +72,14 @@ fi
 # --- server ------------------------------------------------------------------------------
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/zarrd-zarr-client.XXXXXX")
 SERVER_PID=
+CLIENT_PID=
 # shellcheck disable=SC2317  # reached through the EXIT trap
 cleanup() {
     local status=$?
+    if [[ -n $CLIENT_PID ]]; then
+        kill "$CLIENT_PID" 2>/dev/null || true
+        wait "$CLIENT_PID" 2>/dev/null || true
+    fi
     if [[ -n $SERVER_PID ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
         kill "$SERVER_PID" 2>/dev/null || true
         for _ in $(seq 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
@@ -120,10 +125,12 @@ done
 log "zarrd is up"
 
 # --- client ------------------------------------------------------------------------------
-set +e
-"$VENV/bin/python" "$REPO_ROOT/tests/zarr_client/read_through_zarrd.py" "$BASE"
-STATUS=$?
-set -e
+# In the background and waited for, so that a signal to this script is handled at once.
+"$VENV/bin/python" "$REPO_ROOT/tests/zarr_client/read_through_zarrd.py" "$BASE" &
+CLIENT_PID=$!
+STATUS=0
+wait "$CLIENT_PID" || STATUS=$?
+CLIENT_PID=
 if [[ $STATUS -ne 0 ]]; then
     log "client failed ($STATUS); last lines of the zarrd log:"
     tail -n 40 "$WORK/zarrd.log" | sed 's/\x1b\[[0-9;]*m//g' >&2 || true

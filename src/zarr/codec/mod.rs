@@ -12,6 +12,8 @@ pub mod sharding;
 mod transpose;
 mod zstd;
 
+use std::io::Read;
+
 use serde_json::Value;
 
 pub use self::bytes::BytesCodec;
