@@ -363,3 +363,46 @@ async fn requests_beyond_the_in_flight_limit_get_503_with_retry_after() {
     assert_eq!(first.await.unwrap(), 200);
     assert_eq!(get(&app, "/healthz").await.status, 200);
 }
+
+#[tokio::test]
+async fn listing_and_reading_stay_bounded_on_arrays_with_trillions_of_chunks() {
+    use object_store::ObjectStoreExt;
+    let (store, mem) = common::memory_store_handle(&conformance_dir().join("data.zarr")).await;
+    // Metadata only: a 10^6 x 10^6 array of 1x1 chunks, none written.
+    let doc = serde_json::json!({
+        "zarr_format": 3, "node_type": "array", "shape": [1_000_000, 1_000_000], "data_type": "uint8",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1, 1]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 7,
+        "codecs": [{"name": "bytes"}]
+    });
+    mem.put(&object_store::path::Path::from("huge/zarr.json"), doc.to_string().into_bytes().into()).await.unwrap();
+    let app = app_with(vec![("conf", store)], config(""));
+    let info = get(&app, "/v1/arrays/conf/huge").await.json();
+    assert_eq!(info["chunk_grid"]["grid_shape"], serde_json::json!([1_000_000, 1_000_000]));
+    let page = get(&app, "/v1/chunks/conf/huge?limit=5").await.json();
+    assert_eq!(page["chunks"].as_array().unwrap().len(), 5);
+    assert!(page["next"].is_string());
+    let last = get(&app, "/v1/chunks/conf/huge?s=-1:,-2:").await.json();
+    let coords: Vec<Vec<u64>> = last["chunks"].as_array().unwrap().iter().map(|c| u64s(&c["coords"])).collect();
+    assert_eq!(coords, [[999_999, 999_998], [999_999, 999_999]]);
+    assert!(last["chunks"].as_array().unwrap().iter().all(|c| c["state"] == "missing"));
+    let slice = get(&app, "/v1/slice/conf/huge?s=5:8,999990:&format=bin").await;
+    assert_eq!(slice.body.as_ref(), vec![7u8; 30].as_slice());
+    // A whole-array read is refused before any storage is touched.
+    get(&app, "/v1/slice/conf/huge").await.assert_problem(413);
+    get(&app, "/v1/slice/conf/huge?s=::1000,::1000").await.assert_problem(413);
+}
+
+#[tokio::test]
+async fn a_rewritten_zarr_json_is_seen_within_the_metadata_ttl() {
+    use object_store::ObjectStoreExt;
+    let (store, mem) = common::memory_store_handle(&conformance_dir().join("data.zarr")).await;
+    let app = app_with(vec![("conf", store)], config("[cache]\nmetadata_ttl_secs = 1"));
+    let key = object_store::path::Path::from("regular/c8/zarr.json");
+    assert_eq!(get(&app, "/v1/arrays/conf/regular/c8").await.json()["attributes"], serde_json::json!({}));
+    let mut doc: Value = serde_json::from_slice(&mem.get(&key).await.unwrap().bytes().await.unwrap()).unwrap();
+    doc["attributes"] = serde_json::json!({"version": 2});
+    mem.put(&key, doc.to_string().into_bytes().into()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(get(&app, "/v1/arrays/conf/regular/c8").await.json()["attributes"], serde_json::json!({"version": 2}));
+}
