@@ -1,26 +1,28 @@
 #!/usr/bin/env bash
 # Contract test: holds openapi.yaml and the server together by fuzzing a running zarrd
 # with schemathesis (property-based requests generated from the spec, every response
-# checked against it).
+# checked against it), plus a few checks of API.md semantics a schema cannot express.
 #
 #   .ci/schemathesis.sh [ZARRD_BINARY]      (default: target/release/zarrd)
 #
 # Builds nothing: pass the binary. Installs schemathesis (pinned) into a venv under
-# ${XDG_CACHE_HOME:-$HOME/.cache}/zarrd-ci/ when it is missing, starts the server on a free
-# loopback port serving the conformance fixtures as `conformance` and the bundled sample as
-# `sample`, runs schemathesis with a fixed seed and a bounded number of examples (a few
-# minutes on 2 cores), stops the server, and exits non-zero on any failure.
+# ${XDG_CACHE_HOME:-$HOME/.cache}/zarrd-ci/ when it is missing; starts the server on a free
+# loopback port serving tests/fixtures/conformance as `conformance`, data/sample.zarr as
+# `sample`, tests/fixtures/extra as `extra` and one conformance array as `rootarray` (a
+# dataset whose root is an array); runs schemathesis with a fixed seed and a bounded number
+# of examples (well under two minutes on 2 cores); stops the server; exits non-zero on any
+# failure, printing each with a curl command that reproduces it.
 #
-# Environment: ST_MAX_EXAMPLES (default 40) cases per operation and phase, ST_SEED
+# Environment: ST_MAX_EXAMPLES (default 150) cases per operation and phase, ST_SEED
 # (default 20250101), ST_WORKERS (default 2), ST_EXTRA_ARGS (more schemathesis options,
-# word-split), PYTHON (default python3, >= 3.9).
+# word-split, e.g. "--include-path-regex ^/zarr/"), PYTHON (default python3, >= 3.9).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
 SCHEMATHESIS_VERSION=4.32.5
 BIN=${1:-target/release/zarrd}
-MAX_EXAMPLES=${ST_MAX_EXAMPLES:-40}
+MAX_EXAMPLES=${ST_MAX_EXAMPLES:-150}
 SEED=${ST_SEED:-20250101}
 WORKERS=${ST_WORKERS:-2}
 PYTHON=${PYTHON:-python3}
@@ -163,10 +165,14 @@ EOF
 # `s` is usually a random valid selection for the array's shape; `c` usually a chunk of
 # the read grid (taken from the server's own listing); options that only combine with
 # others (vmin/vmax without png, format without decoded, a foreign cursor, If-Match with
-# a random tag) are usually dropped; `Range` is usually a random byte range.
+# a random tag) are usually dropped; `Range` is usually a random byte range. The module
+# also registers the zarrd_* checks (see its end).
 cat >"$WORK/zarrd_hooks.py" <<'EOF'
+import ast
 import json
 import os
+import re
+import struct
 import urllib.parse
 import urllib.request
 
@@ -193,6 +199,18 @@ def read_grid(ds, path):
             pass
         _READ_GRID[(ds, path)] = coords
     return _READ_GRID[(ds, path)]
+
+
+def next_cursor(ds, path, query):
+    """The `next` cursor of the first page of a listing, or None."""
+    params = {k: str(v).lower() if isinstance(v, bool) else v for k, v in query.items() if v is not None}
+    params.pop("cursor", None)
+    url = f"{BASE}/v1/chunks/{ds}" + (f"/{urllib.parse.quote(path)}" if path else "")
+    try:
+        with urllib.request.urlopen(f"{url}?{urllib.parse.urlencode(params)}", timeout=30) as r:
+            return json.load(r).get("next")
+    except Exception:
+        return None
 
 
 @schemathesis.hook
@@ -252,10 +270,11 @@ ACCEPTS = [
 
 
 def byte_range():
+    offset = st.one_of(st.integers(0, 400), st.just(2**64 - 1), st.integers(0, 2**64 - 1))
     return st.one_of(
-        st.builds(lambda a, b: f"bytes={a}-{a + b}", st.integers(0, 400), st.integers(0, 400)),
-        st.integers(0, 400).map(lambda a: f"bytes={a}-"),
-        st.integers(0, 400).map(lambda n: f"bytes=-{n}"),
+        st.builds(lambda a, b: f"bytes={a}-{min(a + b, 2**64 - 1)}", st.integers(0, 400), offset),
+        offset.map(lambda a: f"bytes={a}-"),
+        offset.map(lambda n: f"bytes=-{n}"),
     )
 
 
@@ -311,8 +330,15 @@ def flatmap_case(context, case):
             # Content negotiation instead of `format`.
             query["format"] = None
             headers["Accept"] = draw(st.sampled_from(ACCEPTS))
-        if route.startswith("/v1/chunks/") and draw(usually):
-            query["cursor"] = None
+        if route.startswith("/v1/chunks/"):
+            query["cursor"] = None if draw(usually) else original_query.get("cursor")
+            if draw(sometimes):
+                # A later page: the cursor of a real first page of the same listing.
+                limit = draw(st.integers(1, 3))
+                listing = {**original_query, **query, "limit": limit}
+                cursor = next_cursor(ds, path, listing)
+                if cursor is not None:
+                    query.update({"limit": limit, "cursor": cursor})
         if route.startswith("/v1/chunk/"):
             grid = read_grid(ds, path)
             if grid and draw(usually):
@@ -334,10 +360,156 @@ def flatmap_case(context, case):
         return case
 
     return steer().map(apply)
+
+
+# --- checks of API.md semantics that a schema cannot express ------------------------------
+NPY_DESCR = {
+    "bool": "|b1", "int8": "|i1", "int16": "<i2", "int32": "<i4", "int64": "<i8",
+    "uint8": "|u1", "uint16": "<u2", "uint32": "<u4", "uint64": "<u8",
+    "float16": "<f2", "float32": "<f4", "float64": "<f8", "complex64": "<c8", "complex128": "<c16",
+}
+
+
+def _header(response, name):
+    values = response.headers.get(name.lower())
+    return values[0] if values else None
+
+
+def _decoded(case):
+    route = case.operation.path
+    return route.startswith("/v1/slice/") or (
+        route.startswith("/v1/chunk/") and str(case.query.get("decoded")).lower() in ("true", "1")
+    )
+
+
+def _nested_shape(data, shape):
+    for i, n in enumerate(shape):
+        if not isinstance(data, list) or len(data) != n:
+            return False
+        if n == 0:
+            return True
+        data = data[0]
+    return not isinstance(data, list) or len(data) == 2  # a scalar, or [re, im]
+
+
+@schemathesis.check
+def zarrd_body_matches_zarr_headers(ctx, response, case):
+    """A decoded data body has the shape and type its Zarr-Shape and Zarr-Data-Type announce."""
+    if response.request.method != "GET" or response.status_code != 200 or not _decoded(case):
+        return None
+    shape_text, data_type = _header(response, "zarr-shape"), _header(response, "zarr-data-type")
+    if shape_text is None or data_type not in NPY_DESCR or response.content_size != len(response.content):
+        return None  # missing headers are response_headers_conformance's to report
+    shape = [int(d) for d in shape_text.split(",")] if shape_text else []
+    count = 1
+    for d in shape:
+        count *= d
+    item = int(NPY_DESCR[data_type][2:])
+    body = response.content
+    media = (_header(response, "content-type") or "").split(";")[0].strip()
+    if media == "application/octet-stream":
+        assert len(body) == count * item, f"{len(body)} bytes for shape {shape} of {data_type}"
+    elif media == "application/x-npy":
+        assert body[:8] == b"\x93NUMPY\x01\x00", "not an .npy v1.0 file"
+        length = struct.unpack("<H", body[8:10])[0]
+        assert (10 + length) % 64 == 0, "the .npy header is not padded to a multiple of 64"
+        header = ast.literal_eval(body[10 : 10 + length].decode("latin1"))
+        assert header["descr"] == NPY_DESCR[data_type], f"descr {header['descr']} for {data_type}"
+        assert header["fortran_order"] is False
+        assert list(header["shape"]) == shape, f".npy shape {header['shape']}, Zarr-Shape {shape}"
+        assert len(body) - 10 - length == count * item, "the .npy data has the wrong length"
+    elif media == "application/json":
+        doc = json.loads(body)
+        assert doc["shape"] == shape and doc["data_type"] == data_type, "JSON shape/data_type differ from headers"
+        assert _nested_shape(doc["data"], shape), f"JSON data is not nested as shape {shape}"
+    elif media == "image/png":
+        assert body[:8] == b"\x89PNG\r\n\x1a\n" and body[12:16] == b"IHDR", "not a PNG"
+        width, height = struct.unpack(">II", body[16:24])
+        assert [height, width] == shape, f"PNG {width}x{height} for shape {shape}"
+    return None
+
+
+def _parse_range(value):
+    """The server's reading of a Range header (API.md: one byte range; anything else ignored)."""
+    value = value.strip()
+    if not value.startswith("bytes="):
+        return None
+    spec = value[len("bytes="):].strip()
+    if "," in spec or "-" not in spec:
+        return None
+    a, b = (s.strip() for s in spec.split("-", 1))
+
+    def num(s):
+        return int(s) if re.fullmatch(r"\+?[0-9]+", s) and int(s) < 2**64 else None
+
+    if not a and b:
+        return ("suffix", num(b)) if num(b) is not None else None
+    if a and not b:
+        return ("from", num(a)) if num(a) is not None else None
+    if a and b and num(a) is not None and num(b) is not None and num(a) <= num(b):
+        return ("bounded", num(a), num(b))
+    return None
+
+
+def _resolve(rng, size):
+    if rng[0] == "bounded":
+        start, end = rng[1], min(rng[2] + 1, size)
+    elif rng[0] == "from":
+        start, end = rng[1], size
+    else:
+        start, end = max(size - rng[1], 0), size
+    return (start, end) if start < end else None
+
+
+@schemathesis.check
+def zarrd_byte_ranges(ctx, response, case):
+    """/zarr answers a single byte range with exactly that range (206), or 416 when it is unsatisfiable."""
+    if not case.operation.path.startswith("/zarr/") or response.request.method not in ("GET", "HEAD"):
+        return None
+    raw = case.headers.get("Range") if case.headers else None
+    rng = _parse_range(raw) if isinstance(raw, str) else None
+    if rng is None or response.status_code not in (200, 206, 416):
+        return None
+    content_range = _header(response, "content-range") or ""
+    if response.status_code == 200:
+        raise AssertionError(f"`Range: {raw}` was answered 200 with the whole object")
+    if response.status_code == 416:
+        m = re.fullmatch(r"bytes \*/([0-9]+)", content_range)
+        assert m, f"416 with Content-Range `{content_range}`"
+        size = int(m.group(1))
+        assert _resolve(rng, size) is None, f"`Range: {raw}` is satisfiable for {size} bytes, but got 416"
+        return None
+    m = re.fullmatch(r"bytes ([0-9]+)-([0-9]+)/([0-9]+)", content_range)
+    assert m, f"206 with Content-Range `{content_range}`"
+    first, last, size = map(int, m.groups())
+    expected = _resolve(rng, size)
+    assert expected == (first, last + 1), f"`Range: {raw}` of {size} bytes is {expected}, got `{content_range}`"
+    if response.request.method == "GET":
+        assert response.content_size == last + 1 - first, f"{response.content_size} bytes for `{content_range}`"
+    return None
+
+
+@schemathesis.check
+class zarrd_every_operation_succeeds:
+    """Every operation answered 2xx/304 at least once, so the run did not degrade into 404s."""
+
+    def __init__(self):
+        self.tested, self.reached = set(), set()
+
+    def after_response(self, ctx, response, case):
+        if response.request.method in ("GET", "HEAD"):
+            self.tested.add(case.operation.label)
+            if 200 <= response.status_code < 300 or response.status_code == 304:
+                self.reached.add(case.operation.label)
+
+    def after_run(self, ctx):
+        missing = sorted(self.tested - self.reached)
+        if missing:
+            raise AssertionError("never answered 2xx or 304: " + ", ".join(missing))
 EOF
 
 # --- run ---------------------------------------------------------------------------------
-# Checks: all of them, except
+# Checks: all of them (the built-in ones and the zarrd_* checks of the hooks module), except
 #   positive_data_acceptance: it expects 2xx for every schema-valid request, but validity
 #     here depends on the array addressed (an index beyond a dimension, more selection
 #     items than dimensions, `c` outside the read grid, png of 3-D data, vmin without png,
@@ -362,6 +534,7 @@ ZARRD_BASE=$BASE PYTHONPATH=$WORK${PYTHONPATH:+:$PYTHONPATH} SCHEMATHESIS_HOOKS=
     --exclude-checks positive_data_acceptance,use_after_free,ensure_resource_availability,ignored_auth,object_level_authorization,missing_required_header \
     --phases examples,coverage,fuzzing \
     --max-examples "$MAX_EXAMPLES" \
+    --continue-on-failure \
     --seed "$SEED" \
     --generation-database none \
     --workers "$WORKERS" \

@@ -44,6 +44,9 @@ pub enum Error {
     Unavailable { detail: String, retry_after: u64 },
     #[error("storage did not answer within {0} s")]
     Timeout(u64),
+    /// An error status produced outside the handlers (e.g. by axum's extractors).
+    #[error("{1}")]
+    Status(StatusCode, String),
 }
 
 impl Error {
@@ -60,6 +63,7 @@ impl Error {
             Self::Storage(_) | Self::Corrupt(_) => StatusCode::BAD_GATEWAY,
             Self::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Self::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
+            Self::Status(status, _) => *status,
         }
     }
 
@@ -78,6 +82,7 @@ impl Error {
             Self::Corrupt(_) => "corrupt-data",
             Self::Unavailable { .. } => "unavailable",
             Self::Timeout(_) => "storage-timeout",
+            Self::Status(..) => "http-error",
         }
     }
 

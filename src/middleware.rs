@@ -12,6 +12,7 @@ use axum::http::{HeaderName, HeaderValue, Method, header};
 use axum::middleware::{Next, from_fn, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
 use tokio::sync::Semaphore;
+use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::compression::CompressionLayer;
 use tower_http::compression::predicate::{DefaultPredicate, Predicate};
 use tower_http::cors::{AllowOrigin, CorsLayer};
@@ -44,6 +45,8 @@ pub fn apply(router: Router, config: &Config) -> Router {
         timeout: Duration::from_secs(config.limits.request_timeout_secs),
     });
     router
+        .layer(from_fn(problem_documents))
+        .layer(CatchPanicLayer::custom(panic_response))
         .layer(from_fn_with_state(guard, guard_requests))
         .layer(CompressionLayer::new().gzip(true).zstd(true).compress_when(Compressible))
         .layer(cors(&config.http.cors_origins))
@@ -86,6 +89,46 @@ impl Predicate for Compressible {
             && response.status() != axum::http::StatusCode::PARTIAL_CONTENT
             && DefaultPredicate::new().should_compress(response)
     }
+}
+
+/// A panic in a handler is a bug; the client still gets a 500 problem document and the
+/// connection survives.
+fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let what =
+        panic.downcast_ref::<&str>().map(|s| (*s).to_owned()).or_else(|| panic.downcast_ref::<String>().cloned());
+    Error::Internal(format!("handler panicked: {}", what.unwrap_or_default())).into_response()
+}
+
+/// Errors produced outside the handlers (axum's extractor rejections such as a path that
+/// is not UTF-8, 405 Method Not Allowed) become problem documents too.
+async fn problem_documents(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_problem = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(crate::error::PROBLEM_JSON.as_bytes()));
+    if !(status.is_client_error() || status.is_server_error()) || is_problem {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, 64 * 1024)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    let detail = if text.trim().is_empty() {
+        match status {
+            axum::http::StatusCode::METHOD_NOT_ALLOWED => "this route answers only GET and HEAD".to_owned(),
+            _ => status.canonical_reason().unwrap_or("error").to_owned(),
+        }
+    } else {
+        text
+    };
+    let mut problem = Error::Status(status, detail).into_response();
+    if let Some(allow) = parts.headers.get(header::ALLOW) {
+        problem.headers_mut().insert(header::ALLOW, allow.clone());
+    }
+    problem
 }
 
 struct Guard {

@@ -406,3 +406,34 @@ async fn a_rewritten_zarr_json_is_seen_within_the_metadata_ttl() {
     tokio::time::sleep(Duration::from_millis(1100)).await;
     assert_eq!(get(&app, "/v1/arrays/conf/regular/c8").await.json()["attributes"], serde_json::json!({"version": 2}));
 }
+
+#[tokio::test]
+async fn errors_from_outside_the_handlers_are_problem_documents_too() {
+    let app = conformance_app();
+    // A path that is not UTF-8 (axum's extractor rejects it) and a wrong method.
+    get(&app, "/v1/arrays/conf/%FF").await.assert_problem(400);
+    let post = tower::ServiceExt::oneshot(
+        app.clone(),
+        axum::http::Request::post("/v1/datasets").body(axum::body::Body::empty()).unwrap(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(post.status(), 405);
+    assert_eq!(post.headers()["content-type"], "application/problem+json");
+    assert!(post.headers()["allow"].to_str().unwrap().contains("GET"));
+    // Found by schemathesis: an empty PNG is not acceptable (not a 500), a range ending at
+    // 2^64-1 is clamped for HEAD as for GET, and raw chunks ignore Accept.
+    get(&app, "/v1/slice/conf/regular/u1_blosc?s=0:0,:&format=png").await.assert_problem(406);
+    let head = tower::ServiceExt::oneshot(
+        app.clone(),
+        axum::http::Request::head("/zarr/conf/zarr.json")
+            .header("range", "bytes=0-18446744073709551615")
+            .body(axum::body::Body::empty())
+            .unwrap(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(head.status(), 206);
+    let raw = get_with(&app, "/v1/chunk/conf/regular/u1_blosc?c=0,0", &[("accept", "text/html")]).await;
+    assert_eq!((raw.status.as_u16(), raw.header("content-type")), (200, "application/octet-stream"));
+}

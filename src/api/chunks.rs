@@ -84,7 +84,13 @@ pub async fn chunk(
             "`format`, `vmin` and `vmax` apply only with decoded=true; raw chunks are the stored bytes".into(),
         ));
     }
-    let render = Render::from_request(&params, &headers)?;
+    // Raw chunks are the stored bytes whatever the client accepts; formats apply only to
+    // decoded chunks.
+    let render = if decoded {
+        Render::from_request(&params, &headers)?
+    } else {
+        Render { format: super::encode::Format::Bin, vmin: None, vmax: None }
+    };
     let dataset = state.catalog.dataset(&ds)?;
     let array = state.catalog.array(dataset, &path).await?;
     let grid = array.read_grid();

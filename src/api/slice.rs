@@ -97,6 +97,11 @@ impl Render {
             if meta.data_type.is_complex() {
                 return Err(Error::NotAcceptable("png cannot show complex values; use npy, bin or json".into()));
             }
+            if shape.contains(&0) {
+                return Err(Error::NotAcceptable(format!(
+                    "png cannot show an empty result (shape {shape:?}); use npy, bin or json"
+                )));
+            }
         } else if self.vmin.is_some() || self.vmax.is_some() {
             return Err(Error::BadRequest("`vmin` and `vmax` apply only to format=png".into()));
         }
