@@ -93,6 +93,7 @@ impl Predicate for Compressible {
 
 /// A panic in a handler is a bug; the client still gets a 500 problem document and the
 /// connection survives.
+#[allow(clippy::needless_pass_by_value)] // the signature CatchPanicLayer::custom requires
 fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
     let what =
         panic.downcast_ref::<&str>().map(|s| (*s).to_owned()).or_else(|| panic.downcast_ref::<String>().cloned());
