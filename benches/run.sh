@@ -9,8 +9,14 @@
 #   CARGO_TARGET_DIR   where zarrd and the datagen tools are built (default: ./target)
 #   BENCH_DATA         data directory (default: $CARGO_TARGET_DIR/bench-data); generated
 #                      once and reused while its COMPLETE marker is there
-#   BENCH_DURATION     seconds per wrk measurement of the hot tile (default 10; others scale)
-#   ZARRD_PORT / NGINX_PORT   loopback ports (default 18080 / 18081)
+#   BENCH_DURATION     seconds of each wrk measurement (default 5)
+#   BENCH_ROUNDS       rounds of the paired comparisons (default 3); each round measures the
+#                      reference and zarrd back to back, so load from other processes hits
+#                      both alike, and the ratio reported is the median of the round ratios
+#   LARGE_REPS         timed large-slice reads per server and round (default 3)
+#   ZARRD_PORT         loopback port of zarrd with the default config (default 18080); zarrd
+#                      with the decoded-chunk cache off listens on ZARRD_PORT+2
+#   NGINX_PORT         loopback port of nginx (default 18081)
 #
 # Everything runs on 127.0.0.1; the servers it starts are stopped on exit.
 set -euo pipefail
@@ -19,14 +25,17 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 DATA=${BENCH_DATA:-$TARGET/bench-data}
-DUR=${BENCH_DURATION:-10}
-SHORT=$(( DUR / 2 > 3 ? DUR / 2 : 3 ))
+DUR=${BENCH_DURATION:-5}
+ROUNDS=${BENCH_ROUNDS:-3}
+LARGE_REPS=${LARGE_REPS:-3}
 ZPORT=${ZARRD_PORT:-18080}
 NPORT=${NGINX_PORT:-18081}
-Z="http://127.0.0.1:$ZPORT"
+declare -A PORT=([default]=$ZPORT [nocache]=$((ZPORT + 2)))
+declare -A ZPID=([default]="" [nocache]="")
+Z="http://127.0.0.1:${PORT[default]}"
+ZN="http://127.0.0.1:${PORT[nocache]}"
 N="http://127.0.0.1:$NPORT"
 LUA="$ROOT/benches/wrk.lua"
-LARGE_REPS=${LARGE_REPS:-5}
 
 log() { printf '[bench] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -73,19 +82,20 @@ source "$DATA/bench.env"
 
 # ---------------------------------------------------------------- servers
 TMP=$(mktemp -d /tmp/zarrd-bench.XXXXXX)
-ZPID=""
 NPID=""
 cleanup() {
-  [[ -n $ZPID ]] && kill "$ZPID" 2>/dev/null && wait "$ZPID" 2>/dev/null
-  [[ -n $NPID ]] && kill -QUIT "$NPID" 2>/dev/null && wait "$NPID" 2>/dev/null
+  local pid
+  for pid in "${ZPID[@]}" "$NPID"; do
+    [[ -n $pid ]] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  done
   rm -rf "$TMP"
 }
 trap cleanup EXIT
 
-# zarrd_config FILE CHUNK_BYTES: config/default.toml's values, the benchmark dataset.
+# zarrd_config NAME CHUNK_BYTES: config/default.toml's values, the benchmark dataset.
 zarrd_config() {
-  cat >"$1" <<EOF
-listen = "127.0.0.1:$ZPORT"
+  cat >"$TMP/zarrd-$1.toml" <<EOF
+listen = "127.0.0.1:${PORT[$1]}"
 [limits]
 max_response_bytes = 268435456
 max_chunks_per_request = 100000
@@ -104,8 +114,8 @@ url = "$DATA/data.zarr"
 title = "zarrd benchmark data (benches/datagen)"
 EOF
 }
-zarrd_config "$TMP/zarrd-default.toml" 268435456 # the default: 256 MiB decoded-chunk cache
-zarrd_config "$TMP/zarrd-nocache.toml" 0         # decoded-chunk cache off: every read decodes
+zarrd_config default 268435456 # the default: 256 MiB decoded-chunk cache
+zarrd_config nocache 0         # decoded-chunk cache off: every read decodes
 
 wait_http() { # URL: up to 15 s
   for _ in $(seq 150); do
@@ -115,19 +125,19 @@ wait_http() { # URL: up to 15 s
   return 1
 }
 
-stop_zarrd() {
-  if [[ -n $ZPID ]]; then
-    kill "$ZPID" 2>/dev/null || true
-    wait "$ZPID" 2>/dev/null || true
-    ZPID=""
+stop_zarrd() { # NAME
+  if [[ -n ${ZPID[$1]} ]]; then
+    kill "${ZPID[$1]}" 2>/dev/null || true
+    wait "${ZPID[$1]}" 2>/dev/null || true
+    ZPID[$1]=""
   fi
 }
-# start_zarrd default|nocache: a fresh process (empty caches).
+# start_zarrd NAME: a fresh process (empty caches), default or nocache.
 start_zarrd() {
-  stop_zarrd
-  "$ZARRD" serve --config "$TMP/zarrd-$1.toml" >>"$TMP/zarrd.log" 2>&1 &
-  ZPID=$!
-  wait_http "$Z/healthz" || { tail -20 "$TMP/zarrd.log" >&2; die "zarrd did not start"; }
+  stop_zarrd "$1"
+  "$ZARRD" serve --config "$TMP/zarrd-$1.toml" >>"$TMP/zarrd-$1.log" 2>&1 &
+  ZPID[$1]=$!
+  wait_http "http://127.0.0.1:${PORT[$1]}/healthz" || { tail -20 "$TMP/zarrd-$1.log" >&2; die "zarrd did not start"; }
 }
 
 mkdir -p "$TMP/nginx-www"
@@ -158,28 +168,36 @@ http {
 }
 EOF
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+T_START=$(date +%s)
 "$NGINX" -p "$TMP" -c "$TMP/nginx.conf" 2>>"$TMP/nginx-error.log" &
 NPID=$!
 wait_http "$N/tile.bin" || { cat "$TMP/nginx-error.log" >&2; die "nginx did not start"; }
+start_zarrd default
+start_zarrd nocache
 
 # ---------------------------------------------------------------- helpers
-# Storage requests, data requests served (ops routes excluded), shard-index cache misses.
+# snap BASE_URL: storage requests, data requests served (ops routes excluded) and
+# shard-index cache misses of that zarrd.
 snap() {
   local m
-  m=$(curl -fs "$Z/metrics")
+  m=$(curl -fs "$1/metrics")
   SR=$(awk '$1 == "zarrd_storage_requests_total" { s += $2 } END { printf "%.0f", s }' <<<"$m")
   HR=$(awk 'index($1, "zarrd_http_requests_total{") == 1 && $1 !~ /route="\/(metrics|healthz|readyz)"/ { s += $2 }
             END { printf "%.0f", s }' <<<"$m")
   IM=$(awk 'index($1, "zarrd_cache_misses_total{") == 1 && $1 ~ /shard_index/ { s += $2 } END { printf "%.0f", s }' <<<"$m")
 }
-# snap0 before a measurement, delta after: DS storage requests, DH requests, DI index misses.
-snap0() { snap; SR0=$SR; HR0=$HR; IM0=$IM; }
-delta() { snap; DS=$((SR - SR0)); DH=$((HR - HR0)); DI=$((IM - IM0)); }
+# snap0 URL before a measurement, delta URL after: DS storage requests, DH requests served,
+# DI shard-index misses in between.
+snap0() { snap "$1"; SR0=$SR; HR0=$HR; IM0=$IM; }
+delta() { snap "$1"; DS=$((SR - SR0)); DH=$((HR - HR0)); DI=$((IM - IM0)); }
 calc() { awk "BEGIN { printf \"$1\", $2 }"; }
+med() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+max() { printf '%s\n' "$@" | sort -g | tail -1; }
+sum() { printf '%s\n' "$@" | awk '{ s += $1 } END { printf "%.0f", s }'; }
 # kv LINE KEY: the value of KEY=VALUE in a line of space-separated pairs.
 kv() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<" $1"; }
 
-# run_wrk CONNS SECONDS URL [PATH...] -> W_REQ W_RPS W_P50 W_P99 (ms) W_NON2XX W_ERR
+# run_wrk CONNS SECONDS URL [PATH...] -> W_REQ W_RPS W_P50 W_P99 (ms)
 run_wrk() {
   local conns=$1 secs=$2 url=$3
   shift 3
@@ -192,9 +210,10 @@ run_wrk() {
   W_RPS=$(calc %.0f "$W_REQ / ($(kv "$line" duration_us) / 1e6)")
   W_P50=$(calc %.2f "$(kv "$line" p50_us) / 1000")
   W_P99=$(calc %.2f "$(kv "$line" p99_us) / 1000")
-  W_NON2XX=$(kv "$line" non2xx)
-  W_ERR=$(kv "$line" errors)
-  ((W_NON2XX == 0 && W_ERR == 0)) || log "warning: $url: $W_NON2XX non-2xx, $W_ERR socket errors"
+  local non2xx errors
+  non2xx=$(kv "$line" non2xx)
+  errors=$(kv "$line" errors)
+  ((non2xx == 0 && errors == 0)) || log "warning: $url: $non2xx non-2xx, $errors socket errors"
 }
 
 # vparse VIEWPORT-LINE -> V_ok V_total_ms V_p50_ms V_p99_ms V_body_bytes
@@ -206,32 +225,32 @@ vparse() {
   V_body_bytes=$(kv "$1" body_bytes)
 }
 
-# large_reps N -> L_MED L_MAX (s), L_MBPS: sequential curl downloads of the large slice.
+# large_reps BASE_URL N -> appends N download times (s) to LT: sequential curl downloads.
 large_reps() {
-  local times=() r code size secs sorted
-  for _ in $(seq "$1"); do
-    r=$(curl -s -o /dev/null -w '%{http_code} %{size_download} %{time_total}' "$Z$LARGE_PATH")
+  local r code size secs
+  for _ in $(seq "$2"); do
+    r=$(curl -s -o /dev/null -w '%{http_code} %{size_download} %{time_total}' "$1$LARGE_PATH")
     read -r code size secs <<<"$r"
     [[ $code == 200 && $size == "$LARGE_BYTES" ]] || die "large slice: $r"
-    times+=("$secs")
+    LT+=("$secs")
   done
-  sorted=$(printf '%s\n' "${times[@]}" | sort -n)
-  L_MED=$(sed -n "$((($1 + 1) / 2))p" <<<"$sorted")
-  L_MAX=$(tail -1 <<<"$sorted")
-  L_MBPS=$(calc %.1f "$LARGE_BYTES / $L_MED / 1e6")
 }
 
 ROWS=""
 STORAGE=""
 row() { ROWS+="| $1 | $2 | $3 | $4 | $5 | $6 | $7 | $8 |"$'\n'; }
-# srow SCENARIO MINIMUM: from the last snap0/delta pair.
-srow() { STORAGE+="| $1 | $DH | $DS | $(calc %.2f "$DS / $DH") | $2 | $DI |"$'\n'; }
+# srow SCENARIO MINIMUM [REQUESTS STORAGE_REQUESTS INDEX_MISSES]: defaults from the last delta.
+srow() {
+  local dh=${3:-$DH} ds=${4:-$DS} di=${5:-$DI}
+  STORAGE+="| $1 | $dh | $ds | $(calc %.2f "$ds / $dh") | $2 | $di |"$'\n'
+}
 
 # ---------------------------------------------------------------- checks
-start_zarrd default
 TILE_PATH="/v1/slice/bench/tiles?s=$TILE_SEL&format=bin"
-curl -fs "$Z$TILE_PATH" -o "$TMP/tile.zarrd" || die "zarrd cannot serve the tile"
-cmp -s "$TMP/tile.zarrd" "$DATA/tile.bin" || die "zarrd's tile differs from zarrs' bytes"
+for base in "$Z" "$ZN"; do
+  curl -fs "$base$TILE_PATH" -o "$TMP/tile.zarrd" || die "zarrd cannot serve the tile"
+  cmp -s "$TMP/tile.zarrd" "$DATA/tile.bin" || die "zarrd's tile differs from zarrs' bytes"
+done
 [[ $(stat -c %s "$TMP/tile.zarrd") == "$TILE_BYTES" ]] || die "tile size"
 log "zarrd's tile equals zarrs' ($TILE_BYTES bytes, the nginx file)"
 
@@ -239,29 +258,47 @@ log "zarrd's tile equals zarrs' ($TILE_BYTES bytes, the nginx file)"
 log "1. hot tile: warm-up"
 run_wrk 64 2 "$N/tile.bin"
 run_wrk 64 2 "$Z$TILE_PATH"
-log "1. hot tile: nginx static file, 64 connections, ${DUR}s"
-run_wrk 64 "$DUR" "$N/tile.bin"
-NG_RPS=$W_RPS
-row "1 hot tile" "nginx, static file of the same size" 64 "$W_REQ" "$W_RPS" "$W_P50" "$W_P99" \
-  "$(calc %.0f "$W_RPS * $TILE_BYTES / 1e6")"
-log "1. hot tile: zarrd (default config), 64 connections, ${DUR}s"
-snap0
-run_wrk 64 "$DUR" "$Z$TILE_PATH"
-delta
-HOT_RATIO=$(calc %.2f "$W_RPS / $NG_RPS")
-row "1 hot tile" "zarrd slice 256×256 f32 bin, default config (decoded-chunk cache)" 64 "$W_REQ" "$W_RPS" \
-  "$W_P50" "$W_P99" "$(calc %.0f "$W_RPS * $TILE_BYTES / 1e6")"
-srow "1 hot tile, default config" "0 (decoded-chunk cache)"
-log "1. hot tile: zarrd with the decoded-chunk cache off, 64 connections, ${DUR}s"
-start_zarrd nocache
-run_wrk 64 2 "$Z$TILE_PATH"
-snap0
-run_wrk 64 "$DUR" "$Z$TILE_PATH"
-delta
-HOT_RATIO_NC=$(calc %.2f "$W_RPS / $NG_RPS")
-row "1 hot tile" "zarrd, chunk cache off (range read + zstd decode per request)" 64 "$W_REQ" "$W_RPS" \
-  "$W_P50" "$W_P99" "$(calc %.0f "$W_RPS * $TILE_BYTES / 1e6")"
-srow "1 hot tile, chunk cache off" "1 (index cached: one range read)"
+run_wrk 64 2 "$ZN$TILE_PATH"
+declare -A H_REQ H_RPS H_P50 H_P99
+HOT_RATIOS=()
+HOT_RATIOS_NC=()
+HS=(0 0 0 0 0 0) # storage requests, requests, index misses: default, then nocache
+for r in $(seq "$ROUNDS"); do
+  log "1. hot tile, round $r/$ROUNDS: nginx, zarrd, zarrd without chunk cache; 64 connections, ${DUR}s each"
+  run_wrk 64 "$DUR" "$N/tile.bin"
+  H_REQ[nginx]+=" $W_REQ" H_RPS[nginx]+=" $W_RPS" H_P50[nginx]+=" $W_P50" H_P99[nginx]+=" $W_P99"
+  ng=$W_RPS
+  for name in default nocache; do
+    base="http://127.0.0.1:${PORT[$name]}"
+    snap0 "$base"
+    run_wrk 64 "$DUR" "$base$TILE_PATH"
+    delta "$base"
+    H_REQ[$name]+=" $W_REQ" H_RPS[$name]+=" $W_RPS" H_P50[$name]+=" $W_P50" H_P99[$name]+=" $W_P99"
+    if [[ $name == default ]]; then
+      HOT_RATIOS+=("$(calc %.2f "$W_RPS / $ng")")
+      HS[0]=$((HS[0] + DS)) HS[1]=$((HS[1] + DH)) HS[2]=$((HS[2] + DI))
+    else
+      HOT_RATIOS_NC+=("$(calc %.2f "$W_RPS / $ng")")
+      HS[3]=$((HS[3] + DS)) HS[4]=$((HS[4] + DH)) HS[5]=$((HS[5] + DI))
+    fi
+  done
+done
+declare -A HOT_LABEL=(
+  [nginx]="nginx, static file of the same size"
+  [default]="zarrd slice 256×256 f32 bin, default config (decoded-chunk cache)"
+  [nocache]="zarrd, chunk cache off (range read + zstd decode per request)"
+)
+for name in nginx default nocache; do
+  # shellcheck disable=SC2086
+  rps=$(med ${H_RPS[$name]})
+  # shellcheck disable=SC2086
+  row "1 hot tile (median of $ROUNDS rounds)" "${HOT_LABEL[$name]}" 64 "$(sum ${H_REQ[$name]})" "$rps" \
+    "$(med ${H_P50[$name]})" "$(med ${H_P99[$name]})" "$(calc %.0f "$rps * $TILE_BYTES / 1e6")"
+done
+HOT_RATIO=$(med "${HOT_RATIOS[@]}")
+HOT_RATIO_NC=$(med "${HOT_RATIOS_NC[@]}")
+srow "1 hot tile, default config" "0 (decoded-chunk cache)" "${HS[1]}" "${HS[0]}" "${HS[2]}"
+srow "1 hot tile, chunk cache off" "1 (index cached: one range read)" "${HS[4]}" "${HS[3]}" "${HS[5]}"
 
 # ---------------------------------------------------------------- 2. viewport
 VPATHS=()
@@ -269,9 +306,9 @@ for s in $VIEWPORT_SELS; do VPATHS+=("/v1/slice/bench/tiles?s=$s&format=bin"); d
 NV=${#VPATHS[@]}
 log "2. viewport: $NV tiles at once; cold (fresh zarrd, default config)"
 start_zarrd default
-snap0
+snap0 "$Z"
 vout=$("$TOOLS/viewport" "127.0.0.1:$ZPORT" 1 "${VPATHS[@]}")
-delta
+delta "$Z"
 vparse "$vout"
 ((V_ok == NV)) || log "warning: viewport cold: only $V_ok of $NV were 200"
 row "2 viewport cold (fresh zarrd)" "zarrd, $NV tiles at once, new connections" "$NV" "$NV" \
@@ -281,12 +318,12 @@ VCOLD_MS=$V_total_ms
 srow "2 viewport cold" \
   "$(calc %.2f "($NV + $VIEWPORT_SHARDS + 1) / $NV") ($NV ranges + $VIEWPORT_SHARDS shard indexes + 1 zarr.json)"
 log "2. viewport: warm, 5 rounds"
-snap0
+snap0 "$Z"
 vout=$("$TOOLS/viewport" "127.0.0.1:$ZPORT" 5 "${VPATHS[@]}")
-delta
+delta "$Z"
 # The median round by total time.
 vline=$(awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^total_ms=/) { split($i, a, "="); print a[2] "\t" $0 } }' <<<"$vout" \
-  | sort -n | sed -n 3p | cut -f2-)
+  | sort -g | sed -n 3p | cut -f2-)
 vparse "$vline"
 row "2 viewport warm (median of 5 rounds)" "zarrd, $NV tiles at once, new connections" "$NV" "$((NV * 5))" \
   "$(calc %.0f "$NV / ($V_total_ms / 1000)")" "$V_p50_ms" "$V_p99_ms" \
@@ -297,62 +334,87 @@ srow "2 viewport warm" "0 (decoded-chunk cache)"
 # ---------------------------------------------------------------- 3. large slice
 LARGE_PATH="/v1/slice/bench/large?s=$LARGE_SEL&format=bin"
 LNAME="3 large slice 64 MiB ($LARGE_SHARDS shards, $LARGE_INNER_CHUNKS zstd inner chunks)"
-log "3. large slice: zarrs in-process ($LARGE_REPS reps after a warm-up)"
-zout=$("$TOOLS/zarrs-read" "$DATA/data.zarr" large "$LARGE_SEL" "$LARGE_REPS" --out "$TMP/large.zarrs")
-zline=$(grep '^zarrs-read:' <<<"$zout")
-ZR_MBPS=$(kv "$zline" median_MBps)
-ZR_MED=$(kv "$zline" median_s)
-ZR_MAX=$(grep '^rep' <<<"$zout" | awk '{ print $3 }' | sort -n | tail -1)
-row "$LNAME" "zarrs-read in-process (all cores)" 1 "$LARGE_REPS" \
-  "$(calc %.2f "1 / $ZR_MED")" "$(calc %.0f "$ZR_MED * 1000")" "$(calc %.0f "$ZR_MAX * 1000") (max)" "$ZR_MBPS"
-
-log "3. large slice: zarrd, chunk cache off (fresh), curl one at a time"
+log "3. large slice: first request to a fresh zarrd (chunk cache off), checked against zarrs"
+"$TOOLS/zarrs-read" "$DATA/data.zarr" large "$LARGE_SEL" 0 --out "$TMP/large.zarrs" >/dev/null
 start_zarrd nocache
-snap0
-code=$(curl -s -o "$TMP/large.zarrd" -w '%{http_code}' "$Z$LARGE_PATH")
-delta
+snap0 "$ZN"
+code=$(curl -s -o "$TMP/large.zarrd" -w '%{http_code}' "$ZN$LARGE_PATH")
+delta "$ZN"
 [[ $code == 200 ]] || die "large slice: HTTP $code: $(head -c 300 "$TMP/large.zarrd")"
 cmp -s "$TMP/large.zarrd" "$TMP/large.zarrs" || die "zarrd's large slice differs from zarrs'"
 rm -f "$TMP/large.zarrd" "$TMP/large.zarrs"
 log "   zarrd's $LARGE_BYTES bytes equal zarrs'"
 srow "3 large slice, first request (fresh zarrd)" \
   "$((2 * LARGE_SHARDS + 1)) ($LARGE_SHARDS index reads + $LARGE_SHARDS coalesced ranges + 1 zarr.json)"
-snap0
-large_reps "$LARGE_REPS"
-delta
-LARGE_RATIO=$(calc %.2f "$L_MBPS / $ZR_MBPS")
-row "$LNAME" "zarrd HTTP bin, chunk cache off, curl sequential" 1 "$LARGE_REPS" \
-  "$(calc %.2f "1 / $L_MED")" "$(calc %.0f "$L_MED * 1000")" "$(calc %.0f "$L_MAX * 1000") (max)" "$L_MBPS"
-srow "3 large slice, chunk cache off, indexes cached" "$LARGE_SHARDS (1 coalesced range per shard)"
-
-log "3. large slice: zarrd, default config (decoded-chunk cache), curl one at a time"
-start_zarrd default
-curl -s -o /dev/null "$Z$LARGE_PATH"
-snap0
-large_reps "$LARGE_REPS"
-delta
-LARGE_RATIO_C=$(calc %.2f "$L_MBPS / $ZR_MBPS")
-row "$LNAME" "zarrd HTTP bin, default config (repeats hit the chunk cache)" 1 "$LARGE_REPS" \
-  "$(calc %.2f "1 / $L_MED")" "$(calc %.0f "$L_MED * 1000")" "$(calc %.0f "$L_MAX * 1000") (max)" "$L_MBPS"
-srow "3 large slice, default config, repeated" "0 (decoded-chunk cache)"
+curl -s -o /dev/null "$Z$LARGE_PATH" # fills the default zarrd's chunk cache
+LS_NC=(0 0 0)
+LS_C=(0 0 0)
+ZR_T=()
+LT_NC=()
+LT_C=()
+LARGE_RATIOS=()
+LARGE_RATIOS_C=()
+for r in $(seq "$ROUNDS"); do
+  log "3. large slice, round $r/$ROUNDS: zarrs in-process, zarrd without chunk cache, zarrd default; $LARGE_REPS reads each"
+  zout=$("$TOOLS/zarrs-read" "$DATA/data.zarr" large "$LARGE_SEL" "$LARGE_REPS")
+  mapfile -t zt < <(grep '^rep' <<<"$zout" | awk '{ print $3 }')
+  ZR_T+=("${zt[@]}")
+  zr=$(med "${zt[@]}")
+  LT=()
+  snap0 "$ZN"
+  large_reps "$ZN" "$LARGE_REPS"
+  delta "$ZN"
+  LS_NC=($((LS_NC[0] + DS)) $((LS_NC[1] + DH)) $((LS_NC[2] + DI)))
+  LT_NC+=("${LT[@]}")
+  LARGE_RATIOS+=("$(calc %.2f "$zr / $(med "${LT[@]}")")")
+  LT=()
+  snap0 "$Z"
+  large_reps "$Z" "$LARGE_REPS"
+  delta "$Z"
+  LS_C=($((LS_C[0] + DS)) $((LS_C[1] + DH)) $((LS_C[2] + DI)))
+  LT_C+=("${LT[@]}")
+  LARGE_RATIOS_C+=("$(calc %.2f "$zr / $(med "${LT[@]}")")")
+done
+lrow() { # LABEL TIMES...
+  local label=$1
+  shift
+  local m
+  m=$(med "$@")
+  row "$LNAME" "$label" 1 "$#" "$(calc %.2f "1 / $m")" "$(calc %.0f "$m * 1000")" \
+    "$(calc %.0f "$(max "$@") * 1000") (max)" "$(calc %.0f "$LARGE_BYTES / $m / 1e6")"
+}
+lrow "zarrs-read in-process (all cores), median" "${ZR_T[@]}"
+lrow "zarrd HTTP bin, chunk cache off, curl sequential, median" "${LT_NC[@]}"
+lrow "zarrd HTTP bin, default config (repeats hit the chunk cache), median" "${LT_C[@]}"
+LARGE_RATIO=$(med "${LARGE_RATIOS[@]}")
+LARGE_RATIO_C=$(med "${LARGE_RATIOS_C[@]}")
+srow "3 large slice, chunk cache off, indexes cached" "$LARGE_SHARDS (1 coalesced range per shard)" \
+  "${LS_NC[1]}" "${LS_NC[0]}" "${LS_NC[2]}"
+srow "3 large slice, default config, repeated" "0 (decoded-chunk cache)" "${LS_C[1]}" "${LS_C[0]}" "${LS_C[2]}"
 
 # ---------------------------------------------------------------- 4. rectilinear
 RECT_PATH="/v1/slice/bench/rect?s=$RECT_SEL&format=bin"
-for spec in "slice:$RECT_PATH" "arrays:/v1/arrays/bench/rect" "chunks:/v1/chunks/bench/rect?s=$RECT_SEL"; do
+for spec in "slice:$RECT_PATH" "slice-nocache:$RECT_PATH" "arrays:/v1/arrays/bench/rect" \
+  "chunks:/v1/chunks/bench/rect?s=$RECT_SEL"; do
   name=${spec%%:*}
   path=${spec#*:}
-  code=$(curl -s -o "$TMP/body" -w '%{http_code}' "$Z$path")
+  base=$Z
+  [[ $name == slice-nocache ]] && base=$ZN
+  code=$(curl -s -o "$TMP/body" -w '%{http_code}' "$base$path")
   [[ $code == 200 ]] || die "$path: HTTP $code: $(head -c 300 "$TMP/body")"
   size=$(stat -c %s "$TMP/body")
-  run_wrk 16 2 "$Z$path"
-  log "4. rectilinear $name: 16 connections, ${SHORT}s"
-  snap0
-  run_wrk 16 "$SHORT" "$Z$path"
-  delta
+  run_wrk 16 2 "$base$path"
+  log "4. rectilinear $name: 16 connections, ${DUR}s"
+  snap0 "$base"
+  run_wrk 16 "$DUR" "$base$path"
+  delta "$base"
   case $name in
     slice)
-      what="/v1/slice rect, $RECT_CHUNKS uneven chunks, bin"
-      min="0 with the decoded-chunk cache ($RECT_CHUNKS without)" ;;
+      what="/v1/slice rect, $RECT_CHUNKS uneven chunks, bin, default config"
+      min="0 (decoded-chunk cache)" ;;
+    slice-nocache)
+      what="the same, chunk cache off"
+      min="$RECT_CHUNKS (one GET per chunk)" ;;
     arrays)
       what="/v1/arrays/bench/rect"
       min="0 (metadata cached for metadata_ttl_secs)" ;;
@@ -365,7 +427,9 @@ for spec in "slice:$RECT_PATH" "arrays:/v1/arrays/bench/rect" "chunks:/v1/chunks
   srow "4 rect $name" "$min"
 done
 
-stop_zarrd
+stop_zarrd default
+stop_zarrd nocache
+T_END=$(date +%s)
 
 # ---------------------------------------------------------------- report
 bar() { awk -v r="$1" -v t="$2" 'BEGIN { print (r >= t ? "met" : "MISSED") }'; }
@@ -376,21 +440,21 @@ REPORT="$TMP/report.md"
   echo "## zarrd benchmark, $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo
   echo "Machine: $(nproc) CPUs ($CPU), $MEM RAM, Linux $(uname -r); client, zarrd and nginx share these CPUs."
-  echo "Load average before the run: $LOAD_BEFORE; after: $(cut -d' ' -f1-3 /proc/loadavg) (other processes on the machine skew results)."
+  echo "Load average before: $LOAD_BEFORE; after: $(cut -d' ' -f1-3 /proc/loadavg) (includes the benchmark's own client and servers; other work on the machine skews absolute numbers, the paired rounds keep ratios fair). Measurements took $((T_END - T_START)) s."
   echo "zarrd: $ZARRD; $("$NGINX" -v 2>&1 | sed 's/.*: //'); $(wrk -v 2>&1 | head -1 | awk '{ print $1, $2 }'); zarrs $(grep -A1 '^name = "zarrs"$' benches/datagen/Cargo.lock | sed -n 's/version = "\(.*\)"/\1/p')."
-  echo "wrk: 2 threads, ${DUR}s (hot tile) / ${SHORT}s (rectilinear) after a 2 s warm-up; MB/s = response bodies, 10^6 B/s."
+  echo "wrk: 2 threads, ${DUR} s per measurement after a 2 s warm-up; $ROUNDS paired rounds for the hot tile and the large slice; MB/s = response bodies, 10^6 B/s."
   echo
   echo "| scenario | server / request | conns | requests | req/s | p50 ms | p99 ms | MB/s |"
   echo "|---|---|---:|---:|---:|---:|---:|---:|"
   printf '%s' "$ROWS"
   echo
-  echo "| bar | measured | target | |"
-  echo "|---|---:|---:|---|"
-  echo "| hot tile: zarrd req/s ÷ nginx req/s (default config) | $HOT_RATIO | ≥ 0.5 | $(bar "$HOT_RATIO" 0.5) |"
-  echo "| hot tile: zarrd req/s ÷ nginx req/s (chunk cache off) | $HOT_RATIO_NC | (≥ 0.5) | $(bar "$HOT_RATIO_NC" 0.5) |"
-  echo "| large slice: zarrd MB/s ÷ zarrs in-process MB/s (chunk cache off: both decode) | $LARGE_RATIO | ≥ 0.9 | $(bar "$LARGE_RATIO" 0.9) |"
-  echo "| large slice: the same, default config (zarrd serves repeats from its cache) | $LARGE_RATIO_C | (≥ 0.9) | $(bar "$LARGE_RATIO_C" 0.9) |"
-  echo "| viewport: cold ÷ warm time for all $NV tiles | $(calc %.1f "$VCOLD_MS / $VWARM_MS") ($VCOLD_MS ms vs $VWARM_MS ms) | — | |"
+  echo "| bar (median of the per-round ratios) | rounds | measured | target | |"
+  echo "|---|---|---:|---:|---|"
+  echo "| hot tile: zarrd req/s ÷ nginx req/s, default config | ${HOT_RATIOS[*]} | $HOT_RATIO | ≥ 0.5 | $(bar "$HOT_RATIO" 0.5) |"
+  echo "| hot tile: the same, chunk cache off | ${HOT_RATIOS_NC[*]} | $HOT_RATIO_NC | (≥ 0.5) | $(bar "$HOT_RATIO_NC" 0.5) |"
+  echo "| large slice: zarrd MB/s ÷ zarrs in-process MB/s, chunk cache off (both decode) | ${LARGE_RATIOS[*]} | $LARGE_RATIO | ≥ 0.9 | $(bar "$LARGE_RATIO" 0.9) |"
+  echo "| large slice: the same, default config (zarrd serves repeats from its cache) | ${LARGE_RATIOS_C[*]} | $LARGE_RATIO_C | (≥ 0.9) | $(bar "$LARGE_RATIO_C" 0.9) |"
+  echo "| viewport: cold ÷ warm time for all $NV tiles | | $(calc %.1f "$VCOLD_MS / $VWARM_MS") ($VCOLD_MS ms vs $VWARM_MS ms) | — | |"
   echo
   echo "Storage requests (\`zarrd_storage_requests_total\` delta ÷ data requests served, from /metrics):"
   echo

@@ -5,7 +5,8 @@
 //! `zarrs-read STORE_DIR ARRAY_PATH R0:R1,C0:C1 N [--out FILE]`
 //! prints one line per repetition and a summary line
 //! `zarrs-read: median_s=… best_s=… median_MBps=… bytes=…` (MB = 10^6 bytes).
-//! `--out` writes the bytes read (for a bit-for-bit comparison with zarrd's response).
+//! `--out` writes the bytes read (for a bit-for-bit comparison with zarrd's response); with
+//! N = 0 only the warm-up read is done.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -56,6 +57,9 @@ fn main() -> Result<(), Error> {
         drop(data);
         println!("rep {i}: {secs:.4} s, {:.0} MB/s", bytes as f64 / secs / 1e6);
         times.push(secs);
+    }
+    if times.is_empty() {
+        return Ok(());
     }
     times.sort_by(f64::total_cmp);
     let median = times[times.len() / 2];
