@@ -38,7 +38,7 @@ pub fn copy_region(src: &[u8], dst: &mut [u8], region: &Region<'_>, item: usize)
         return;
     }
     for d in 0..rank {
-        debug_assert!(region.src_start[d] + (region.count[d] - 1) * region.src_step[d] < region.src_shape[d]);
+        debug_assert!(region.src_start[d] + (region.count[d] - 1) * region.src_step[d] < region.src_shape[d].max(1));
         debug_assert!(region.dst_start[d] + region.count[d] <= region.dst_shape[d]);
     }
     let src_strides = strides(region.src_shape);
@@ -92,6 +92,24 @@ pub fn copy_region(src: &[u8], dst: &mut [u8], region: &Region<'_>, item: usize)
             index[d] = 0;
         }
     }
+}
+
+/// Sets `count[d]` elements from `dst_start[d]` on along every dimension to `fill`.
+pub fn fill_region(dst: &mut [u8], dst_shape: &[u64], dst_start: &[u64], count: &[u64], fill: &[u8]) {
+    let rank = count.len();
+    if rank == 0 {
+        dst[..fill.len()].copy_from_slice(fill);
+        return;
+    }
+    // One row of fill, read again for every row of the region (source step 0).
+    let row = fill.repeat(count[rank - 1] as usize);
+    let mut src_shape = vec![1; rank];
+    src_shape[rank - 1] = count[rank - 1];
+    let mut src_step = vec![0; rank];
+    src_step[rank - 1] = 1;
+    let zeros = vec![0; rank];
+    let region = Region { src_shape: &src_shape, src_start: &zeros, src_step: &src_step, dst_shape, dst_start, count };
+    copy_region(&row, dst, &region, fill.len());
 }
 
 /// `n` elements all equal to `fill`.
@@ -153,6 +171,16 @@ mod tests {
         };
         copy_region(&src, &mut one, &pick, 2);
         assert_eq!(u16::from_le_bytes([one[0], one[1]]), 23);
+    }
+
+    #[test]
+    fn fills_a_region() {
+        let mut small = vec![0u8; 12];
+        fill_region(&mut small, &[3, 2, 2], &[1, 0, 1], &[2, 2, 1], &[9]);
+        assert_eq!(small, [0, 0, 0, 0, 0, 9, 0, 9, 0, 9, 0, 9]);
+        let mut wide = vec![0u8; 8];
+        fill_region(&mut wide, &[2, 2], &[0, 1], &[2, 1], &[1, 2]);
+        assert_eq!(wide, [0, 0, 1, 2, 0, 0, 1, 2]);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use rayon::prelude::*;
 
 use super::chunk_grid::{ChunkGrid, Dim};
 use super::codec::{CodecChain, CodecError, IndexLocation, InnerChunk, ShardingCodec};
-use super::copy::{Region, copy_region, filled};
+use super::copy::{Region, copy_region, fill_region};
 use super::metadata::ArrayMetadata;
 use super::selection::DimSelection;
 use crate::cache::{CachedIndex, ChunkCache, DecodedChunk, ObjectKey, ShardIndexCache, VersionCache};
@@ -160,8 +160,10 @@ struct Fetch {
     jobs: Vec<DecodeJob>,
 }
 
-/// A chunk's elements, decoded already (from the cache) or still encoded.
+/// A chunk's elements: decoded already (from the cache), still encoded, or never written
+/// (a missing chunk or shard, an empty inner chunk) and so the fill value.
 enum Source {
+    Fill,
     Decoded(Arc<DecodedChunk>),
     /// Encoded bytes; decoded chunks are put in the chunk cache under `cache_key`.
     Encoded {
@@ -183,45 +185,130 @@ struct DecodeJob {
 /// Results up to this size are assembled on the async task when no decoding is needed.
 const INLINE_COPY_MAX: usize = 4 << 20;
 
-/// Decodes what is still encoded (in parallel) and copies every chunk's share into the
-/// output; returns the output and the newly decoded chunks with their cache keys.
-fn assemble(
-    meta: &ArrayMetadata,
-    jobs: &[DecodeJob],
-    mut output: Output,
-) -> Result<(Vec<u8>, Vec<(Arc<DecodedChunk>, Option<ObjectKey>)>), ReadError> {
-    let decoded: Vec<(Arc<DecodedChunk>, Option<ObjectKey>)> = jobs
-        .par_iter()
-        .map(|job| match &job.source {
-            Source::Decoded(chunk) => Ok((Arc::clone(chunk), None)),
-            Source::Encoded { bytes, chain, cache_key, version } => chain
-                .decode(bytes, &job.shape, meta.data_type, &meta.fill_value)
-                .map(|data| (Arc::new(DecodedChunk { data: Some(data), version: version.clone() }), cache_key.clone()))
-                .map_err(|source| ReadError::Corrupt { key: job.key.to_string(), source }),
-        })
-        .collect::<Result<_, _>>()?;
-    let item = meta.data_type.size();
-    let elements = &mut output.data[output.reserve..];
-    for (job, (chunk, _)) in jobs.iter().zip(&decoded) {
-        let Some(data) = &chunk.data else { continue };
-        let region = Region {
-            src_shape: &job.shape,
-            src_start: &job.part.start,
-            src_step: &output.steps,
-            dst_shape: &output.shape,
-            dst_start: &job.part.out,
-            count: &job.part.count,
-        };
-        copy_region(data, elements, &region, item);
+/// Newly decoded chunks to put in the chunk cache.
+type Fresh = Vec<(Arc<DecodedChunk>, ObjectKey)>;
+
+/// The elements of one job, decoding them if needed.
+fn elements_of(meta: &ArrayMetadata, job: &DecodeJob) -> Result<Option<Arc<DecodedChunk>>, ReadError> {
+    match &job.source {
+        Source::Fill => Ok(None),
+        Source::Decoded(chunk) => Ok(Some(Arc::clone(chunk))),
+        Source::Encoded { bytes, chain, version, .. } => chain
+            .decode(bytes, &job.shape, meta.data_type, &meta.fill_value)
+            .map(|data| Some(Arc::new(DecodedChunk { data: Some(data), version: version.clone() })))
+            .map_err(|source| ReadError::Corrupt { key: job.key.to_string(), source }),
     }
-    // Chunks already cached need no new entry.
-    let fresh = decoded.into_iter().filter(|(_, key)| key.is_some()).collect();
-    Ok((output.data, fresh))
+}
+
+/// Writes one job's share of the output into `band`, which holds output rows
+/// `band_start..` along the first dimension (the whole output for 0-d arrays).
+fn place(
+    meta: &ArrayMetadata,
+    layout: &Layout,
+    band: &mut [u8],
+    band_start: u64,
+    job: &DecodeJob,
+    chunk: Option<&DecodedChunk>,
+) {
+    let item = meta.data_type.size();
+    let mut dst_shape = layout.shape.clone();
+    let mut dst_start = job.part.out.clone();
+    if let (Some(rows), Some(first)) = (dst_shape.first_mut(), dst_start.first_mut()) {
+        *rows = (band.len() / item) as u64 / layout.shape[1..].iter().product::<u64>().max(1);
+        *first -= band_start;
+    }
+    match chunk.and_then(|c| c.data.as_deref()) {
+        Some(data) => {
+            let region = Region {
+                src_shape: &job.shape,
+                src_start: &job.part.start,
+                src_step: &layout.steps,
+                dst_shape: &dst_shape,
+                dst_start: &dst_start,
+                count: &job.part.count,
+            };
+            copy_region(data, band, &region, item);
+        }
+        // The buffer starts zeroed, so a zero fill value needs no writing.
+        None if meta.fill_value.iter().all(|&b| b == 0) => {}
+        None => fill_region(band, &dst_shape, &dst_start, &job.part.count, &meta.fill_value),
+    }
+}
+
+/// Decodes what is still encoded and copies every job's share into the output, in
+/// parallel: the output is cut into bands of rows (one per chunk row along the first
+/// dimension), each decoded and written by one task, so no pass over the whole buffer is
+/// serial. With too few bands to keep the cores busy, chunks are decoded in parallel first.
+fn assemble(meta: &ArrayMetadata, jobs: &[DecodeJob], output: Output) -> Result<(Vec<u8>, Fresh), ReadError> {
+    let Output { mut data, reserve, shape, steps } = output;
+    let layout = Layout { shape, steps };
+    let item = meta.data_type.size();
+    let row_bytes = layout.shape.iter().skip(1).product::<u64>() as usize * item;
+    // Bands: the row ranges along the first dimension that no job crosses (a missing
+    // shard's fill spans the rows of several inner chunks of its neighbours), in order.
+    let mut bands: Vec<(u64, u64, Vec<usize>)> = Vec::new();
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_by_key(|&i| jobs[i].part.out.first().copied().unwrap_or(0));
+    for i in order {
+        let start = jobs[i].part.out.first().copied().unwrap_or(0);
+        let end = start + jobs[i].part.count.first().copied().unwrap_or(1);
+        match bands.last_mut() {
+            Some((s, count, members)) if start < *s + *count => {
+                *count = (*count).max(end - *s);
+                members.push(i);
+            }
+            _ => bands.push((start, end - start, vec![i])),
+        }
+    }
+    let threads = rayon::current_num_threads();
+    let predecoded: Vec<Option<Arc<DecodedChunk>>> = if bands.len() >= 2 * threads {
+        Vec::new()
+    } else {
+        jobs.par_iter().map(|job| elements_of(meta, job)).collect::<Result<_, _>>()?
+    };
+    // Cut the element buffer into the bands' row ranges.
+    let mut slices: Vec<(u64, &mut [u8], &Vec<usize>)> = Vec::with_capacity(bands.len());
+    let mut rest = &mut data[reserve..];
+    let mut at = 0u64;
+    for (start, count, members) in &bands {
+        let (_, tail) = std::mem::take(&mut rest).split_at_mut(((start - at) as usize) * row_bytes);
+        let len = if layout.shape.is_empty() { tail.len() } else { *count as usize * row_bytes };
+        let (band, tail) = tail.split_at_mut(len);
+        slices.push((*start, band, members));
+        rest = tail;
+        at = start + count;
+    }
+    let fresh: Vec<Fresh> = slices
+        .into_par_iter()
+        .map(|(start, band, members)| {
+            let mut fresh = Vec::new();
+            for &i in members {
+                let job = &jobs[i];
+                let chunk = match predecoded.get(i) {
+                    Some(chunk) => chunk.clone(),
+                    None => elements_of(meta, job)?,
+                };
+                place(meta, &layout, band, start, job, chunk.as_deref());
+                if let (Source::Encoded { cache_key: Some(key), .. }, Some(chunk)) = (&job.source, chunk) {
+                    fresh.push((chunk, key.clone()));
+                }
+            }
+            Ok(fresh)
+        })
+        .collect::<Result<_, ReadError>>()?;
+    Ok((data, fresh.into_iter().flatten().collect()))
 }
 
 /// Single-flight per chunk is used when a shard read needs at most this many uncached
 /// chunks (hot tiles); larger reads fetch their chunks in coalesced ranges instead.
 const SINGLE_FLIGHT_MAX: usize = 4;
+
+/// The shape of the output (full rank: dropped dimensions have length 1) and the steps
+/// of the selection.
+struct Layout {
+    shape: Vec<u64>,
+    steps: Vec<u64>,
+}
 
 /// The output buffer and its full-rank shape (dropped dimensions have length 1).
 struct Output {
@@ -257,9 +344,9 @@ impl ArrayReader {
     pub async fn read(&self, selection: &[DimSelection], reserve: usize) -> Result<ReadOutput, ReadError> {
         let shape: Vec<u64> = selection.iter().map(|s| s.count).collect();
         let n: u64 = shape.iter().product();
-        let mut data = Vec::with_capacity(reserve + n as usize * self.meta.data_type.size());
-        data.resize(reserve, 0);
-        data.extend_from_slice(&filled(n as usize, &self.meta.fill_value));
+        // Zeroed memory comes from the allocator untouched; every element is then written
+        // exactly once, by its chunk or as fill, in `assemble`.
+        let data = vec![0u8; reserve + n as usize * self.meta.data_type.size()];
         let output = Output { data, reserve, shape, steps: selection.iter().map(|s| s.step).collect() };
         if n == 0 {
             return Ok(ReadOutput { data: output.data, versions: Vec::new() });
@@ -291,7 +378,7 @@ impl ArrayReader {
         // Fetches complete in any order; validators must not depend on it.
         versions.sort_unstable();
         let meta = Arc::clone(&self.meta);
-        let all_decoded = jobs.iter().all(|j| matches!(j.source, Source::Decoded(_)));
+        let all_decoded = jobs.iter().all(|j| !matches!(j.source, Source::Encoded { .. }));
         let (data, decoded) = if all_decoded && n as usize * meta.data_type.size() <= INLINE_COPY_MAX {
             // Cached tiles: a small copy is cheaper here than a hop to the blocking pool.
             assemble(&meta, &jobs, output)?
@@ -301,9 +388,7 @@ impl ArrayReader {
                 .map_err(|e| ReadError::Task(e.to_string()))??
         };
         for (chunk, cache_key) in decoded {
-            if let Some(cache_key) = cache_key {
-                self.chunks.insert(cache_key, chunk).await;
-            }
+            self.chunks.insert(cache_key, chunk).await;
         }
         Ok(ReadOutput { data, versions })
     }
@@ -340,7 +425,8 @@ impl ArrayReader {
         let shape = self.grid().chunk_shape(&part.coords);
         if !self.chunks.enabled() {
             let Some(object) = self.store.get_object(&key).await? else {
-                return Ok(Fetch { key, version: MISSING.into(), jobs: Vec::new() });
+                let job = DecodeJob { key: key.as_str().into(), source: Source::Fill, shape, part };
+                return Ok(Fetch { key, version: MISSING.into(), jobs: vec![job] });
             };
             let source = Source::Encoded {
                 bytes: object.bytes,
@@ -365,12 +451,8 @@ impl ArrayReader {
             .await
             .map_err(|e| Arc::try_unwrap(e).unwrap_or_else(ReadError::Shared))?;
         let version = chunk.version.clone();
-        let jobs = if chunk.data.is_some() {
-            vec![DecodeJob { key: key.as_str().into(), source: Source::Decoded(chunk), shape, part }]
-        } else {
-            Vec::new()
-        };
-        Ok(Fetch { key, version, jobs })
+        let source = if chunk.data.is_some() { Source::Decoded(chunk) } else { Source::Fill };
+        Ok(Fetch { key: key.clone(), version, jobs: vec![DecodeJob { key: key.as_str().into(), source, shape, part }] })
     }
 
     /// Decodes one chunk on the blocking pool.
@@ -455,7 +537,9 @@ impl ArrayReader {
         let key = self.chunk_key(&part.coords);
         let shard_shape = self.grid().chunk_shape(&part.coords);
         let Some(index) = self.shard_index(sharding, &key, &shard_shape).await? else {
-            return Ok(Fetch { key, version: MISSING.into(), jobs: Vec::new() });
+            let job =
+                DecodeJob { key: key.as_str().into(), source: Source::Fill, shape: Vec::new(), part: part.clone() };
+            return Ok(Fetch { key, version: MISSING.into(), jobs: vec![job] });
         };
         let version = index.version.clone();
         let inner_grid =
@@ -477,7 +561,15 @@ impl ArrayReader {
         for inner in parts(&per_dim) {
             let linear =
                 inner.coords.iter().zip(&index.chunks_per_shard).fold(0u64, |acc, (&c, &n)| acc * n + c) as usize;
-            let InnerChunk::Stored { offset, nbytes } = index.chunk(linear) else { continue };
+            let InnerChunk::Stored { offset, nbytes } = index.chunk(linear) else {
+                jobs.push(DecodeJob {
+                    key: Arc::clone(&shared_key),
+                    source: Source::Fill,
+                    shape: Vec::new(),
+                    part: inner,
+                });
+                continue;
+            };
             let range = offset..offset + nbytes;
             // The index version is in the key, so a rewritten shard never hits stale entries.
             let cache_key = self

@@ -31,8 +31,8 @@ impl BytesCodec {
         Ok(Self { big_endian: big_endian && data_type.swap_unit() > 1 })
     }
 
-    /// Checks the length and returns little-endian elements.
-    pub fn decode(self, input: &[u8], shape: &[u64], data_type: DataType) -> Result<Vec<u8>, CodecError> {
+    /// Checks the length and returns little-endian elements, reusing `input`'s buffer.
+    pub fn decode(self, input: Vec<u8>, shape: &[u64], data_type: DataType) -> Result<Vec<u8>, CodecError> {
         let expected = shape.iter().product::<u64>() as usize * data_type.size();
         if input.len() != expected {
             return Err(CodecError::corrupt(
@@ -40,7 +40,7 @@ impl BytesCodec {
                 format!("{} bytes where the chunk shape needs {expected}", input.len()),
             ));
         }
-        let mut out = input.to_vec();
+        let mut out = input;
         if self.big_endian {
             for unit in out.chunks_exact_mut(data_type.swap_unit()) {
                 unit.reverse();
@@ -61,18 +61,19 @@ mod tests {
 
     #[test]
     fn swaps_big_endian_units() {
-        let out = codec("big", DataType::UInt32).decode(&[0, 0, 1, 2, 0, 0, 0, 7], &[2], DataType::UInt32).unwrap();
+        let out = codec("big", DataType::UInt32).decode(vec![0, 0, 1, 2, 0, 0, 0, 7], &[2], DataType::UInt32).unwrap();
         assert_eq!(out, [2, 1, 0, 0, 7, 0, 0, 0]);
         // complex64 swaps each f32 half separately.
-        let c = codec("big", DataType::Complex64).decode(&[1, 2, 3, 4, 5, 6, 7, 8], &[1], DataType::Complex64).unwrap();
+        let c =
+            codec("big", DataType::Complex64).decode(vec![1, 2, 3, 4, 5, 6, 7, 8], &[1], DataType::Complex64).unwrap();
         assert_eq!(c, [4, 3, 2, 1, 8, 7, 6, 5]);
-        let le = codec("little", DataType::Int16).decode(&[1, 2], &[1], DataType::Int16).unwrap();
+        let le = codec("little", DataType::Int16).decode(vec![1, 2], &[1], DataType::Int16).unwrap();
         assert_eq!(le, [1, 2]);
     }
 
     #[test]
     fn wrong_length_is_corrupt() {
-        assert!(codec("little", DataType::Int16).decode(&[1, 2, 3], &[2], DataType::Int16).is_err());
+        assert!(codec("little", DataType::Int16).decode(vec![1, 2, 3], &[2], DataType::Int16).is_err());
         assert!(BytesCodec::from_config(json!({"endian": "middle"}).as_object(), DataType::Int16).is_err());
     }
 }

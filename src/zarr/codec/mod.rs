@@ -217,11 +217,14 @@ impl CodecChain {
             let max_len = bytes_len.saturating_add(64 * i);
             owned = Some(codec.decode(input, max_len)?);
         }
-        let bytes = owned.as_deref().unwrap_or(encoded);
         let mut array = match &self.array_to_bytes {
-            ArrayToBytes::Bytes(b) => b.decode(bytes, &encoded_shape, data_type)?,
-            ArrayToBytes::Sharding(s) => s.decode(bytes, &encoded_shape, data_type, fill)?,
+            // The last bytes→bytes output (or a copy of the stored bytes) becomes the array.
+            ArrayToBytes::Bytes(b) => b.decode(owned.unwrap_or_else(|| encoded.to_vec()), &encoded_shape, data_type)?,
+            ArrayToBytes::Sharding(s) => {
+                s.decode(owned.as_deref().unwrap_or(encoded), &encoded_shape, data_type, fill)?
+            }
         };
+
         let mut shapes = vec![shape.to_vec()];
         for c in &self.array_to_array {
             let ArrayToArray::Transpose(t) = c;

@@ -3,7 +3,15 @@
 //! `TensorStore` writes frames without the content-size field, so a frame without it is
 //! decoded by streaming; either way the output is capped at `max_len`.
 
+use std::cell::RefCell;
+
 use super::{CodecError, read_capped};
+
+thread_local! {
+    /// A decompression context per thread: creating one per chunk is measurable.
+    static DECOMPRESSOR: RefCell<Option<::zstd::bulk::Decompressor<'static>>> =
+        RefCell::new(::zstd::bulk::Decompressor::new().ok());
+}
 
 pub fn decode(input: &[u8], max_len: usize) -> Result<Vec<u8>, CodecError> {
     let corrupt = |e: std::io::Error| CodecError::corrupt("zstd", e.to_string());
@@ -11,9 +19,12 @@ pub fn decode(input: &[u8], max_len: usize) -> Result<Vec<u8>, CodecError> {
         if size > max_len as u64 {
             return Err(CodecError::TooLarge { codec: "zstd", limit: max_len });
         }
-        // One frame with a known size decodes in one call; several frames fall through.
-        if let Ok(out) = ::zstd::bulk::decompress(input, size as usize)
-            && out.len() == size as usize
+        // One frame with a known size decodes in one call, with this thread's reusable
+        // context; several frames fall through to streaming.
+        if let Ok(out) = DECOMPRESSOR.with_borrow_mut(|d| match d {
+            Some(d) => d.decompress(input, size as usize),
+            None => ::zstd::bulk::decompress(input, size as usize),
+        }) && out.len() == size as usize
         {
             return Ok(out);
         }
