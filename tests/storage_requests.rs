@@ -123,3 +123,20 @@ async fn a_rewritten_shard_is_not_mixed_with_its_old_index() {
     assert_eq!(reply.status, 200, "{}", reply.describe());
     assert_eq!(reply.body, first.body, "the same values, read with the new shard's own index");
 }
+
+/// A revalidation against a cold server reads shard indexes (or HEADs chunks), never
+/// chunk data.
+#[tokio::test]
+async fn a_cold_revalidation_reads_no_chunk_data() {
+    let (warm, _) = counting_app("").await;
+    for (uri, chunks) in [(INNER, 0u64), ("/v1/slice/conf/regular/f4_zstd_partial?s=0:10,0:20", 4)] {
+        let etag = get(&warm, uri).await.header("etag").to_owned();
+        let (cold, store) = counting_app("").await;
+        let reply = get_with(&cold, uri, &[("if-none-match", &etag)]).await;
+        assert_eq!(reply.status, 304, "{uri}");
+        let (gets, heads, ranges, _) = store.counts();
+        // zarr.json, plus the shard index for the sharded array; HEADs for the chunks.
+        let index_reads = u64::from(chunks == 0);
+        assert_eq!((gets, heads, ranges), (1 + index_reads, chunks, 0), "{uri}: {:?}", store.counts());
+    }
+}

@@ -37,10 +37,10 @@ pub async fn slice(
     let selection = Selection::parse(params.get("s").unwrap_or(""))?.resolve(&array.meta.shape)?;
     let shape = result_shape(&selection);
     render.check(&array.meta, &shape, state.config.limits.max_response_bytes)?;
-    // A revalidation whose objects were all seen recently is answered without storage reads.
-    if headers.contains_key(header::IF_NONE_MATCH)
-        && let Some(versions) = array.cached_versions(&selection).await
-    {
+    // A revalidation is answered before any chunk is fetched or decoded: from cached
+    // versions with no storage request, else from shard indexes or HEADs.
+    if headers.contains_key(header::IF_NONE_MATCH) {
+        let versions = array.validation_versions(&selection).await?;
         let etag = etag(&ds, &path, &array.meta, &selection, &render, &versions);
         if not_modified(&headers, &etag) {
             return Ok(with_validators(

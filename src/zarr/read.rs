@@ -20,7 +20,7 @@ use super::copy::{Region, copy_region, fill_region};
 use super::metadata::ArrayMetadata;
 use super::selection::DimSelection;
 use crate::cache::{CachedIndex, ChunkCache, DecodedChunk, ObjectKey, ShardIndexCache, VersionCache};
-use crate::store::{Store, StoreError};
+use crate::store::{Store, StoreError, object_version};
 
 /// The version recorded for an object that does not exist.
 const MISSING: &str = "-";
@@ -393,30 +393,46 @@ impl ArrayReader {
         Ok(ReadOutput { data, versions })
     }
 
-    /// The versions a read of `selection` would record, if every object it touches has
-    /// been seen recently (shard indexes cached, chunk versions remembered); `None` means
-    /// storage must be consulted. Lets a conditional request be answered without reads.
-    pub async fn cached_versions(&self, selection: &[DimSelection]) -> Option<Vec<(String, String)>> {
+    /// The versions a read of `selection` would record, found without reading chunk data:
+    /// from the caches when the objects were seen recently (then with no storage request
+    /// at all), else from shard indexes (sharded arrays) or HEAD requests. Lets a
+    /// conditional request be answered 304 before any chunk is fetched or decoded.
+    pub async fn validation_versions(&self, selection: &[DimSelection]) -> Result<Vec<(String, String)>, ReadError> {
         if selection.iter().any(|s| s.count == 0) {
-            return Some(Vec::new());
+            return Ok(Vec::new());
         }
         let per_dim: Vec<Vec<Touch>> = self.grid().dims.iter().zip(selection).map(|(d, s)| touched(d, s)).collect();
-        self.check_chunk_count(&per_dim).ok()?;
-        let mut versions = Vec::new();
-        for part in parts(&per_dim) {
-            let key = self.chunk_key(&part.coords);
-            let cache_key = (Arc::clone(&self.dataset), key.clone());
-            let version = match self.meta.sharding() {
-                Some(_) => match self.indexes.peek(&cache_key).await? {
-                    Some(index) => index.version.clone(),
-                    None => MISSING.to_owned(),
-                },
-                None => self.versions.get(&cache_key).await?.to_string(),
-            };
-            versions.push((key, version));
-        }
+        self.check_chunk_count(&per_dim)?;
+        let mut versions: Vec<(String, String)> = futures::stream::iter(parts(&per_dim))
+            .map(|part| async move {
+                let key = self.chunk_key(&part.coords);
+                let cache_key = (Arc::clone(&self.dataset), key.clone());
+                let version = match self.meta.sharding() {
+                    Some(sharding) => {
+                        let shard_shape = self.grid().chunk_shape(&part.coords);
+                        match self.shard_index(sharding, &key, &shard_shape).await? {
+                            Some(index) => index.version.clone(),
+                            None => MISSING.to_owned(),
+                        }
+                    }
+                    None => {
+                        if let Some(v) = self.versions.get(&cache_key).await {
+                            v.to_string()
+                        } else {
+                            let head = self.store.head(&key).await?;
+                            let v = head.map_or_else(|| MISSING.to_owned(), |m| object_version(&m));
+                            self.versions.insert(cache_key, &v).await;
+                            v
+                        }
+                    }
+                };
+                Ok::<_, ReadError>((key, version))
+            })
+            .buffer_unordered(FETCH_FAN_OUT)
+            .try_collect()
+            .await?;
         versions.sort_unstable();
-        Some(versions)
+        Ok(versions)
     }
 
     /// A whole stored chunk (unsharded, or a shard whose chain hides byte ranges).
