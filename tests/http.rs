@@ -437,3 +437,25 @@ async fn errors_from_outside_the_handlers_are_problem_documents_too() {
     let raw = get_with(&app, "/v1/chunk/conf/regular/u1_blosc?c=0,0", &[("accept", "text/html")]).await;
     assert_eq!((raw.status.as_u16(), raw.header("content-type")), (200, "application/octet-stream"));
 }
+
+#[tokio::test]
+async fn inner_listings_and_pngs_are_bounded() {
+    use object_store::ObjectStoreExt;
+    let (store, mem) = common::memory_store_handle(&conformance_dir().join("data.zarr")).await;
+    // Shards of 1000x1000 one-element inner chunks: a million inner chunks per shard.
+    let doc = serde_json::json!({
+        "zarr_format": 3, "node_type": "array", "shape": [2000, 2000], "data_type": "uint8",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1000, 1000]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "sharding_indexed", "configuration": {"chunk_shape": [1, 1],
+            "codecs": [{"name": "bytes"}], "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]}}]
+    });
+    mem.put(&object_store::path::Path::from("dense/zarr.json"), doc.to_string().into_bytes().into()).await.unwrap();
+    let app = app_with(vec![("conf", store)], config("[limits]\nmax_response_bytes = 4000000"));
+    let problem = get(&app, "/v1/chunks/conf/dense?inner=true&s=0:1000,0:1000").await.assert_problem(413);
+    assert!(problem["detail"].as_str().unwrap().contains("1000000"), "{problem}");
+    assert_eq!(get(&app, "/v1/chunks/conf/dense?inner=true&s=0:10,0:10").await.status, 200);
+    // PNG needs working memory per pixel: 1000x1000 u8 is 1 MB of data but too big as PNG here.
+    assert_eq!(get(&app, "/v1/slice/conf/dense?s=0:1000,0:1000&format=bin").await.status, 200);
+    get(&app, "/v1/slice/conf/dense?s=0:1000,0:1000&format=png").await.assert_problem(413);
+}

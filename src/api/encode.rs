@@ -211,6 +211,9 @@ pub fn element_f64(b: &[u8], data_type: DataType) -> Option<f64> {
     })
 }
 
+/// Working memory per element while encoding a PNG (value, pixel, compressed row share).
+pub const PNG_BYTES_PER_ELEMENT: u64 = 20;
+
 /// An 8-bit grayscale + alpha PNG of a 2-D result: values map linearly from
 /// `[vmin, vmax]` to 0–255 (clamped); fill values and NaN are fully transparent.
 pub fn png(

@@ -108,6 +108,8 @@ impl Render {
         let n: u128 = shape.iter().map(|&d| u128::from(d)).product();
         let (what, per_element) = match self.format {
             Format::Json => ("JSON", encode::json_bytes_per_element(meta.data_type)),
+            // The PNG encoder holds a scaled value and a pixel per element.
+            Format::Png => ("PNG", encode::PNG_BYTES_PER_ELEMENT),
             _ => ("binary data", meta.data_type.size() as u64),
         };
         let size = n * u128::from(per_element);

@@ -62,7 +62,7 @@ impl ArrayReader {
         let end = (u128::from(offset) + u128::from(limit)).min(total);
         let positions: Vec<u64> = (u128::from(offset)..end).map(|p| p as u64).collect();
         let steps: Vec<u64> = selection.iter().map(|s| s.step).collect();
-        let entries: Vec<ChunkEntry> = futures::stream::iter(positions)
+        let mut entries = futures::stream::iter(positions)
             .map(|pos| {
                 // Mixed-radix decoding of the position into one touch per dimension.
                 let mut rest = pos;
@@ -75,12 +75,12 @@ impl ArrayReader {
                 let steps = &steps;
                 async move { self.entry(&picks, steps, inner).await }
             })
-            .buffered(LIST_FAN_OUT)
-            .try_collect()
-            .await?;
-        let mut chunks = Vec::with_capacity(entries.len());
+            .buffered(LIST_FAN_OUT);
+        // Entries arrive in order; the page ends early once it holds enough inner chunks
+        // (dropping the stream cancels the lookups still pending).
+        let mut chunks = Vec::new();
         let mut inner_count = 0usize;
-        for entry in entries {
+        while let Some(entry) = entries.try_next().await? {
             inner_count += entry.inner.as_ref().map_or(0, Vec::len);
             if inner_count > MAX_INNER_PER_PAGE && !chunks.is_empty() {
                 break;
@@ -100,9 +100,6 @@ impl ArrayReader {
         match self.meta.sharding().filter(|_| inner) {
             Some(sharding) => {
                 let shard_shape = self.grid().chunk_shape(&entry.coords);
-                let Some(index) = self.shard_index(sharding, &entry.key, &shard_shape).await? else { return Ok(entry) };
-                entry.state = "present";
-                entry.size = Some(index.shard_len);
                 let read_shape = self.meta.read_chunk_shape().unwrap_or_default();
                 let per_dim: Vec<Vec<Touch>> = (0..picks.len())
                     .map(|d| {
@@ -111,6 +108,13 @@ impl ArrayReader {
                         touched(&Dim::fixed(read_shape[d], shard_shape[d]), &sel)
                     })
                     .collect();
+                let count: u128 = per_dim.iter().map(|t| t.len() as u128).product();
+                if count > MAX_INNER_PER_PAGE as u128 {
+                    return Err(ReadError::TooManyChunks { chunks: count, limit: MAX_INNER_PER_PAGE as u64 });
+                }
+                let Some(index) = self.shard_index(sharding, &entry.key, &shard_shape).await? else { return Ok(entry) };
+                entry.state = "present";
+                entry.size = Some(index.shard_len);
                 let mut list = Vec::new();
                 for local in cartesian(&per_dim) {
                     let origin: Vec<u64> =
