@@ -178,45 +178,52 @@ impl Catalog {
     async fn discover(&self, ds: &Dataset) -> Result<Vec<Value>> {
         let root = self.node(ds, "").await?;
         let mut nodes = vec![describe("", &root)];
-        if let Node::Group(g) = &root
-            && let Some(consolidated) = &g.consolidated
-        {
+        let Node::Group(group) = &root else { return Ok(nodes) };
+        let mut candidates: Vec<String> = ds.store.list_dirs("").await?;
+        if let Some(consolidated) = &group.consolidated {
             for (path, doc) in consolidated {
                 nodes.push(describe_doc(path, doc));
             }
-            nodes.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
-            return Ok(nodes);
+            // Writers consolidate only what they recognise (zarr-python leaves out arrays
+            // under an implicit group), so the root's other directories are walked too;
+            // when the consolidated metadata is complete that costs this one listing.
+            let known: std::collections::HashSet<&str> =
+                consolidated.keys().filter_map(|k| k.split('/').next()).collect();
+            candidates.retain(|name| !known.contains(name.as_str()));
         }
-        let mut groups = if matches!(root, Node::Group(_)) { vec![String::new()] } else { Vec::new() };
+        self.walk(ds, candidates, &mut nodes).await?;
+        nodes.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
+        Ok(nodes)
+    }
+
+    /// Probes `candidates` (paths of directories) for nodes, level by level: groups and
+    /// directories without `zarr.json` are listed for the next level, arrays never (so
+    /// chunks are never enumerated).
+    async fn walk(&self, ds: &Dataset, mut candidates: Vec<String>, nodes: &mut Vec<Value>) -> Result<()> {
         let mut visited = 0usize;
         for _ in 0..MAX_LISTED_DEPTH {
-            visited += groups.len();
-            if groups.is_empty() || nodes.len() >= MAX_LISTED_NODES || visited >= MAX_LISTED_NODES {
+            visited += candidates.len();
+            if candidates.is_empty() || nodes.len() >= MAX_LISTED_NODES || visited >= MAX_LISTED_NODES {
                 break;
             }
-            let mut children = Vec::new();
-            for group in &groups {
-                let prefix = group.clone();
-                children.extend(ds.store.list_dirs(&prefix).await?.into_iter().map(|name| join(group, &name)));
-            }
-            let found: Vec<(String, Result<Node>)> = futures::stream::iter(children)
+            let found: Vec<(String, Result<Node>)> = futures::stream::iter(std::mem::take(&mut candidates))
                 .map(|path| async move { (path.clone(), self.node(ds, &path).await) })
                 .buffered(16)
                 .collect()
                 .await;
-            groups = Vec::new();
+            let mut containers = Vec::new();
             for (path, node) in found {
                 match node {
                     Ok(node) => {
                         if matches!(node, Node::Group(_)) {
-                            groups.push(path.clone());
+                            containers.push(path.clone());
                         }
                         nodes.push(describe(&path, &node));
                     }
                     // A directory without zarr.json under a group is not a node, but old
                     // writers left implicit groups, so look inside (chunk directories only
                     // exist under arrays, which are never descended).
-                    Err(Error::NotFound(_)) => groups.push(path),
+                    Err(Error::NotFound(_)) => containers.push(path),
                     // A node the server cannot serve is still part of the tree.
                     Err(Error::Unsupported(_) | Error::Corrupt(_)) => {
                         nodes.push(json!({"path": path, "node_type": "array"}));
@@ -224,12 +231,14 @@ impl Catalog {
                     Err(e) => return Err(e),
                 }
                 if nodes.len() >= MAX_LISTED_NODES {
-                    break;
+                    return Ok(());
                 }
             }
+            for container in &containers {
+                candidates.extend(ds.store.list_dirs(container).await?.into_iter().map(|name| join(container, &name)));
+            }
         }
-        nodes.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
-        Ok(nodes)
+        Ok(())
     }
 }
 

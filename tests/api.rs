@@ -259,3 +259,20 @@ async fn png_renders_scaled_gray_with_transparent_fill() {
         }
     }
 }
+
+#[tokio::test]
+async fn consolidated_metadata_and_what_it_left_out_are_listed() {
+    // The extra set's root has consolidated metadata, which zarr-python wrote without the
+    // tensorstore arrays (they sit under an implicit group).
+    let app = app_with(vec![("extra", common::local_store(&common::fixtures().join("extra/data.zarr")))], config(""));
+    let tree = get(&app, "/v1/datasets/extra").await.json();
+    let nodes = tree["nodes"].as_array().unwrap();
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(common::fixtures().join("extra/manifest.json")).unwrap()).unwrap();
+    for array in manifest["arrays"].as_array().unwrap() {
+        let node =
+            nodes.iter().find(|n| n["path"] == array["path"]).unwrap_or_else(|| panic!("{} not listed", array["path"]));
+        assert_eq!((&node["shape"], &node["node_type"]), (&array["shape"], &json!("array")));
+    }
+    assert!(nodes.iter().any(|n| n["path"] == "groups/a/b" && n["node_type"] == "group"));
+}
