@@ -179,7 +179,16 @@ impl Catalog {
         let root = self.node(ds, "").await?;
         let mut nodes = vec![describe("", &root)];
         let Node::Group(group) = &root else { return Ok(nodes) };
-        let mut candidates: Vec<String> = ds.store.list_dirs("").await?;
+        let listing = ds.store.list_dirs("").await;
+        let mut candidates = match (&group.consolidated, listing) {
+            (_, Ok(names)) => names,
+            // Some stores cannot list (plain HTTP servers); consolidated metadata suffices.
+            (Some(_), Err(e)) => {
+                tracing::warn!(dataset = %ds.name, error = %e, "cannot list the dataset root; using consolidated metadata only");
+                Vec::new()
+            }
+            (None, Err(e)) => return Err(e.into()),
+        };
         if let Some(consolidated) = &group.consolidated {
             for (path, doc) in consolidated {
                 nodes.push(describe_doc(path, doc));
