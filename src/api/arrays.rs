@@ -1,21 +1,17 @@
 //! `GET /v1/arrays/{ds}/{*path}`: what an array is and how it is chunked.
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::response::Response;
 use serde_json::{Value, json};
 
-use super::{Params, json_response};
+use super::{NodePath, Params, json_response};
 use crate::AppState;
 use crate::error::Result;
 use crate::zarr::metadata::ArrayMetadata;
 
-pub async fn root(state: State<AppState>, Path(ds): Path<String>, query: RawQuery) -> Result<Response> {
-    show(state, Path((ds, String::new())), query).await
-}
-
 pub async fn show(
     State(state): State<AppState>,
-    Path((ds, path)): Path<(String, String)>,
+    NodePath { ds, path }: NodePath,
     RawQuery(query): RawQuery,
 ) -> Result<Response> {
     Params::parse(query.as_deref(), &[])?;

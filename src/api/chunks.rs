@@ -1,13 +1,13 @@
 //! `GET /v1/chunks/{ds}/{*path}` (chunk listing) and `GET /v1/chunk/{ds}/{*path}` (one
 //! chunk of the read grid, raw or decoded).
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use super::slice::{Render, with_validators};
-use super::{EtagBuilder, NoCompress, Params, json_response, not_modified};
+use super::{EtagBuilder, NoCompress, NodePath, Params, json_response, not_modified};
 use crate::AppState;
 use crate::error::{Error, Result};
 use crate::zarr::copy::{Region, copy_region};
@@ -18,13 +18,9 @@ use crate::zarr::selection::Selection;
 pub const DEFAULT_LIMIT: u64 = 1000;
 pub const MAX_LIMIT: u64 = 10_000;
 
-pub async fn list_root(state: State<AppState>, Path(ds): Path<String>, query: RawQuery) -> Result<Response> {
-    list(state, Path((ds, String::new())), query).await
-}
-
 pub async fn list(
     State(state): State<AppState>,
-    Path((ds, path)): Path<(String, String)>,
+    NodePath { ds, path }: NodePath,
     RawQuery(query): RawQuery,
 ) -> Result<Response> {
     let params = Params::parse(query.as_deref(), &["s", "inner", "limit", "cursor"])?;
@@ -62,18 +58,9 @@ pub async fn list(
     Ok(json_response(&body, &state.config.http.cache_control))
 }
 
-pub async fn chunk_root(
-    state: State<AppState>,
-    Path(ds): Path<String>,
-    query: RawQuery,
-    headers: HeaderMap,
-) -> Result<Response> {
-    chunk(state, Path((ds, String::new())), query, headers).await
-}
-
 pub async fn chunk(
     State(state): State<AppState>,
-    Path((ds, path)): Path<(String, String)>,
+    NodePath { ds, path }: NodePath,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response> {

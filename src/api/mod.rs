@@ -16,6 +16,27 @@ use axum::response::{IntoResponse, Response};
 
 use crate::error::{Error, Result};
 
+/// The `{ds}` and optional `{*path}` of a node route: the same handler serves
+/// `/v1/x/{ds}` (the dataset root, path "") and `/v1/x/{ds}/{*path}`.
+#[derive(Debug)]
+pub struct NodePath {
+    pub ds: String,
+    pub path: String,
+}
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for NodePath {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self> {
+        let axum::extract::Path(mut params) =
+            axum::extract::Path::<std::collections::HashMap<String, String>>::from_request_parts(parts, state)
+                .await
+                .map_err(|e| Error::BadRequest(e.body_text()))?;
+        let ds = params.remove("ds").ok_or_else(|| Error::Internal("route without {ds}".into()))?;
+        Ok(Self { ds, path: params.remove("path").unwrap_or_default() })
+    }
+}
+
 /// Marks a response whose body must not be compressed (already-compressed chunk bytes,
 /// byte ranges of stored objects).
 #[derive(Debug, Clone, Copy)]

@@ -1,12 +1,12 @@
 //! `GET /v1/slice/{ds}/{*path}?s=SELECTION&format=FORMAT`: a region of an array,
 //! decoded server-side.
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::encode::{self, Format};
-use super::{EtagBuilder, Params, not_modified};
+use super::{EtagBuilder, NodePath, Params, not_modified};
 use crate::AppState;
 use crate::error::{Error, Result};
 use crate::zarr::data_type::DataType;
@@ -15,18 +15,9 @@ use crate::zarr::selection::{DimSelection, Selection, result_shape};
 
 const PARAMS: &[&str] = &["s", "format", "vmin", "vmax"];
 
-pub async fn root(
-    state: State<AppState>,
-    Path(ds): Path<String>,
-    query: RawQuery,
-    headers: HeaderMap,
-) -> Result<Response> {
-    slice(state, Path((ds, String::new())), query, headers).await
-}
-
 pub async fn slice(
     State(state): State<AppState>,
-    Path((ds, path)): Path<(String, String)>,
+    NodePath { ds, path }: NodePath,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response> {
