@@ -132,6 +132,9 @@ impl From<&ReadError> for Error {
         match e {
             ReadError::Store(s) => s.into(),
             ReadError::Shared(inner) => Self::from(inner.as_ref()),
+            ReadError::Corrupt { key, source: source @ crate::zarr::codec::CodecError::ChunkTooLarge { .. } } => {
+                Self::Unsupported(format!("`{key}`: {source}"))
+            }
             corrupt @ (ReadError::Corrupt { .. } | ReadError::Changed { .. }) => {
                 tracing::warn!(error = %corrupt, "unreadable stored data");
                 Self::Corrupt(corrupt.to_string())

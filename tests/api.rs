@@ -276,3 +276,21 @@ async fn consolidated_metadata_and_what_it_left_out_are_listed() {
     }
     assert!(nodes.iter().any(|n| n["path"] == "groups/a/b" && n["node_type"] == "group"));
 }
+
+#[tokio::test]
+async fn chunks_too_large_to_decode_are_422_not_an_allocation() {
+    let (app, mem) = altered_app("").await;
+    // 100000 x 100000 uint8 chunks: 10 GB each if decoded.
+    let doc = json!({
+        "zarr_format": 3, "node_type": "array", "shape": [200_000, 200_000], "data_type": "uint8",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [100_000, 100_000]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "bytes"}, {"name": "zstd", "configuration": {"level": 1}}]
+    });
+    put_json(&mem, "giant/zarr.json", &doc).await;
+    mem.put(&Path::from("giant/c/0/0"), zstd::encode_all(&[0u8; 16][..], 1).unwrap().into()).await.unwrap();
+    let problem = get(&app, "/v1/slice/conf/giant?s=0:2,0:2").await.assert_problem(422);
+    assert!(problem["detail"].as_str().unwrap().contains("giant/c/0/0"), "{problem}");
+    // A chunk that does not exist is just fill, whatever its size.
+    assert_eq!(get(&app, "/v1/slice/conf/giant?s=150000:150002,0:2&format=bin").await.body.as_ref(), &[0u8; 4]);
+}

@@ -31,7 +31,14 @@ pub enum CodecError {
     Corrupt { codec: &'static str, detail: String },
     #[error("{codec}: decoded data exceeds the expected {limit} bytes")]
     TooLarge { codec: &'static str, limit: usize },
+    #[error("a chunk of {bytes} bytes decoded is larger than the {limit} bytes this server decodes at once")]
+    ChunkTooLarge { bytes: u128, limit: usize },
 }
+
+/// The largest chunk (or shard, when it must be decoded whole) decoded in one piece:
+/// metadata is untrusted, and a chunk shape must not make the server allocate without
+/// bound.
+pub const MAX_DECODED_CHUNK_BYTES: usize = 1 << 30;
 
 impl CodecError {
     pub(crate) fn corrupt(codec: &'static str, detail: impl Into<String>) -> Self {
@@ -201,7 +208,11 @@ impl CodecChain {
         data_type: DataType,
         fill: &[u8],
     ) -> Result<Vec<u8>, CodecError> {
-        let decoded_len = shape.iter().product::<u64>() as usize * data_type.size();
+        let bytes = shape.iter().map(|&d| u128::from(d)).product::<u128>() * data_type.size() as u128;
+        if bytes > MAX_DECODED_CHUNK_BYTES as u128 {
+            return Err(CodecError::ChunkTooLarge { bytes, limit: MAX_DECODED_CHUNK_BYTES });
+        }
+        let decoded_len = bytes as usize;
         let encoded_shape = self.encoded_shape(shape);
         // The array→bytes input size: exact for `bytes`; for a shard, generously bounded by
         // the decoded size plus index and per-chunk overhead so corrupt data cannot balloon.
