@@ -3,9 +3,11 @@
 //!
 //! Shard indexes come from the [`ShardIndexCache`] (one suffix or prefix range per
 //! shard on a miss); the needed inner chunks of a shard are fetched together with one
-//! `get_ranges` (merged by the store); decoding runs on the blocking pool, in parallel
-//! with rayon, and the decoded chunks are copied into the output in contiguous runs.
-//! Missing chunks and shards, and empty inner chunks, are left at the fill value.
+//! merged range read (with If-Match, so a rewritten shard is never mixed with its old
+//! index), or one at a time through the decoded-chunk cache when only a few are needed.
+//! Decoding and assembly run on the blocking pool in parallel bands of output rows,
+//! every element written once, in contiguous runs: by its chunk, or with the fill value
+//! for missing chunks and shards and empty inner chunks.
 
 use std::ops::Range;
 use std::sync::Arc;
