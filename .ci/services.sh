@@ -192,7 +192,9 @@ EOF
 
     local deadline=$((SECONDS + STARTUP_TIMEOUT)) status_out=''
     until status_out=$(garage_cli status 2>&1) && port_open "$s3_port"; do
-        pid_alive "$GARAGE_PID" garage >/dev/null || die_log "garage exited during startup" "$GARAGE_LOG"
+        # Only "is it alive": right after the fork the subshell has not exec'd garage yet,
+        # so its command line does not name garage.
+        kill -0 "$(tr -dc '0-9' <"$GARAGE_PID")" 2>/dev/null || die_log "garage exited during startup" "$GARAGE_LOG"
         ((SECONDS < deadline)) ||
             die_log "garage did not come up within ${STARTUP_TIMEOUT}s (last 'garage status': $status_out)" "$GARAGE_LOG"
         sleep 0.2
