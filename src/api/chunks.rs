@@ -98,7 +98,7 @@ pub async fn chunk(
         tag.number(r.start).number(r.end);
     }
     if decoded {
-        tag.number(array.meta.digest as u64).number((array.meta.digest >> 64) as u64);
+        tag.digest(array.meta.digest);
         render.hash_into(&mut tag);
     }
     let etag = tag.finish();

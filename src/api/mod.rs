@@ -63,6 +63,12 @@ impl EtagBuilder {
         self
     }
 
+    /// A 128-bit digest (such as the metadata document's).
+    pub fn digest(&mut self, v: u128) -> &mut Self {
+        self.0.update(&v.to_le_bytes());
+        self
+    }
+
     pub fn finish(&self) -> String {
         format!("\"{:032x}\"", self.0.digest128())
     }

@@ -41,12 +41,13 @@ pub async fn slice(
             ));
         }
     }
-    let output = array.read(&selection, render.reserve(array.meta.data_type, &shape)).await?;
+    let reserve = render.reserve(array.meta.data_type, &shape);
+    let output = array.read(&selection, reserve).await?;
     let etag = etag(&ds, &path, &array.meta, &selection, &render, &output.versions);
     if not_modified(&headers, &etag) {
         return Ok(with_validators(StatusCode::NOT_MODIFIED.into_response(), &etag, &state.config.http.cache_control));
     }
-    let response = render.respond(output.data, render.reserve(array.meta.data_type, &shape), &array.meta, &shape)?;
+    let response = render.respond(output.data, reserve, &array.meta, &shape)?;
     Ok(with_validators(response, &etag, &state.config.http.cache_control))
 }
 
@@ -163,7 +164,7 @@ fn etag(
     versions: &[(String, String)],
 ) -> String {
     let mut tag = EtagBuilder::new("slice");
-    tag.text(ds).text(path).number(meta.digest as u64).number((meta.digest >> 64) as u64);
+    tag.text(ds).text(path).digest(meta.digest);
     render.hash_into(&mut tag);
     for d in selection {
         tag.number(d.start).number(d.step).number(d.count).number(u64::from(d.drop));

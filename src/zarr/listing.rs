@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::chunk_grid::Dim;
 use super::locate::Located;
-use super::read::{ArrayReader, ReadError, Touch, touched};
+use super::read::{ArrayReader, ReadError, Touch, parts, touched};
 use super::selection::DimSelection;
 
 /// Inner chunks listed at most per page; a page stops early (with a cursor) beyond this.
@@ -116,7 +116,7 @@ impl ArrayReader {
                 entry.state = "present";
                 entry.size = Some(index.shard_len);
                 let mut list = Vec::new();
-                for local in cartesian(&per_dim) {
+                for local in parts(&per_dim).into_iter().map(|p| p.coords) {
                     let origin: Vec<u64> =
                         (0..local.len()).map(|d| entry.origin[d] + local[d] * read_shape[d]).collect();
                     let located = self.locate_in_shard(sharding, &entry.key, &index, &entry.origin, &origin).await?;
@@ -149,11 +149,4 @@ impl ArrayReader {
         }
         Ok(entry)
     }
-}
-
-/// Every combination of the touched chunk indices, in C order.
-fn cartesian(per_dim: &[Vec<Touch>]) -> Vec<Vec<u64>> {
-    per_dim.iter().fold(vec![Vec::new()], |acc, touches| {
-        acc.iter().flat_map(|prefix| touches.iter().map(move |t| [prefix.as_slice(), &[t.chunk]].concat())).collect()
-    })
 }

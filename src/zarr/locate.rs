@@ -75,7 +75,7 @@ impl ArrayReader {
         loop {
             let local: Vec<u64> =
                 origin.iter().zip(&base).zip(&level.chunk_shape).map(|((o, b), e)| (o - b) / e).collect();
-            let linear = local.iter().zip(&index.chunks_per_shard).fold(0u64, |acc, (&c, &n)| acc * n + c) as usize;
+            let linear = index.linear(&local);
             let range = match index.chunk(linear) {
                 InnerChunk::Empty => return Ok(Located::Empty { key: key.to_owned() }),
                 InnerChunk::Stored { offset, nbytes } => span_start + offset..span_start + offset + nbytes,
@@ -133,7 +133,7 @@ impl ArrayReader {
                 Ok(Some(Arc::new(index)))
             })
             .await
-            .map_err(|e| Arc::try_unwrap(e).unwrap_or_else(ReadError::Shared))?;
+            .map_err(ReadError::unshare)?;
         loaded.ok_or_else(|| ReadError::Task(format!("nested index of `{key}` vanished from the cache")))
     }
 }

@@ -52,6 +52,12 @@ pub enum ReadError {
 }
 
 impl ReadError {
+    /// The error of a shared (single-flight) load: the error itself when this caller holds
+    /// the last reference, else a shared view of it.
+    pub fn unshare(e: Arc<Self>) -> Self {
+        Arc::try_unwrap(e).unwrap_or_else(Self::Shared)
+    }
+
     /// Whether the shard changed under the read (possibly reported through a shared load).
     pub fn is_changed(&self) -> bool {
         match self {
@@ -107,15 +113,15 @@ pub(super) fn touched(dim: &Dim, sel: &DimSelection) -> Vec<Touch> {
 
 /// One chunk's share of the selection, in all dimensions.
 #[derive(Debug, Clone)]
-struct Part {
-    coords: Vec<u64>,
+pub(super) struct Part {
+    pub coords: Vec<u64>,
     start: Vec<u64>,
     count: Vec<u64>,
     out: Vec<u64>,
 }
 
 /// Every combination of per-dimension touches, in C order.
-fn parts(per_dim: &[Vec<Touch>]) -> Vec<Part> {
+pub(super) fn parts(per_dim: &[Vec<Touch>]) -> Vec<Part> {
     let rank = per_dim.len();
     let total: usize = per_dim.iter().map(Vec::len).product();
     let mut out = Vec::with_capacity(total);
@@ -467,7 +473,7 @@ impl ArrayReader {
                 Ok(Arc::new(DecodedChunk { data: Some(data), version: object.version }))
             })
             .await
-            .map_err(|e| Arc::try_unwrap(e).unwrap_or_else(ReadError::Shared))?;
+            .map_err(ReadError::unshare)?;
         let version = chunk.version.clone();
         let source = if chunk.data.is_some() { Source::Decoded(chunk) } else { Source::Fill };
         Ok(Fetch { key: key.clone(), version, jobs: vec![DecodeJob { key: key.as_str().into(), source, shape, part }] })
@@ -528,7 +534,7 @@ impl ArrayReader {
                 Ok(Some(Arc::new(index)))
             })
             .await
-            .map_err(|e| Arc::try_unwrap(e).unwrap_or_else(ReadError::Shared))
+            .map_err(ReadError::unshare)
     }
 
     /// The inner chunks of one shard that `part` needs, read by byte range.
@@ -577,8 +583,7 @@ impl ArrayReader {
         let mut jobs = Vec::new();
         let mut misses: Vec<(Range<u64>, Part, Option<ObjectKey>)> = Vec::new();
         for inner in parts(&per_dim) {
-            let linear =
-                inner.coords.iter().zip(&index.chunks_per_shard).fold(0u64, |acc, (&c, &n)| acc * n + c) as usize;
+            let linear = index.linear(&inner.coords);
             let InnerChunk::Stored { offset, nbytes } = index.chunk(linear) else {
                 jobs.push(DecodeJob {
                     key: Arc::clone(&shared_key),
@@ -622,7 +627,7 @@ impl ArrayReader {
                         Ok(Arc::new(DecodedChunk { data: Some(data), version: version.clone() }))
                     })
                     .await
-                    .map_err(|e| Arc::try_unwrap(e).unwrap_or_else(ReadError::Shared))?;
+                    .map_err(ReadError::unshare)?;
                 jobs.push(DecodeJob {
                     key: Arc::clone(&shared_key),
                     source: Source::Decoded(chunk),

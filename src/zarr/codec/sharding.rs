@@ -63,6 +63,11 @@ pub struct ShardIndex {
 }
 
 impl ShardIndex {
+    /// The C-order position of inner chunk `coords` (per dimension, within the shard).
+    pub fn linear(&self, coords: &[u64]) -> usize {
+        coords.iter().zip(&self.chunks_per_shard).fold(0u64, |acc, (&c, &n)| acc * n + c) as usize
+    }
+
     /// Inner chunk `linear` (C order within the shard).
     pub fn chunk(&self, linear: usize) -> InnerChunk {
         self.entries[linear]
