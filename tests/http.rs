@@ -391,6 +391,23 @@ async fn listing_and_reading_stay_bounded_on_arrays_with_trillions_of_chunks() {
     // A whole-array read is refused before any storage is touched.
     get(&app, "/v1/slice/conf/huge").await.assert_problem(413);
     get(&app, "/v1/slice/conf/huge?s=::1000,::1000").await.assert_problem(413);
+    // One dimension of 10^12 one-element chunks: per-dimension chunk lists built in full
+    // would need terabytes; a page costs O(limit) and a slice is counted before planning.
+    let doc = serde_json::json!({
+        "zarr_format": 3, "node_type": "array", "shape": [1_000_000_000_000_u64], "data_type": "uint8",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 7, "codecs": [{"name": "bytes"}]
+    });
+    mem.put(&object_store::path::Path::from("line/zarr.json"), doc.to_string().into_bytes().into()).await.unwrap();
+    let page = get(&app, "/v1/chunks/conf/line?limit=1").await.json();
+    assert_eq!(page["chunks"].as_array().unwrap().len(), 1);
+    let page =
+        get(&app, &format!("/v1/chunks/conf/line?limit=2&cursor={}", page["next"].as_str().unwrap())).await.json();
+    assert_eq!(u64s(&page["chunks"][1]["coords"]), [2]);
+    let problem = get(&app, "/v1/slice/conf/line?s=0:268435456&format=bin").await.assert_problem(413);
+    assert!(problem["detail"].as_str().unwrap().contains("268435456 chunks"), "{problem}");
+    let sparse = get(&app, "/v1/slice/conf/line?s=::100000000000&format=bin").await;
+    assert_eq!(sparse.body.as_ref(), [7u8; 10].as_slice());
 }
 
 #[tokio::test]
@@ -456,6 +473,9 @@ async fn inner_listings_and_pngs_are_bounded() {
     assert!(problem["detail"].as_str().unwrap().contains("1000000"), "{problem}");
     assert_eq!(get(&app, "/v1/chunks/conf/dense?inner=true&s=0:10,0:10").await.status, 200);
     // PNG needs working memory per pixel: 1000x1000 u8 is 1 MB of data but too big as PNG here.
-    assert_eq!(get(&app, "/v1/slice/conf/dense?s=0:1000,0:1000&format=bin").await.status, 200);
+    assert_eq!(get(&app, "/v1/slice/conf/dense?s=0:300,0:300&format=bin").await.status, 200);
+    // A million one-element inner chunks is over the chunk limit, counted before any is planned.
+    let problem = get(&app, "/v1/slice/conf/dense?s=0:1000,0:1000&format=bin").await.assert_problem(413);
+    assert!(problem["detail"].as_str().unwrap().contains("1000000 chunks"), "{problem}");
     get(&app, "/v1/slice/conf/dense?s=0:1000,0:1000&format=png").await.assert_problem(413);
 }

@@ -22,6 +22,16 @@ pub struct Run {
     start: u64,
 }
 
+/// A run of `count` chunks of equal `edge`, the first being chunk `first_chunk` at
+/// coordinate `start`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunView {
+    pub edge: u64,
+    pub count: u64,
+    pub first_chunk: u64,
+    pub start: u64,
+}
+
 /// The chunking of one dimension.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Dim {
@@ -106,6 +116,24 @@ impl Dim {
     /// The part of chunk `k` inside the array.
     pub fn data_size(&self, k: u64) -> u64 {
         self.chunk_size(k).min(self.extent().saturating_sub(self.chunk_start(k)))
+    }
+
+    /// The runs of equal edges that hold coordinates `lo..=hi` (a fixed dimension is one
+    /// run), so a walk over a selection costs O(runs it overlaps), never O(chunks).
+    pub fn runs_between(&self, lo: u64, hi: u64) -> Vec<RunView> {
+        match self {
+            Self::Fixed { edge, .. } => {
+                vec![RunView { edge: *edge, count: hi / edge + 1, first_chunk: 0, start: 0 }]
+            }
+            Self::Varying { runs, .. } => {
+                let first = runs.partition_point(|r| r.start <= lo).saturating_sub(1);
+                let end = runs.partition_point(|r| r.start <= hi).max(first + 1);
+                runs[first..end]
+                    .iter()
+                    .map(|r| RunView { edge: r.edge, count: r.count, first_chunk: r.first_chunk, start: r.start })
+                    .collect()
+            }
+        }
     }
 
     fn run_of(runs: &[Run], k: u64) -> &Run {

@@ -7,9 +7,10 @@
 use futures::{StreamExt, TryStreamExt};
 use serde::Serialize;
 
-use super::chunk_grid::Dim;
+use super::chunk_grid::ChunkGrid;
+use super::indexer::{Part, Walk};
 use super::locate::Located;
-use super::read::{ArrayReader, ReadError, Touch, parts, touched};
+use super::read::{ArrayReader, ReadError};
 use super::selection::DimSelection;
 
 /// Inner chunks listed at most per page; a page stops early (with a cursor) beyond this.
@@ -56,24 +57,16 @@ impl ArrayReader {
         limit: u64,
         inner: bool,
     ) -> Result<Page, ReadError> {
-        let per_dim: Vec<Vec<Touch>> = self.grid().dims.iter().zip(selection).map(|(d, s)| touched(d, s)).collect();
-        let total: u128 =
-            if selection.iter().any(|s| s.count == 0) { 0 } else { per_dim.iter().map(|t| t.len() as u128).product() };
+        // Positions are decoded lazily, so a page costs O(limit) whatever the grid's size.
+        let walk = Walk::new(self.grid(), selection);
+        let total = walk.count();
         let end = (u128::from(offset) + u128::from(limit)).min(total);
-        let positions: Vec<u64> = (u128::from(offset)..end).map(|p| p as u64).collect();
         let steps: Vec<u64> = selection.iter().map(|s| s.step).collect();
-        let mut entries = futures::stream::iter(positions)
+        let mut entries = futures::stream::iter(u128::from(offset)..end)
             .map(|pos| {
-                // Mixed-radix decoding of the position into one touch per dimension.
-                let mut rest = pos;
-                let mut picks = vec![Touch { chunk: 0, start: 0, count: 0, out: 0 }; per_dim.len()];
-                for d in (0..per_dim.len()).rev() {
-                    let n = per_dim[d].len() as u64;
-                    picks[d] = per_dim[d][(rest % n) as usize];
-                    rest /= n;
-                }
+                let part = walk.part(pos);
                 let steps = &steps;
-                async move { self.entry(&picks, steps, inner).await }
+                async move { self.entry(part, steps, inner).await }
             })
             .buffered(LIST_FAN_OUT);
         // Entries arrive in order; the page ends early once it holds enough inner chunks
@@ -91,8 +84,8 @@ impl ArrayReader {
         Ok(Page { chunks, next: (after < total).then_some(after as u64) })
     }
 
-    async fn entry(&self, picks: &[Touch], steps: &[u64], inner: bool) -> Result<ChunkEntry, ReadError> {
-        let coords: Vec<u64> = picks.iter().map(|t| t.chunk).collect();
+    async fn entry(&self, part: Part, steps: &[u64], inner: bool) -> Result<ChunkEntry, ReadError> {
+        let coords = part.coords;
         let key = self.chunk_key(&coords);
         let origin = self.grid().chunk_origin(&coords);
         let shape = self.grid().data_shape(&coords);
@@ -101,14 +94,13 @@ impl ArrayReader {
             Some(sharding) => {
                 let shard_shape = self.grid().chunk_shape(&entry.coords);
                 let read_shape = self.meta.read_chunk_shape().unwrap_or_default();
-                let per_dim: Vec<Vec<Touch>> = (0..picks.len())
-                    .map(|d| {
-                        let sel =
-                            DimSelection { start: picks[d].start, step: steps[d], count: picks[d].count, drop: false };
-                        touched(&Dim::fixed(read_shape[d], shard_shape[d]), &sel)
-                    })
+                let inner_grid =
+                    ChunkGrid::regular(&read_shape, &shard_shape).map_err(|e| ReadError::Task(e.to_string()))?;
+                let inner_selection: Vec<DimSelection> = (0..steps.len())
+                    .map(|d| DimSelection { start: part.start[d], step: steps[d], count: part.count[d], drop: false })
                     .collect();
-                let count: u128 = per_dim.iter().map(|t| t.len() as u128).product();
+                let inner_walk = Walk::new(&inner_grid, &inner_selection);
+                let count = inner_walk.count();
                 if count > MAX_INNER_PER_PAGE as u128 {
                     return Err(ReadError::TooManyChunks { chunks: count, limit: MAX_INNER_PER_PAGE as u64 });
                 }
@@ -116,7 +108,7 @@ impl ArrayReader {
                 entry.state = "present";
                 entry.size = Some(index.shard_len);
                 let mut list = Vec::new();
-                for local in parts(&per_dim).into_iter().map(|p| p.coords) {
+                for local in inner_walk.parts().map(|p| p.coords) {
                     let origin: Vec<u64> =
                         (0..local.len()).map(|d| entry.origin[d] + local[d] * read_shape[d]).collect();
                     let located = self.locate_in_shard(sharding, &entry.key, &index, &entry.origin, &origin).await?;

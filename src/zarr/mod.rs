@@ -6,6 +6,7 @@ pub mod chunk_key;
 pub mod codec;
 pub mod copy;
 pub mod data_type;
+pub mod indexer;
 pub mod listing;
 pub mod locate;
 pub mod metadata;

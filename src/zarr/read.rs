@@ -16,9 +16,10 @@ use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use rayon::prelude::*;
 
-use super::chunk_grid::{ChunkGrid, Dim};
+use super::chunk_grid::ChunkGrid;
 use super::codec::{CodecChain, CodecError, IndexLocation, InnerChunk, ShardingCodec};
 use super::copy::{Region, copy_region, fill_region};
+use super::indexer::{Part, Walk};
 use super::metadata::ArrayMetadata;
 use super::selection::DimSelection;
 use crate::cache::{CachedIndex, ChunkCache, DecodedChunk, ObjectKey, ShardIndexCache, VersionCache};
@@ -82,74 +83,6 @@ pub struct ArrayReader {
     /// Decoded chunks (hot tiles).
     pub chunks: ChunkCache,
     pub max_chunks: u64,
-}
-
-/// The part of one chunk a selection covers along one dimension.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Touch {
-    pub chunk: u64,
-    /// First selected coordinate, relative to the chunk start.
-    pub start: u64,
-    pub count: u64,
-    /// Where these elements go in the output dimension.
-    pub out: u64,
-}
-
-/// The chunks along `dim` holding at least one selected coordinate, in order.
-pub(super) fn touched(dim: &Dim, sel: &DimSelection) -> Vec<Touch> {
-    let mut touches = Vec::new();
-    let mut i = 0;
-    while i < sel.count {
-        let x = sel.coord(i);
-        let chunk = dim.chunk_index(x);
-        let chunk_start = dim.chunk_start(chunk);
-        let chunk_end = chunk_start + dim.chunk_size(chunk);
-        let count = (chunk_end - x).div_ceil(sel.step).min(sel.count - i);
-        touches.push(Touch { chunk, start: x - chunk_start, count, out: i });
-        i += count;
-    }
-    touches
-}
-
-/// One chunk's share of the selection, in all dimensions.
-#[derive(Debug, Clone)]
-pub(super) struct Part {
-    pub coords: Vec<u64>,
-    start: Vec<u64>,
-    count: Vec<u64>,
-    out: Vec<u64>,
-}
-
-/// Every combination of per-dimension touches, in C order.
-pub(super) fn parts(per_dim: &[Vec<Touch>]) -> Vec<Part> {
-    let rank = per_dim.len();
-    let total: usize = per_dim.iter().map(Vec::len).product();
-    let mut out = Vec::with_capacity(total);
-    if total == 0 {
-        return out;
-    }
-    let mut idx = vec![0usize; rank];
-    loop {
-        let pick = |f: fn(&Touch) -> u64| -> Vec<u64> { idx.iter().zip(per_dim).map(|(&i, t)| f(&t[i])).collect() };
-        out.push(Part {
-            coords: pick(|t| t.chunk),
-            start: pick(|t| t.start),
-            count: pick(|t| t.count),
-            out: pick(|t| t.out),
-        });
-        let mut d = rank;
-        loop {
-            if d == 0 {
-                return out;
-            }
-            d -= 1;
-            idx[d] += 1;
-            if idx[d] < per_dim[d].len() {
-                break;
-            }
-            idx[d] = 0;
-        }
-    }
 }
 
 /// A decoded selection and the versions of the objects it was read from.
@@ -338,13 +271,20 @@ impl ArrayReader {
         &self.meta.chunk_grid
     }
 
-    /// Counts the stored chunks a selection touches, without building them.
-    fn check_chunk_count(&self, per_dim: &[Vec<Touch>]) -> Result<(), ReadError> {
-        let chunks: u128 = per_dim.iter().map(|t| t.len() as u128).product();
+    /// The chunks a selection touches, checked against the limit before any is built:
+    /// both the stored chunks (shards) and the read-grid chunks inside them count.
+    pub(super) fn walk(&self, selection: &[DimSelection]) -> Result<Walk, ReadError> {
+        let walk = Walk::new(self.grid(), selection);
+        let mut chunks = walk.count();
+        if let Some(inner) = self.meta.read_chunk_shape()
+            && let Ok(read_grid) = ChunkGrid::regular(&inner, &self.meta.shape)
+        {
+            chunks = chunks.max(Walk::new(&read_grid, selection).count());
+        }
         if chunks > u128::from(self.max_chunks) {
             return Err(ReadError::TooManyChunks { chunks, limit: self.max_chunks });
         }
-        Ok(())
+        Ok(walk)
     }
 
     /// Reads a resolved selection into little-endian C-order elements, placed after
@@ -359,12 +299,10 @@ impl ArrayReader {
         if n == 0 {
             return Ok(ReadOutput { data: output.data, versions: Vec::new() });
         }
-        let per_dim: Vec<Vec<Touch>> = self.grid().dims.iter().zip(selection).map(|(d, s)| touched(d, s)).collect();
-        self.check_chunk_count(&per_dim)?;
-        let parts = parts(&per_dim);
+        let walk = self.walk(selection)?;
         let chain = Arc::new(self.meta.codecs.clone());
         let steps = &output.steps;
-        let fetched: Vec<Fetch> = futures::stream::iter(parts)
+        let fetched: Vec<Fetch> = futures::stream::iter(walk.parts())
             .map(|part| async {
                 match self.meta.sharding() {
                     Some(sharding) => self.fetch_inner_chunks(sharding, part, steps).await,
@@ -409,9 +347,8 @@ impl ArrayReader {
         if selection.iter().any(|s| s.count == 0) {
             return Ok(Vec::new());
         }
-        let per_dim: Vec<Vec<Touch>> = self.grid().dims.iter().zip(selection).map(|(d, s)| touched(d, s)).collect();
-        self.check_chunk_count(&per_dim)?;
-        let mut versions: Vec<(String, String)> = futures::stream::iter(parts(&per_dim))
+        let walk = self.walk(selection)?;
+        let mut versions: Vec<(String, String)> = futures::stream::iter(walk.parts())
             .map(|part| async move {
                 let key = self.chunk_key(&part.coords);
                 let cache_key = (Arc::clone(&self.dataset), key.clone());
@@ -568,21 +505,19 @@ impl ArrayReader {
         let version = index.version.clone();
         let inner_grid =
             ChunkGrid::regular(&sharding.chunk_shape, &shard_shape).map_err(|e| ReadError::Task(e.to_string()))?;
-        let per_dim: Vec<Vec<Touch>> = inner_grid
-            .dims
-            .iter()
-            .enumerate()
-            .map(|(d, dim)| {
-                let sel = DimSelection { start: part.start[d], step: steps[d], count: part.count[d], drop: false };
-                touched(dim, &sel).into_iter().map(|t| Touch { out: t.out + part.out[d], ..t }).collect()
-            })
+        let inner_selection: Vec<DimSelection> = (0..part.coords.len())
+            .map(|d| DimSelection { start: part.start[d], step: steps[d], count: part.count[d], drop: false })
             .collect();
+        let inner_walk = Walk::new(&inner_grid, &inner_selection);
         let shared_key: Arc<str> = key.as_str().into();
         let chain = Arc::new(sharding.codecs.clone());
         let shape = sharding.chunk_shape.clone();
         let mut jobs = Vec::new();
         let mut misses: Vec<(Range<u64>, Part, Option<ObjectKey>)> = Vec::new();
-        for inner in parts(&per_dim) {
+        for mut inner in inner_walk.parts() {
+            for (o, base) in inner.out.iter_mut().zip(&part.out) {
+                *o += base;
+            }
             let linear = index.linear(&inner.coords);
             let InnerChunk::Stored { offset, nbytes } = index.chunk(linear) else {
                 jobs.push(DecodeJob {
