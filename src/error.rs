@@ -132,7 +132,12 @@ impl From<&ReadError> for Error {
         match e {
             ReadError::Store(s) => s.into(),
             ReadError::Shared(inner) => Self::from(inner.as_ref()),
-            ReadError::Corrupt { key, source: source @ crate::zarr::codec::CodecError::ChunkTooLarge { .. } } => {
+            ReadError::Corrupt {
+                key,
+                source:
+                    source @ (crate::zarr::codec::CodecError::ChunkTooLarge { .. }
+                    | crate::zarr::codec::CodecError::IndexTooLarge { .. }),
+            } => {
                 Self::Unsupported(format!("`{key}`: {source}"))
             }
             corrupt @ (ReadError::Corrupt { .. } | ReadError::Changed { .. }) => {

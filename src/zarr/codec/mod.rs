@@ -33,6 +33,8 @@ pub enum CodecError {
     TooLarge { codec: &'static str, limit: usize },
     #[error("a chunk of {bytes} bytes decoded is larger than the {limit} bytes this server decodes at once")]
     ChunkTooLarge { bytes: u128, limit: usize },
+    #[error("a shard of {entries} inner chunks has a larger index than the {limit} entries this server reads")]
+    IndexTooLarge { entries: u128, limit: u64 },
 }
 
 /// The largest chunk (or shard, when it must be decoded whole) decoded in one piece:

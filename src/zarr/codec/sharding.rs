@@ -89,6 +89,9 @@ impl ShardIndex {
     }
 }
 
+/// The most inner chunks a shard may have (its index is 16 bytes per inner chunk).
+pub const MAX_INNER_CHUNKS: u64 = 1 << 22;
+
 impl ShardingCodec {
     /// `shard_edges` lists every distinct shard edge per dimension; each must be a multiple
     /// of the inner chunk edge (sharding v1.0; zarr-specs #370 would lift this).
@@ -147,9 +150,11 @@ impl ShardingCodec {
         Ok(Self { chunk_shape, codecs, index_codecs, index_location })
     }
 
-    /// Inner chunks per dimension in a shard of `shard_shape`.
+    /// Inner chunks per dimension in a shard of `shard_shape`. Metadata is untrusted: a
+    /// shard with more than [`MAX_INNER_CHUNKS`] inner chunks (an index of 64 MiB) is
+    /// refused before its index is read or allocated.
     pub fn chunks_per_shard(&self, shard_shape: &[u64]) -> Result<Vec<u64>, CodecError> {
-        shard_shape
+        let cps: Vec<u64> = shard_shape
             .iter()
             .zip(&self.chunk_shape)
             .map(|(&s, &c)| {
@@ -162,7 +167,12 @@ impl ShardingCodec {
                     ))
                 }
             })
-            .collect()
+            .collect::<Result<_, _>>()?;
+        let entries: u128 = cps.iter().map(|&n| u128::from(n)).product();
+        if entries > u128::from(MAX_INNER_CHUNKS) {
+            return Err(CodecError::IndexTooLarge { entries, limit: MAX_INNER_CHUNKS });
+        }
+        Ok(cps)
     }
 
     /// The encoded index size for `n` inner chunks (16·n + 4 with the usual codecs).
@@ -189,7 +199,9 @@ impl ShardingCodec {
             .chunks_exact(2)
             .enumerate()
             .map(|(i, pair)| match (pair[0], pair[1]) {
-                (u64::MAX, _) => Ok(InnerChunk::Empty),
+                // Only (2^64-1, 2^64-1) marks an empty chunk; any other entry pointing outside
+                // the shard is corrupt.
+                (u64::MAX, u64::MAX) => Ok(InnerChunk::Empty),
                 (offset, nbytes) if nbytes > 0 && offset.checked_add(nbytes).is_some_and(|end| end <= shard_len) => {
                     Ok(InnerChunk::Stored { offset, nbytes })
                 }
@@ -339,6 +351,23 @@ pub(crate) mod tests {
         index.extend(::crc32c::crc32c(&index).to_le_bytes());
         let err = c.decode(&index, &[4, 4], DataType::UInt8, &[0]).unwrap_err();
         assert!(err.to_string().contains("outside the shard"), "{err}");
+        // Only (2^64-1, 2^64-1) is empty: (2^64-1, 5) is corrupt, not fill.
+        let mut index: Vec<u8> = [(u64::MAX, 5u64), (u64::MAX, u64::MAX), (u64::MAX, u64::MAX), (u64::MAX, u64::MAX)]
+            .iter()
+            .flat_map(|(o, n)| o.to_le_bytes().into_iter().chain(n.to_le_bytes()))
+            .collect();
+        index.extend(::crc32c::crc32c(&index).to_le_bytes());
+        let err = c.decode(&index, &[4, 4], DataType::UInt8, &[0]).unwrap_err();
+        assert!(err.to_string().contains("entry 0"), "{err}");
+    }
+
+    #[test]
+    fn huge_shard_indexes_are_refused_before_reading() {
+        let c = ShardingCodec::from_config(default_config(&[1], "end").as_object(), DataType::UInt8, &[vec![1 << 30]])
+            .unwrap();
+        let err = c.chunks_per_shard(&[1 << 30]).unwrap_err();
+        assert!(matches!(err, CodecError::IndexTooLarge { entries, .. } if entries == 1 << 30), "{err}");
+        assert_eq!(c.chunks_per_shard(&[MAX_INNER_CHUNKS]).unwrap(), [MAX_INNER_CHUNKS]);
     }
 
     #[test]
