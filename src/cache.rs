@@ -1,9 +1,14 @@
 //! Caches as small newtypes over moka, weighed in bytes: concurrent misses for the same
 //! key share one load (`try_get_with`) and errors are never cached.
+//!
+//! "This object does not exist" is remembered only briefly (`cache.missing_ttl_secs`): a
+//! transient 404 from storage, or a chunk a writer adds to a live dataset, must not be
+//! served as fill for longer than that.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use moka::Expiry;
 use moka::future::Cache;
 
 use crate::metrics;
@@ -33,6 +38,51 @@ where
     result
 }
 
+/// How long an entry lives: `present` for objects that exist, `missing` for the record
+/// that one does not.
+#[derive(Debug, Clone, Copy)]
+pub struct Lifetimes {
+    pub present: Duration,
+    pub missing: Duration,
+}
+
+/// A cached value that may record a missing object.
+pub trait MaybeMissing {
+    fn is_missing(&self) -> bool;
+}
+
+impl<V: MaybeMissing> Expiry<ObjectKey, V> for Lifetimes {
+    fn expire_after_create(&self, _: &ObjectKey, value: &V, _: Instant) -> Option<Duration> {
+        Some(if value.is_missing() { self.missing } else { self.present })
+    }
+
+    // A replaced entry (missing → present after a write, or a new version) starts afresh.
+    fn expire_after_update(&self, key: &ObjectKey, value: &V, now: Instant, _: Option<Duration>) -> Option<Duration> {
+        self.expire_after_create(key, value, now)
+    }
+}
+
+impl MaybeMissing for CachedIndex {
+    fn is_missing(&self) -> bool {
+        self.is_none()
+    }
+}
+
+impl MaybeMissing for Arc<DecodedChunk> {
+    fn is_missing(&self) -> bool {
+        self.data.is_none()
+    }
+}
+
+impl MaybeMissing for Arc<str> {
+    fn is_missing(&self) -> bool {
+        &**self == MISSING
+    }
+}
+
+/// The version recorded for an object that does not exist.
+pub const MISSING: &str = "-";
+
 /// Cache key: (dataset name, store key).
 pub type ObjectKey = (Arc<str>, String);
 
@@ -46,14 +96,14 @@ pub struct ShardIndexCache {
 }
 
 impl ShardIndexCache {
-    pub fn new(capacity_bytes: u64, ttl: Duration) -> Self {
+    pub fn new(capacity_bytes: u64, lifetimes: Lifetimes) -> Self {
         let cache = Cache::builder()
             .max_capacity(capacity_bytes)
             .weigher(|k: &ObjectKey, v: &CachedIndex| {
                 let value = v.as_ref().map_or(0, |i| i.weight());
                 u32::try_from(k.1.len() + k.0.len() + 64 + value).unwrap_or(u32::MAX)
             })
-            .time_to_live(ttl)
+            .expire_after(lifetimes)
             .build();
         Self { cache }
     }
@@ -99,7 +149,7 @@ pub struct ChunkCache {
 }
 
 impl ChunkCache {
-    pub fn new(capacity_bytes: u64, ttl: Duration) -> Self {
+    pub fn new(capacity_bytes: u64, lifetimes: Lifetimes) -> Self {
         let cache = (capacity_bytes > 0).then(|| {
             Cache::builder()
                 .max_capacity(capacity_bytes)
@@ -107,7 +157,7 @@ impl ChunkCache {
                     let size = k.1.len() + v.version.len() + v.data.as_ref().map_or(0, Vec::len) + 96;
                     u32::try_from(size).unwrap_or(u32::MAX)
                 })
-                .time_to_live(ttl)
+                .expire_after(lifetimes)
                 .build()
         });
         Self { cache }
@@ -159,15 +209,15 @@ impl ChunkCache {
 
 /// The last seen version of stored chunk objects ("-" when missing), so a conditional
 /// request can be answered 304 without storage reads. Entries expire with the metadata
-/// TTL, bounding how long a rewritten chunk can go unnoticed by validators.
+/// TTL (missing ones sooner), bounding how long a rewritten chunk can go unnoticed.
 #[derive(Clone)]
 pub struct VersionCache {
     cache: Cache<ObjectKey, Arc<str>>,
 }
 
 impl VersionCache {
-    pub fn new(max_entries: u64, ttl: Duration) -> Self {
-        Self { cache: Cache::builder().max_capacity(max_entries).time_to_live(ttl).build() }
+    pub fn new(max_entries: u64, lifetimes: Lifetimes) -> Self {
+        Self { cache: Cache::builder().max_capacity(max_entries).expire_after(lifetimes).build() }
     }
 
     pub async fn get(&self, key: &ObjectKey) -> Option<Arc<str>> {

@@ -11,7 +11,7 @@ use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use serde_json::{Value, json};
 
-use crate::cache::{ChunkCache, ObjectKey, ShardIndexCache, VersionCache};
+use crate::cache::{ChunkCache, Lifetimes, ObjectKey, ShardIndexCache, VersionCache};
 use crate::config::{Config, ConfigError, DatasetConfig};
 use crate::error::{Error, Result};
 use crate::store::Store;
@@ -105,6 +105,8 @@ impl Catalog {
     /// A catalog over stores opened by the caller (tests use in-memory stores).
     pub fn new(datasets: Vec<(String, Store, Option<String>)>, config: &Config) -> Self {
         let ttl = Duration::from_secs(config.cache.metadata_ttl_secs.max(1));
+        let missing = Duration::from_secs(config.cache.missing_ttl_secs);
+        let lifetimes = Lifetimes { present: ttl, missing };
         Self {
             datasets: datasets
                 .into_iter()
@@ -114,10 +116,10 @@ impl Catalog {
             trees: Cache::builder().max_capacity(64).time_to_live(ttl).build(),
             indexes: ShardIndexCache::new(
                 config.cache.shard_index_bytes,
-                Duration::from_secs(config.cache.shard_index_ttl_secs),
+                Lifetimes { present: Duration::from_secs(config.cache.shard_index_ttl_secs), missing },
             ),
-            versions: VersionCache::new(1_000_000, ttl),
-            chunks: ChunkCache::new(config.cache.chunk_bytes, ttl),
+            versions: VersionCache::new(1_000_000, lifetimes),
+            chunks: ChunkCache::new(config.cache.chunk_bytes, lifetimes),
             max_chunks: config.limits.max_chunks_per_request,
         }
     }

@@ -62,6 +62,9 @@ pub struct CacheConfig {
     pub chunk_bytes: u64,
     pub shard_index_ttl_secs: u64,
     pub metadata_ttl_secs: u64,
+    /// How long "this object does not exist" is remembered (and the `max-age` of responses
+    /// holding fill for missing objects); 0 never remembers it.
+    pub missing_ttl_secs: u64,
 }
 
 impl Default for CacheConfig {
@@ -71,6 +74,7 @@ impl Default for CacheConfig {
             chunk_bytes: 256 * 1024 * 1024,
             shard_index_ttl_secs: 300,
             metadata_ttl_secs: 60,
+            missing_ttl_secs: 5,
         }
     }
 }

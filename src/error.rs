@@ -137,9 +137,7 @@ impl From<&ReadError> for Error {
                 source:
                     source @ (crate::zarr::codec::CodecError::ChunkTooLarge { .. }
                     | crate::zarr::codec::CodecError::IndexTooLarge { .. }),
-            } => {
-                Self::Unsupported(format!("`{key}`: {source}"))
-            }
+            } => Self::Unsupported(format!("`{key}`: {source}")),
             corrupt @ (ReadError::Corrupt { .. } | ReadError::Changed { .. }) => {
                 tracing::warn!(error = %corrupt, "unreadable stored data");
                 Self::Corrupt(corrupt.to_string())

@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use super::slice::{Render, with_validators};
-use super::{EtagBuilder, NoCompress, NodePath, Params, json_response, not_modified};
+use super::{EtagBuilder, NoCompress, NodePath, Params, cache_control, json_response, not_modified};
 use crate::AppState;
 use crate::error::{Error, Result};
 use crate::zarr::copy::{Region, copy_region};
@@ -52,10 +52,11 @@ pub async fn list(
     let page = array.list_chunks(&selection, offset, limit, inner).await?;
     let body = json!({
         "grid": array.meta.chunk_grid.kind.name(),
-        "chunks": page.chunks,
+        "chunks": &page.chunks,
         "next": page.next.map(|n| format!("{n:x}.{sig}")),
     });
-    Ok(json_response(&body, &state.config.http.cache_control))
+    let any_missing = page.chunks.iter().any(|c| c.state == "missing");
+    Ok(json_response(&body, &cache_control(&state.config, any_missing)))
 }
 
 pub async fn chunk(

@@ -9,11 +9,13 @@ pub mod ops;
 pub mod slice;
 pub mod zarr_store;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
+use crate::config::Config;
 use crate::error::{Error, Result};
 
 /// The `{ds}` and optional `{*path}` of a node route: the same handler serves
@@ -122,6 +124,35 @@ impl Params {
     }
 }
 
+/// The `Cache-Control` of a response: the configured one, with `max-age` and `s-maxage`
+/// capped at `cache.missing_ttl_secs` when the response holds fill for objects that were
+/// not found, so browsers and CDNs look again as soon as zarrd does.
+pub fn cache_control(config: &Config, any_missing: bool) -> Cow<'_, str> {
+    let configured = config.http.cache_control.as_str();
+    if !any_missing {
+        return Cow::Borrowed(configured);
+    }
+    let ttl = config.cache.missing_ttl_secs;
+    let mut capped = false;
+    let mut directives: Vec<String> = configured
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .map(|d| match d.split_once('=') {
+            Some((name, value)) if name.eq_ignore_ascii_case("max-age") || name.eq_ignore_ascii_case("s-maxage") => {
+                capped = true;
+                let age = value.trim_matches('"').parse::<u64>().map_or(ttl, |v| v.min(ttl));
+                format!("{name}={age}")
+            }
+            _ => d.to_owned(),
+        })
+        .collect();
+    if !capped {
+        directives.push(format!("max-age={ttl}"));
+    }
+    Cow::Owned(directives.join(", "))
+}
+
 /// A JSON body with the configured `Cache-Control`.
 pub fn json_response(value: &serde_json::Value, cache_control: &str) -> Response {
     let mut response = ([(header::CONTENT_TYPE, "application/json")], value.to_string()).into_response();
@@ -140,4 +171,20 @@ pub fn not_modified(headers: &HeaderMap, etag: &str) -> bool {
         .flat_map(|v| v.split(','))
         .map(str::trim)
         .any(|tag| tag == "*" || tag.trim_start_matches("W/") == etag)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn responses_with_missing_objects_expire_with_the_missing_ttl() {
+        let mut config = Config::load(None, [], &crate::config::Overrides::default()).unwrap();
+        config.http.cache_control = "public, max-age=60, s-maxage=600".into();
+        assert_eq!(cache_control(&config, false), "public, max-age=60, s-maxage=600");
+        assert_eq!(cache_control(&config, true), "public, max-age=5, s-maxage=5");
+        config.http.cache_control = "public".into();
+        config.cache.missing_ttl_secs = 0;
+        assert_eq!(cache_control(&config, true), "public, max-age=0");
+    }
 }

@@ -6,8 +6,9 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::encode::{self, Format};
-use super::{EtagBuilder, NodePath, Params, not_modified};
+use super::{EtagBuilder, NodePath, Params, cache_control, not_modified};
 use crate::AppState;
+use crate::cache::MISSING;
 use crate::error::{Error, Result};
 use crate::zarr::data_type::DataType;
 use crate::zarr::metadata::ArrayMetadata;
@@ -34,21 +35,19 @@ pub async fn slice(
         let versions = array.validation_versions(&selection).await?;
         let etag = etag(&ds, &path, &array.meta, &selection, &render, &versions);
         if not_modified(&headers, &etag) {
-            return Ok(with_validators(
-                StatusCode::NOT_MODIFIED.into_response(),
-                &etag,
-                &state.config.http.cache_control,
-            ));
+            let cache_control = cache_control(&state.config, has_missing(&versions));
+            return Ok(with_validators(StatusCode::NOT_MODIFIED.into_response(), &etag, &cache_control));
         }
     }
     let reserve = render.reserve(array.meta.data_type, &shape);
     let output = array.read(&selection, reserve).await?;
     let etag = etag(&ds, &path, &array.meta, &selection, &render, &output.versions);
+    let cache_control = cache_control(&state.config, has_missing(&output.versions));
     if not_modified(&headers, &etag) {
-        return Ok(with_validators(StatusCode::NOT_MODIFIED.into_response(), &etag, &state.config.http.cache_control));
+        return Ok(with_validators(StatusCode::NOT_MODIFIED.into_response(), &etag, &cache_control));
     }
     let response = render.respond(output.data, reserve, &array.meta, &shape)?;
-    Ok(with_validators(response, &etag, &state.config.http.cache_control))
+    Ok(with_validators(response, &etag, &cache_control))
 }
 
 /// How decoded data becomes a response body.
@@ -173,6 +172,11 @@ fn etag(
         tag.text(key).text(version);
     }
     tag.finish()
+}
+
+/// Whether any object a read touched was missing (read as fill).
+fn has_missing(versions: &[(String, String)]) -> bool {
+    versions.iter().any(|(_, v)| v == MISSING)
 }
 
 /// Adds `ETag` and `Cache-Control`.

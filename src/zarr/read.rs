@@ -22,11 +22,8 @@ use super::copy::{Region, copy_region, fill_region};
 use super::indexer::{Part, Walk};
 use super::metadata::ArrayMetadata;
 use super::selection::DimSelection;
-use crate::cache::{CachedIndex, ChunkCache, DecodedChunk, ObjectKey, ShardIndexCache, VersionCache};
+use crate::cache::{CachedIndex, ChunkCache, DecodedChunk, MISSING, ObjectKey, ShardIndexCache, VersionCache};
 use crate::store::{Store, StoreError, object_version};
-
-/// The version recorded for an object that does not exist.
-const MISSING: &str = "-";
 
 /// Stored chunks (or shards) read concurrently per request.
 const FETCH_FAN_OUT: usize = 16;

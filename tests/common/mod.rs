@@ -209,6 +209,9 @@ pub struct CountingStore {
     pub lists: std::sync::atomic::AtomicU64,
     /// Added to every GET, to simulate slow storage.
     pub delay: std::time::Duration,
+    /// Fault injection: the next `n` GETs or HEADs of paths ending in the given suffix
+    /// answer "not found" although the object exists (a transient 404 from storage).
+    pub vanish: std::sync::Mutex<Option<(String, u32)>>,
 }
 
 impl CountingStore {
@@ -217,7 +220,31 @@ impl CountingStore {
     }
 
     pub fn slow(inner: Arc<dyn object_store::ObjectStore>, delay: std::time::Duration) -> Arc<Self> {
-        Arc::new(Self { inner, gets: 0.into(), heads: 0.into(), range_calls: 0.into(), lists: 0.into(), delay })
+        Arc::new(Self {
+            inner,
+            gets: 0.into(),
+            heads: 0.into(),
+            range_calls: 0.into(),
+            lists: 0.into(),
+            delay,
+            vanish: std::sync::Mutex::new(None),
+        })
+    }
+
+    /// Makes the next `n` GETs or HEADs of paths ending in `suffix` answer "not found".
+    pub fn vanish(&self, suffix: &str, n: u32) {
+        *self.vanish.lock().unwrap() = Some((suffix.to_owned(), n));
+    }
+
+    fn vanishes(&self, location: &ObjectPath) -> bool {
+        let mut vanish = self.vanish.lock().unwrap();
+        match vanish.as_mut() {
+            Some((suffix, n)) if *n > 0 && location.as_ref().ends_with(suffix.as_str()) => {
+                *n -= 1;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// (GETs, HEADs, `get_ranges` calls, listings) so far.
@@ -266,6 +293,9 @@ impl object_store::ObjectStore for CountingStore {
         counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         if !self.delay.is_zero() {
             tokio::time::sleep(self.delay).await;
+        }
+        if self.vanishes(location) {
+            return Err(object_store::Error::NotFound { path: location.to_string(), source: "injected fault".into() });
         }
         self.inner.get_opts(location, options).await
     }
