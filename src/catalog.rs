@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use moka::future::Cache;
-use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use serde_json::{Value, json};
 
 use crate::cache::{ChunkCache, Lifetimes, ObjectKey, ShardIndexCache, VersionCache};
 use crate::config::{Config, ConfigError, DatasetConfig};
+use crate::contained::ContainedFs;
 use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::zarr::metadata::Node;
@@ -47,11 +47,11 @@ pub fn open_store(name: &str, ds: &DatasetConfig) -> Result<Store, ConfigError> 
     let field = format!("datasets.{name}.url");
     let bad = |reason: String| ConfigError::Invalid { field: field.clone(), reason };
     let local = |path: std::path::PathBuf| -> Result<Store, ConfigError> {
-        let fs = LocalFileSystem::new_with_prefix(&path)
-            .map_err(|e| bad(format!("cannot open `{}`: {e}", path.display())))?;
         if !path.is_dir() {
             return Err(bad(format!("`{}` is not a directory", path.display())));
         }
+        // Contained: symlinks that lead out of the dataset are never followed.
+        let fs = ContainedFs::new(&path).map_err(|e| bad(format!("cannot open `{}`: {e}", path.display())))?;
         Ok(Store::new(Arc::new(fs), Path::default()))
     };
     if !ds.url.contains("://") {

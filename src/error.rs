@@ -112,10 +112,11 @@ impl From<StoreError> for Error {
 impl From<&StoreError> for Error {
     fn from(e: &StoreError) -> Self {
         match e {
-            StoreError::InvalidKey(key) => Self::NotFound(format!("`{key}` is not a valid key in this dataset")),
-            backend @ StoreError::Backend { .. } => {
-                tracing::warn!(error = %backend, "storage failure");
-                Self::Storage(backend.to_string())
+            StoreError::InvalidKey(_) => Self::NotFound(e.public_detail()),
+            StoreError::Backend { source, .. } => {
+                // The full cause (paths, URLs) is logged in the request's span, not sent.
+                tracing::warn!(error = %e, cause = ?source, "storage failure");
+                Self::Storage(e.public_detail())
             }
         }
     }

@@ -5,6 +5,7 @@ pub mod api;
 pub mod cache;
 pub mod catalog;
 pub mod config;
+pub mod contained;
 pub mod error;
 pub mod metrics;
 pub mod middleware;

@@ -27,6 +27,31 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// What a client may be told: the dataset-relative key and the kind of failure, never
+    /// the backend's own message (absolute paths, URLs, retry settings); that goes to the log.
+    pub fn public_detail(&self) -> String {
+        match self {
+            Self::InvalidKey(key) => format!("`{key}` is not a valid key in this dataset"),
+            Self::Backend { key, source } => {
+                let kind = match source {
+                    object_store::Error::NotFound { .. } => "not found",
+                    object_store::Error::Precondition { .. } => "the object changed while it was read",
+                    object_store::Error::NotModified { .. } => "not modified",
+                    object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. } => {
+                        "access denied by the storage backend"
+                    }
+                    object_store::Error::NotSupported { .. } | object_store::Error::NotImplemented { .. } => {
+                        "the storage backend does not support the request"
+                    }
+                    _ => "the storage backend reported an error",
+                };
+                format!(
+                    "reading `{key}` failed: {kind} (details are in the server log under this request's X-Request-Id)"
+                )
+            }
+        }
+    }
+
     /// Whether the backend reported a precondition (`ETag`) mismatch or not-modified.
     pub fn is_precondition(&self) -> bool {
         matches!(self, Self::Backend { source: object_store::Error::Precondition { .. }, .. })
@@ -42,6 +67,10 @@ pub struct Fetched {
     /// Identifies this version of the object: its `ETag`, else size and modification time.
     pub version: String,
 }
+
+/// Longest key segment: a file name on local disks (`NAME_MAX`), well within object
+/// stores' key limits.
+const MAX_SEGMENT: usize = 255;
 
 #[derive(Clone)]
 pub struct Store {
@@ -65,10 +94,16 @@ impl Store {
         Arc::clone(&self.inner)
     }
 
-    /// The object path of `key`; keys with empty, `.` or `..` segments are rejected.
+    /// The object path of `key`; keys that no store can hold (empty, `.` or `..`
+    /// segments, a segment longer than a file name may be, control characters) are
+    /// rejected, so they are "not found" rather than a backend failure.
     pub fn path(&self, key: &str) -> Result<Path, StoreError> {
         let key_path = Path::parse(key).map_err(|_| StoreError::InvalidKey(key.to_owned()))?;
-        if key.starts_with('/') || key.ends_with('/') || key.split('/').any(|p| p.is_empty() || p == "." || p == "..") {
+        if key.starts_with('/')
+            || key.ends_with('/')
+            || key.chars().any(char::is_control)
+            || key.split('/').any(|p| p.is_empty() || p == "." || p == ".." || p.len() > MAX_SEGMENT)
+        {
             return Err(StoreError::InvalidKey(key.to_owned()));
         }
         Ok(self.root.parts().chain(key_path.parts()).collect())
@@ -242,7 +277,8 @@ mod tests {
         let store = Store::new(mem, Path::from("root"));
         assert_eq!(store.get("a/zarr.json").await.unwrap().unwrap().as_ref(), b"{}");
         assert!(store.get("b/zarr.json").await.unwrap().is_none());
-        for bad in ["../x", "a//b", "/a", "a/./b", "a/"] {
+        let long = "x".repeat(256);
+        for bad in ["../x", "a//b", "/a", "a/./b", "a/", "a\nb", long.as_str()] {
             assert!(matches!(store.get(bad).await, Err(StoreError::InvalidKey(_))), "{bad}");
         }
         assert_eq!(store.list_dirs("").await.unwrap(), ["a"]);

@@ -12,7 +12,7 @@ use object_store::{GetOptions, GetRange, ObjectMeta};
 use super::NoCompress;
 use crate::AppState;
 use crate::error::{Error, Result};
-use crate::store::{Store, object_version};
+use crate::store::{Store, StoreError, object_version};
 
 /// One byte range of `Range: bytes=…` (a list of several is served whole, as RFC 9110
 /// allows).
@@ -180,7 +180,8 @@ async fn serve(store: &Store, key: &str, headers: &HeaderMap, head_only: bool) -
         }
     };
     let (meta, served) = (result.meta.clone(), result.range.clone());
-    let bytes = result.bytes().await.map_err(|e| Error::Storage(format!("reading `{key}` failed: {e}")))?;
+    let bytes =
+        result.bytes().await.map_err(|source| Error::from(StoreError::Backend { key: key.to_owned(), source }))?;
     crate::metrics::storage_bytes(bytes.len());
     let mut response = bytes.into_response();
     if range.is_some() {

@@ -11,7 +11,6 @@ use axum::http::{HeaderMap, Request, StatusCode};
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use object_store::ObjectStoreExt;
-use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use object_store::path::Path as ObjectPath;
 use serde_json::Value;
@@ -42,8 +41,9 @@ pub fn config(extra: &str) -> Config {
     Config::load(Some(&path), std::iter::empty(), &zarrd::config::Overrides::default()).unwrap()
 }
 
+/// A local dataset as zarrd opens one (contained: symlinks never lead out of it).
 pub fn local_store(dir: &Path) -> Store {
-    Store::new(Arc::new(LocalFileSystem::new_with_prefix(dir).unwrap()), ObjectPath::default())
+    Store::new(Arc::new(zarrd::contained::ContainedFs::new(dir).unwrap()), ObjectPath::default())
 }
 
 /// Copies every file under `dir` into an in-memory store.
