@@ -10,6 +10,7 @@ use moka::future::Cache;
 use object_store::path::Path;
 use serde_json::{Value, json};
 
+use crate::budget::MemoryBudget;
 use crate::cache::{ChunkCache, Lifetimes, ObjectKey, ShardIndexCache, VersionCache};
 use crate::config::{Config, ConfigError, DatasetConfig};
 use crate::contained::ContainedFs;
@@ -39,6 +40,8 @@ pub struct Catalog {
     versions: VersionCache,
     pub chunks: ChunkCache,
     max_chunks: u64,
+    pub budget: MemoryBudget,
+    stream_idle: Duration,
 }
 
 /// Opens the store behind a dataset URL: a local path, `file://`, or any URL
@@ -121,6 +124,11 @@ impl Catalog {
             versions: VersionCache::new(1_000_000, lifetimes),
             chunks: ChunkCache::new(config.cache.chunk_bytes, lifetimes),
             max_chunks: config.limits.max_chunks_per_request,
+            budget: MemoryBudget::new(
+                config.memory_budget_bytes(),
+                Duration::from_millis(config.limits.memory_wait_ms),
+            ),
+            stream_idle: Duration::from_secs(config.limits.request_timeout_secs),
         }
     }
 
@@ -160,6 +168,8 @@ impl Catalog {
                 versions: self.versions.clone(),
                 chunks: self.chunks.clone(),
                 max_chunks: self.max_chunks,
+                budget: self.budget.clone(),
+                stream_idle: self.stream_idle,
             }),
             Node::Group(_) => Err(Error::NotFound(format!(
                 "`{path}` in dataset `{}` is a group, not an array; GET /v1/datasets/{} lists its arrays",

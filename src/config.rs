@@ -41,6 +41,11 @@ pub struct Limits {
     pub request_timeout_secs: u64,
     /// Requests served at once; more are answered 503 with Retry-After.
     pub max_in_flight: usize,
+    /// Working memory (decode buffers, outputs, response bodies) of all requests
+    /// together; unset: half of the cgroup or machine memory minus the cache capacities.
+    pub memory_bytes: Option<u64>,
+    /// How long a request waits for its share of the memory budget before it is 503.
+    pub memory_wait_ms: u64,
 }
 
 impl Default for Limits {
@@ -50,6 +55,8 @@ impl Default for Limits {
             max_chunks_per_request: DEFAULT_MAX_CHUNKS_PER_REQUEST,
             request_timeout_secs: 30,
             max_in_flight: 512,
+            memory_bytes: None,
+            memory_wait_ms: 1000,
         }
     }
 }
@@ -148,6 +155,13 @@ pub struct Overrides {
 }
 
 impl Config {
+    /// The memory budget in bytes: configured, or the documented default.
+    pub fn memory_budget_bytes(&self) -> u64 {
+        self.limits
+            .memory_bytes
+            .unwrap_or_else(|| crate::budget::default_budget(self.cache.chunk_bytes + self.cache.shard_index_bytes))
+    }
+
     /// Loads the default or `file`, then the environment, then `overrides`.
     pub fn load(
         file: Option<&Path>,
@@ -201,6 +215,7 @@ impl Config {
             ("limits.max_chunks_per_request", l.max_chunks_per_request),
             ("limits.request_timeout_secs", l.request_timeout_secs),
             ("limits.max_in_flight", l.max_in_flight as u64),
+            ("limits.memory_bytes", l.memory_bytes.unwrap_or(1)),
             ("cache.shard_index_ttl_secs", self.cache.shard_index_ttl_secs),
         ] {
             if value == 0 {

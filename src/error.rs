@@ -7,6 +7,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use crate::budget::BudgetError;
 use crate::store::StoreError;
 use crate::zarr::metadata::MetadataError;
 use crate::zarr::read::ReadError;
@@ -103,6 +104,21 @@ impl From<SelectionError> for Error {
     }
 }
 
+impl From<&BudgetError> for Error {
+    fn from(e: &BudgetError) -> Self {
+        match e {
+            BudgetError::TooLarge { .. } => Self::TooManyChunks(e.to_string()),
+            BudgetError::Busy => Self::Unavailable { detail: e.to_string(), retry_after: 1 },
+        }
+    }
+}
+
+impl From<BudgetError> for Error {
+    fn from(e: BudgetError) -> Self {
+        Self::from(&e)
+    }
+}
+
 impl From<StoreError> for Error {
     fn from(e: StoreError) -> Self {
         Self::from(&e)
@@ -145,6 +161,7 @@ impl From<&ReadError> for Error {
             }
             too_many @ ReadError::TooManyChunks { .. } => Self::TooManyChunks(too_many.to_string()),
             ReadError::Task(detail) => Self::Internal(detail.clone()),
+            ReadError::Budget(e) => e.into(),
         }
     }
 }

@@ -2,6 +2,7 @@
 //! serves and that the tests drive in-process.
 
 pub mod api;
+pub mod budget;
 pub mod cache;
 pub mod catalog;
 pub mod config;

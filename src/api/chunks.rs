@@ -9,6 +9,7 @@ use serde_json::json;
 use super::slice::{Render, with_validators};
 use super::{EtagBuilder, NoCompress, NodePath, Params, cache_control, json_response, not_modified};
 use crate::AppState;
+use crate::budget::Reservation;
 use crate::error::{Error, Result};
 use crate::zarr::copy::{Region, copy_region};
 use crate::zarr::locate::Located;
@@ -84,8 +85,15 @@ pub async fn chunk(
     let grid = array.read_grid();
     let coords = parse_coords(params.get("c"), &grid.grid_shape())?;
     let data_shape = grid.data_shape(&coords);
+    // A decoded chunk needs its full decoded size (and the clipped copy, and the rendered
+    // body) in memory: reserved from the budget before anything is read.
+    let mut held = Reservation::default();
     if decoded {
-        render.check(&array.meta, &data_shape, state.config.limits.max_response_bytes)?;
+        let render_bytes = render.check(&array.meta, &data_shape, state.config.limits.max_response_bytes)?;
+        let item = array.meta.data_type.size() as u64;
+        let chunk_bytes = grid.chunk_shape(&coords).iter().product::<u64>() * item;
+        let clipped_bytes = data_shape.iter().product::<u64>() * item;
+        held = array.budget.reserve(chunk_bytes + clipped_bytes + render_bytes).await?;
     }
     // A shard rewritten between reading its index and its bytes is retried once.
     let found = match fetch_chunk(&array, &coords).await {
@@ -152,6 +160,8 @@ pub async fn chunk(
     response
         .headers_mut()
         .insert("zarr-chunk-key", HeaderValue::from_str(&key).map_err(|e| Error::Internal(e.to_string()))?);
+    let body = std::mem::take(response.body_mut());
+    *response.body_mut() = super::body::held(body, held);
     Ok(with_validators(response, &etag, cache_control))
 }
 

@@ -2,6 +2,7 @@
 //! catalog and the read path, and encode; they never parse Zarr bytes.
 
 pub mod arrays;
+pub mod body;
 pub mod chunks;
 pub mod datasets;
 pub mod encode;

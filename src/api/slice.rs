@@ -6,12 +6,13 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::encode::{self, Format};
-use super::{EtagBuilder, NodePath, Params, cache_control, not_modified};
+use super::{EtagBuilder, NodePath, Params, body, cache_control, not_modified};
 use crate::AppState;
 use crate::cache::MISSING;
 use crate::error::{Error, Result};
 use crate::zarr::data_type::DataType;
 use crate::zarr::metadata::ArrayMetadata;
+use crate::zarr::read::Decoded;
 use crate::zarr::selection::{DimSelection, Selection, result_shape};
 
 const PARAMS: &[&str] = &["s", "format", "vmin", "vmax"];
@@ -28,7 +29,7 @@ pub async fn slice(
     let array = state.catalog.array(dataset, &path).await?;
     let selection = Selection::parse(params.get("s").unwrap_or(""))?.resolve(&array.meta.shape)?;
     let shape = result_shape(&selection);
-    render.check(&array.meta, &shape, state.config.limits.max_response_bytes)?;
+    let render_bytes = render.check(&array.meta, &shape, state.config.limits.max_response_bytes)?;
     // A revalidation is answered before any chunk is fetched or decoded: from cached
     // versions with no storage request, else from shard indexes or HEADs.
     if headers.contains_key(header::IF_NONE_MATCH) {
@@ -39,14 +40,34 @@ pub async fn slice(
             return Ok(with_validators(StatusCode::NOT_MODIFIED.into_response(), &etag, &cache_control));
         }
     }
+    // JSON and PNG bodies are built beside the decoded data: their memory is reserved
+    // first, and held (with the read's) until the body is sent.
+    let mut held = array.budget.reserve(render_bytes).await?;
     let reserve = render.reserve(array.meta.data_type, &shape);
-    let output = array.read(&selection, reserve).await?;
+    let output = array.read(&selection, reserve, render.streams()).await?;
+    held.merge(output.reservation);
     let etag = etag(&ds, &path, &array.meta, &selection, &render, &output.versions);
     let cache_control = cache_control(&state.config, has_missing(&output.versions));
     if not_modified(&headers, &etag) {
         return Ok(with_validators(StatusCode::NOT_MODIFIED.into_response(), &etag, &cache_control));
     }
-    let response = render.respond(output.data, reserve, &array.meta, &shape)?;
+    let mut response = match output.data {
+        Decoded::Whole(data) => render.respond(data, reserve, &array.meta, &shape)?,
+        Decoded::Bands(bands) => {
+            let head = if render.format == Format::Npy {
+                encode::npy_header(array.meta.data_type, &shape)
+            } else {
+                Vec::new()
+            };
+            let length = head.len() as u64 + shape.iter().product::<u64>() * array.meta.data_type.size() as u64;
+            let mut response =
+                render.with_data_headers(body::streamed(head, bands).into_response(), array.meta.data_type, &shape)?;
+            response.headers_mut().insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+            response
+        }
+    };
+    let body = std::mem::take(response.body_mut());
+    *response.body_mut() = body::held(body, held);
     Ok(with_validators(response, &etag, &cache_control))
 }
 
@@ -76,8 +97,15 @@ impl Render {
         }
     }
 
+    /// Whether the body may be streamed as it is assembled (raw elements only; JSON and
+    /// PNG are encoded from the whole result).
+    pub fn streams(&self) -> bool {
+        matches!(self.format, Format::Npy | Format::Bin)
+    }
+
     /// Rejects, before any data is read, results that cannot be rendered or are too large.
-    pub fn check(&self, meta: &ArrayMetadata, shape: &[u64], limit: u64) -> Result<()> {
+    /// Returns the memory the rendered body takes beside the decoded data (JSON and PNG).
+    pub fn check(&self, meta: &ArrayMetadata, shape: &[u64], limit: u64) -> Result<u64> {
         if self.format == Format::Png {
             if shape.len() != 2 {
                 return Err(Error::NotAcceptable(format!(
@@ -107,7 +135,7 @@ impl Render {
         if size > u128::from(limit) {
             return Err(Error::TooLarge { what, size, limit });
         }
-        Ok(())
+        Ok(if self.streams() { 0 } else { size as u64 })
     }
 
     /// The body and data headers for decoded `data` of `shape`.
@@ -142,8 +170,12 @@ impl Render {
             Format::Json => encode::json(&buffer[reserve..], data_type, shape),
             Format::Png => encode::png(&buffer[reserve..], data_type, shape, &meta.fill_value, self.vmin, self.vmax)?,
         };
+        self.with_data_headers(body.into_response(), data_type, shape)
+    }
+
+    /// `Content-Type`, `Zarr-Shape` and `Zarr-Data-Type`.
+    pub fn with_data_headers(&self, mut response: Response, data_type: DataType, shape: &[u64]) -> Result<Response> {
         let shape_header = shape.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
-        let mut response = body.into_response();
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(self.format.media_type()));
         headers.insert("zarr-shape", HeaderValue::from_str(&shape_header).map_err(|e| Error::Internal(e.to_string()))?);

@@ -7,12 +7,13 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
+use futures::StreamExt;
 use object_store::{GetOptions, GetRange, ObjectMeta};
 
 use super::NoCompress;
 use crate::AppState;
 use crate::error::{Error, Result};
-use crate::store::{Store, StoreError, object_version};
+use crate::store::{Store, object_version};
 
 /// One byte range of `Range: bytes=…` (a list of several is served whole, as RFC 9110
 /// allows).
@@ -180,10 +181,17 @@ async fn serve(store: &Store, key: &str, headers: &HeaderMap, head_only: bool) -
         }
     };
     let (meta, served) = (result.meta.clone(), result.range.clone());
-    let bytes =
-        result.bytes().await.map_err(|source| Error::from(StoreError::Backend { key: key.to_owned(), source }))?;
-    crate::metrics::storage_bytes(bytes.len());
-    let mut response = bytes.into_response();
+    // Streamed from storage as the client takes it: a large object never sits whole in
+    // memory, and a slow client holds only the backend's buffers. A storage failure
+    // mid-body aborts the connection (the client sees a short body).
+    let stream = result.into_stream().map(|chunk| {
+        chunk.inspect(|b| crate::metrics::storage_bytes(b.len())).map_err(|e| {
+            tracing::warn!(error = %e, "storage failure while streaming an object");
+            std::io::Error::other("storage read failed")
+        })
+    });
+    let mut response = axum::body::Body::from_stream(stream).into_response();
+    set(&mut response, header::CONTENT_LENGTH, &(served.end - served.start).to_string());
     if range.is_some() {
         if served.start >= served.end && meta.size > 0 {
             return Err(unsatisfiable(key, meta.size));

@@ -22,6 +22,7 @@ use super::copy::{Region, copy_region, fill_region};
 use super::indexer::{Part, Walk};
 use super::metadata::ArrayMetadata;
 use super::selection::DimSelection;
+use crate::budget::{BudgetError, MemoryBudget, Reservation};
 use crate::cache::{CachedIndex, ChunkCache, DecodedChunk, MISSING, ObjectKey, ShardIndexCache, VersionCache};
 use crate::store::{Store, StoreError, object_version};
 
@@ -44,6 +45,8 @@ pub enum ReadError {
     Changed { key: String },
     #[error("a decoding task failed: {0}")]
     Task(String),
+    #[error(transparent)]
+    Budget(#[from] BudgetError),
     /// The failure of a load shared by concurrent requests (single-flight).
     #[error(transparent)]
     Shared(Arc<ReadError>),
@@ -80,12 +83,19 @@ pub struct ArrayReader {
     /// Decoded chunks (hot tiles).
     pub chunks: ChunkCache,
     pub max_chunks: u64,
+    /// The memory budget shared by all requests.
+    pub budget: MemoryBudget,
+    /// How long a streamed body waits for its consumer to take the next band.
+    pub stream_idle: std::time::Duration,
 }
 
 /// A decoded selection and the versions of the objects it was read from.
 #[derive(Debug)]
 pub struct ReadOutput {
-    pub data: Vec<u8>,
+    pub data: Decoded,
+    /// The memory budget held for `data`: keep it until the body is sent (a streamed
+    /// body holds its own).
+    pub reservation: Reservation,
     /// `(store key, version)` of every stored chunk or shard touched, missing ones as "-",
     /// sorted by key.
     pub versions: Vec<(String, String)>,
@@ -122,6 +132,9 @@ struct DecodeJob {
 
 /// Results up to this size are assembled on the async task when no decoding is needed.
 const INLINE_COPY_MAX: usize = 4 << 20;
+
+/// Outputs at least this large are streamed band by band when the caller allows it.
+pub const STREAM_MIN_BYTES: usize = 4 << 20;
 
 /// Newly decoded chunks to put in the chunk cache.
 type Fresh = Vec<(Arc<DecodedChunk>, ObjectKey)>;
@@ -173,68 +186,99 @@ fn place(
     }
 }
 
-/// Decodes what is still encoded and copies every job's share into the output, in
-/// parallel: the output is cut into bands of rows (one per chunk row along the first
-/// dimension), each decoded and written by one task, so no pass over the whole buffer is
-/// serial. With too few bands to keep the cores busy, chunks are decoded in parallel first.
-fn assemble(meta: &ArrayMetadata, jobs: &[DecodeJob], output: Output) -> Result<(Vec<u8>, Fresh), ReadError> {
-    let Output { mut data, reserve, shape, steps } = output;
-    let layout = Layout { shape, steps };
-    let item = meta.data_type.size();
-    let row_bytes = layout.shape.iter().skip(1).product::<u64>() as usize * item;
-    // Bands: the row ranges along the first dimension that no job crosses (a missing
-    // shard's fill spans the rows of several inner chunks of its neighbours), in order.
-    let mut bands: Vec<(u64, u64, Vec<usize>)> = Vec::new();
-    let mut order: Vec<usize> = (0..jobs.len()).collect();
-    order.sort_by_key(|&i| jobs[i].part.out.first().copied().unwrap_or(0));
-    for i in order {
-        let start = jobs[i].part.out.first().copied().unwrap_or(0);
-        let end = start + jobs[i].part.count.first().copied().unwrap_or(1);
-        match bands.last_mut() {
-            Some((s, count, members)) if start < *s + *count => {
-                *count = (*count).max(end - *s);
-                members.push(i);
+/// Output rows `start..start + rows` along the first dimension, which no job crosses, and
+/// the jobs that write them.
+#[derive(Debug)]
+struct Band {
+    start: u64,
+    rows: u64,
+    members: Vec<usize>,
+}
+
+/// Everything needed to assemble the output: the jobs, cut into bands of rows in order
+/// (one per chunk row along the first dimension; a missing shard's fill spans the rows of
+/// several inner chunks of its neighbours, so bands merge where jobs overlap).
+struct Assembly {
+    meta: Arc<ArrayMetadata>,
+    layout: Layout,
+    jobs: Vec<DecodeJob>,
+    bands: Vec<Band>,
+}
+
+impl Assembly {
+    fn new(meta: Arc<ArrayMetadata>, layout: Layout, jobs: Vec<DecodeJob>) -> Self {
+        let mut bands: Vec<Band> = Vec::new();
+        let mut order: Vec<usize> = (0..jobs.len()).collect();
+        order.sort_by_key(|&i| jobs[i].part.out.first().copied().unwrap_or(0));
+        for i in order {
+            let start = jobs[i].part.out.first().copied().unwrap_or(0);
+            let end = start + jobs[i].part.count.first().copied().unwrap_or(1);
+            match bands.last_mut() {
+                Some(band) if start < band.start + band.rows => {
+                    band.rows = band.rows.max(end - band.start);
+                    band.members.push(i);
+                }
+                _ => bands.push(Band { start, rows: end - start, members: vec![i] }),
             }
-            _ => bands.push((start, end - start, vec![i])),
         }
+        Self { meta, layout, jobs, bands }
     }
-    let threads = rayon::current_num_threads();
-    let predecoded: Vec<Option<Arc<DecodedChunk>>> = if bands.len() >= 2 * threads {
-        Vec::new()
-    } else {
-        jobs.par_iter().map(|job| elements_of(meta, job)).collect::<Result<_, _>>()?
-    };
-    // Cut the element buffer into the bands' row ranges.
-    let mut slices: Vec<(u64, &mut [u8], &Vec<usize>)> = Vec::with_capacity(bands.len());
-    let mut rest = &mut data[reserve..];
-    let mut at = 0u64;
-    for (start, count, members) in &bands {
-        let (_, tail) = std::mem::take(&mut rest).split_at_mut(((start - at) as usize) * row_bytes);
-        let len = if layout.shape.is_empty() { tail.len() } else { *count as usize * row_bytes };
-        let (band, tail) = tail.split_at_mut(len);
-        slices.push((*start, band, members));
-        rest = tail;
-        at = start + count;
+
+    /// Bytes of one output row (the whole output for 0-d arrays).
+    fn row_bytes(&self) -> usize {
+        self.layout.shape.iter().skip(1).product::<u64>() as usize * self.meta.data_type.size()
     }
-    let fresh: Vec<Fresh> = slices
-        .into_par_iter()
-        .map(|(start, band, members)| {
-            let mut fresh = Vec::new();
-            for &i in members {
-                let job = &jobs[i];
-                let chunk = match predecoded.get(i) {
-                    Some(chunk) => chunk.clone(),
-                    None => elements_of(meta, job)?,
-                };
-                place(meta, &layout, band, start, job, chunk.as_deref());
+
+    fn band_bytes(&self, band: &Band) -> usize {
+        if self.layout.shape.is_empty() { self.row_bytes() } else { band.rows as usize * self.row_bytes() }
+    }
+
+    fn all_decoded(&self) -> bool {
+        self.jobs.iter().all(|j| !matches!(j.source, Source::Encoded { .. }))
+    }
+
+    /// Decodes and places every member of `band` into `buf` (the band's rows). Members
+    /// are decoded in parallel groups of one per core, so at most that many decoded
+    /// chunks are alive per band.
+    fn fill_band(&self, band: &Band, buf: &mut [u8]) -> Result<Fresh, ReadError> {
+        let group = rayon::current_num_threads().max(1);
+        let mut fresh = Vec::new();
+        for members in band.members.chunks(group) {
+            let encoded = members.iter().filter(|&&i| matches!(self.jobs[i].source, Source::Encoded { .. })).count();
+            let decoded: Vec<Option<Arc<DecodedChunk>>> = if encoded > 1 {
+                members.par_iter().map(|&i| elements_of(&self.meta, &self.jobs[i])).collect::<Result<_, _>>()?
+            } else {
+                members.iter().map(|&i| elements_of(&self.meta, &self.jobs[i])).collect::<Result<_, _>>()?
+            };
+            for (&i, chunk) in members.iter().zip(decoded) {
+                let job = &self.jobs[i];
+                place(&self.meta, &self.layout, buf, band.start, job, chunk.as_deref());
                 if let (Source::Encoded { cache_key: Some(key), .. }, Some(chunk)) = (&job.source, chunk) {
                     fresh.push((chunk, key.clone()));
                 }
             }
-            Ok(fresh)
-        })
-        .collect::<Result<_, ReadError>>()?;
-    Ok((data, fresh.into_iter().flatten().collect()))
+        }
+        Ok(fresh)
+    }
+
+    /// Assembles the whole output after `reserve` bytes of `data`, the bands in parallel,
+    /// every element written once, so no pass over the whole buffer is serial.
+    fn whole(&self, mut data: Vec<u8>, reserve: usize) -> Result<(Vec<u8>, Fresh), ReadError> {
+        let row_bytes = self.row_bytes();
+        let mut slices: Vec<(&Band, &mut [u8])> = Vec::with_capacity(self.bands.len());
+        let mut rest = &mut data[reserve..];
+        let mut at = 0u64;
+        for band in &self.bands {
+            let (_, tail) = std::mem::take(&mut rest).split_at_mut(((band.start - at) as usize) * row_bytes);
+            let (buf, tail) = tail.split_at_mut(self.band_bytes(band).min(tail.len()));
+            slices.push((band, buf));
+            rest = tail;
+            at = band.start + band.rows;
+        }
+        let fresh: Vec<Fresh> =
+            slices.into_par_iter().map(|(band, buf)| self.fill_band(band, buf)).collect::<Result<_, ReadError>>()?;
+        Ok((data, fresh.into_iter().flatten().collect()))
+    }
 }
 
 /// Single-flight per chunk is used when a shard read needs at most this many uncached
@@ -248,13 +292,23 @@ struct Layout {
     steps: Vec<u64>,
 }
 
-/// The output buffer and its full-rank shape (dropped dimensions have length 1).
-struct Output {
+/// Decoded output.
+pub enum Decoded {
     /// `reserve` header bytes, then the elements.
-    data: Vec<u8>,
-    reserve: usize,
-    shape: Vec<u64>,
-    steps: Vec<u64>,
+    Whole(Vec<u8>),
+    /// The elements, a band of rows at a time, assembled as the receiver takes them. The
+    /// stream ends early with an error if decoding fails, and is abandoned (freeing its
+    /// memory) if the receiver takes no band for the idle timeout.
+    Bands(tokio::sync::mpsc::Receiver<Result<Bytes, ReadError>>),
+}
+
+impl std::fmt::Debug for Decoded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Whole(data) => write!(f, "Whole({} bytes)", data.len()),
+            Self::Bands(_) => write!(f, "Bands"),
+        }
+    }
 }
 
 impl ArrayReader {
@@ -284,21 +338,47 @@ impl ArrayReader {
         Ok(walk)
     }
 
-    /// Reads a resolved selection into little-endian C-order elements, placed after
-    /// `reserve` zero bytes (room for a header, so the body needs no second copy).
-    pub async fn read(&self, selection: &[DimSelection], reserve: usize) -> Result<ReadOutput, ReadError> {
+    /// The bytes of one decoded chunk of the read grid (or of a whole stored chunk when
+    /// inner chunks cannot be read on their own), at its largest.
+    fn decode_unit_bytes(&self) -> u64 {
+        let shape: Vec<u64> = match self.meta.read_chunk_shape() {
+            Some(inner) => inner,
+            None => self.grid().dims.iter().map(|d| d.distinct_edges().into_iter().max().unwrap_or(1)).collect(),
+        };
+        shape.iter().product::<u64>().saturating_mul(self.meta.data_type.size() as u64)
+    }
+
+    /// Reads a resolved selection into little-endian C-order elements: the whole output
+    /// after `reserve` zero bytes (room for a header, so the body needs no second copy),
+    /// or, when `stream` allows and the output is large, band by band.
+    ///
+    /// Memory is reserved from the budget before it is used: the decoded chunks (all of
+    /// them when they pass through the chunk cache, else one group per core) before
+    /// fetching; the fetched bytes and the output (or the bands in flight) after.
+    pub async fn read(
+        &self,
+        selection: &[DimSelection],
+        reserve: usize,
+        stream: bool,
+    ) -> Result<ReadOutput, ReadError> {
         let shape: Vec<u64> = selection.iter().map(|s| s.count).collect();
         let n: u64 = shape.iter().product();
-        // Zeroed memory comes from the allocator untouched; every element is then written
-        // exactly once, by its chunk or as fill, in `assemble`.
-        let data = vec![0u8; reserve + n as usize * self.meta.data_type.size()];
-        let output = Output { data, reserve, shape, steps: selection.iter().map(|s| s.step).collect() };
+        let layout = Layout { shape, steps: selection.iter().map(|s| s.step).collect() };
+        let out_bytes = reserve + n as usize * self.meta.data_type.size();
         if n == 0 {
-            return Ok(ReadOutput { data: output.data, versions: Vec::new() });
+            let reservation = self.budget.reserve(out_bytes as u64).await?;
+            return Ok(ReadOutput { data: Decoded::Whole(vec![0u8; out_bytes]), reservation, versions: Vec::new() });
         }
         let walk = self.walk(selection)?;
+        let concurrent_decodes = if self.chunks.enabled() {
+            walk.count()
+        } else {
+            walk.count().min(2 * rayon::current_num_threads() as u128)
+        };
+        let decode_bytes = u128::from(self.decode_unit_bytes()) * concurrent_decodes;
+        let mut reservation = self.budget.reserve(u64::try_from(decode_bytes).unwrap_or(u64::MAX)).await?;
         let chain = Arc::new(self.meta.codecs.clone());
-        let steps = &output.steps;
+        let steps = &layout.steps;
         let fetched: Vec<Fetch> = futures::stream::iter(walk.parts())
             .map(|part| async {
                 match self.meta.sharding() {
@@ -320,20 +400,77 @@ impl ArrayReader {
         }
         // Fetches complete in any order; validators must not depend on it.
         versions.sort_unstable();
-        let meta = Arc::clone(&self.meta);
-        let all_decoded = jobs.iter().all(|j| !matches!(j.source, Source::Encoded { .. }));
-        let (data, decoded) = if all_decoded && n as usize * meta.data_type.size() <= INLINE_COPY_MAX {
+        let fetched_bytes: usize =
+            jobs.iter().map(|j| if let Source::Encoded { bytes, .. } = &j.source { bytes.len() } else { 0 }).sum();
+        let assembly = Assembly::new(Arc::clone(&self.meta), layout, jobs);
+        let in_flight = rayon::current_num_threads() + 1;
+        if stream && out_bytes >= STREAM_MIN_BYTES && assembly.bands.len() > 1 {
+            let band_max = assembly.bands.iter().map(|b| assembly.band_bytes(b)).max().unwrap_or(0);
+            reservation.merge(self.budget.reserve((fetched_bytes + band_max * in_flight) as u64).await?);
+            let data = Decoded::Bands(self.stream_bands(assembly, reservation, in_flight));
+            return Ok(ReadOutput { data, reservation: Reservation::default(), versions });
+        }
+        reservation.merge(self.budget.reserve((fetched_bytes + out_bytes) as u64).await?);
+        // Zeroed memory comes from the allocator untouched; every element is then written
+        // exactly once, by its chunk or as fill.
+        let data = vec![0u8; out_bytes];
+        let (data, decoded) = if assembly.all_decoded() && out_bytes <= INLINE_COPY_MAX {
             // Cached tiles: a small copy is cheaper here than a hop to the blocking pool.
-            assemble(&meta, &jobs, output)?
+            assembly.whole(data, reserve)?
         } else {
-            tokio::task::spawn_blocking(move || assemble(&meta, &jobs, output))
+            tokio::task::spawn_blocking(move || assembly.whole(data, reserve))
                 .await
                 .map_err(|e| ReadError::Task(e.to_string()))??
         };
         for (chunk, cache_key) in decoded {
             self.chunks.insert(cache_key, chunk).await;
         }
-        Ok(ReadOutput { data, versions })
+        Ok(ReadOutput { data: Decoded::Whole(data), reservation, versions })
+    }
+
+    /// Assembles bands in order, `in_flight` at a time, each sent as soon as it and those
+    /// before it are done. A consumer that takes no band for `stream_idle` (a stalled
+    /// client) or goes away ends the work, and the reservation is given back.
+    fn stream_bands(
+        &self,
+        assembly: Assembly,
+        reservation: Reservation,
+        in_flight: usize,
+    ) -> tokio::sync::mpsc::Receiver<Result<Bytes, ReadError>> {
+        let (tx, rx) = tokio::sync::mpsc::channel(1);
+        let (cache, idle) = (self.chunks.clone(), self.stream_idle);
+        let assembly = Arc::new(assembly);
+        tokio::spawn(async move {
+            let _reservation = reservation;
+            let mut bands = futures::stream::iter(0..assembly.bands.len())
+                .map(|b| {
+                    let assembly = Arc::clone(&assembly);
+                    tokio::task::spawn_blocking(move || {
+                        let band = &assembly.bands[b];
+                        let mut buf = vec![0u8; assembly.band_bytes(band)];
+                        let fresh = assembly.fill_band(band, &mut buf)?;
+                        Ok::<_, ReadError>((Bytes::from(buf), fresh))
+                    })
+                })
+                .buffered(in_flight);
+            while let Some(done) = bands.next().await {
+                let item = match done {
+                    Ok(Ok((bytes, fresh))) => {
+                        for (chunk, key) in fresh {
+                            cache.insert(key, chunk).await;
+                        }
+                        Ok(bytes)
+                    }
+                    Ok(Err(e)) => Err(e),
+                    Err(e) => Err(ReadError::Task(e.to_string())),
+                };
+                let failed = item.is_err();
+                if !matches!(tokio::time::timeout(idle, tx.send(item)).await, Ok(Ok(()))) || failed {
+                    return;
+                }
+            }
+        });
+        rx
     }
 
     /// The versions a read of `selection` would record, found without reading chunk data:

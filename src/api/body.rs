@@ -1,0 +1,52 @@
+//! Response bodies that carry their share of the memory budget until they are sent (or
+//! the connection drops), and bodies streamed band by band from the read path.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use axum::body::{Body, Bytes, HttpBody};
+use http_body::{Frame, SizeHint};
+
+use crate::budget::Reservation;
+use crate::zarr::read::ReadError;
+
+/// A body holding a reservation: the memory of a response a slow client has not taken
+/// yet stays counted in the budget, and is given back when hyper drops the body.
+struct Held {
+    inner: Body,
+    _reservation: Reservation,
+}
+
+impl HttpBody for Held {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.get_mut().inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// `body`, holding `reservation` until it is dropped.
+pub fn held(body: Body, reservation: Reservation) -> Body {
+    if reservation.bytes() == 0 {
+        return body;
+    }
+    Body::new(Held { inner: body, _reservation: reservation })
+}
+
+/// `head` (e.g. an `.npy` header), then the bands from the read path. A failed band ends
+/// the body with an error, which makes hyper abort the connection: the client sees fewer
+/// bytes than `Content-Length` promised, never a wrong byte.
+pub fn streamed(head: Vec<u8>, bands: tokio::sync::mpsc::Receiver<Result<Bytes, ReadError>>) -> Body {
+    let first = futures::stream::iter((!head.is_empty()).then(|| Ok::<_, ReadError>(Bytes::from(head))));
+    let rest = futures::stream::unfold(bands, |mut rx| async move { rx.recv().await.map(|band| (band, rx)) });
+    Body::from_stream(futures::StreamExt::chain(first, rest))
+}

@@ -1,0 +1,137 @@
+//! The memory budget and streamed bodies: large raw results are streamed band by band
+//! (bit-exact, with the length known up front, and a failure mid-body cuts the body short
+//! instead of sending wrong bytes); requests that need more memory than is free wait, then
+//! get 503; a request that needs more than the whole budget is 413; a stalled reader gives
+//! its memory back after the idle timeout.
+
+#![allow(clippy::unwrap_used)] // test helpers panic on broken fixtures by design
+
+mod common;
+
+use std::time::Duration;
+
+use axum::body::Body;
+use common::{app_with, config, get};
+use http_body_util::BodyExt;
+use object_store::ObjectStoreExt;
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use tower::ServiceExt;
+use zarrd::store::Store;
+
+const ROWS: u64 = 2048;
+const COLS: u64 = 1024;
+const CHUNK_ROWS: u64 = 128;
+
+/// Element (i, j) of the test array, from first principles.
+fn value(i: u64, j: u64) -> u32 {
+    (i * COLS + j) as u32 ^ 0x5a5a_0000
+}
+
+/// A 2048 x 1024 u32 array (8 MiB) in chunks of 128 full rows, stored raw (`bytes`
+/// codec), plus a 1-d array with one 64 MiB chunk, written by hand.
+async fn store() -> (Store, std::sync::Arc<InMemory>) {
+    let mem = std::sync::Arc::new(InMemory::new());
+    let put = |key: &str, bytes: Vec<u8>| {
+        let mem = mem.clone();
+        let key = key.to_owned();
+        async move { mem.put(&Path::from(key), bytes.into()).await.unwrap() }
+    };
+    put("zarr.json", br#"{"zarr_format": 3, "node_type": "group"}"#.to_vec()).await;
+    let doc = serde_json::json!({
+        "zarr_format": 3, "node_type": "array", "shape": [ROWS, COLS], "data_type": "uint32",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [CHUNK_ROWS, COLS]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]
+    });
+    put("big/zarr.json", doc.to_string().into_bytes()).await;
+    for c in 0..ROWS / CHUNK_ROWS {
+        let chunk: Vec<u8> = (c * CHUNK_ROWS..(c + 1) * CHUNK_ROWS)
+            .flat_map(|i| (0..COLS).flat_map(move |j| value(i, j).to_le_bytes()))
+            .collect();
+        put(&format!("big/c/{c}/0"), chunk).await;
+    }
+    let doc = serde_json::json!({
+        "zarr_format": 3, "node_type": "array", "shape": [1 << 24], "data_type": "float32",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1 << 24]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "zstd", "configuration": {"level": 1}}]
+    });
+    put("wide/zarr.json", doc.to_string().into_bytes()).await;
+    put("wide/c/0", zstd::encode_all(vec![0u8; 4 << 24].as_slice(), 1).unwrap()).await;
+    (Store::new(mem.clone(), Path::default()), mem)
+}
+
+async fn send(app: &axum::Router, uri: &str) -> axum::response::Response {
+    app.clone().oneshot(axum::http::Request::get(uri).body(Body::empty()).unwrap()).await.unwrap()
+}
+
+#[tokio::test]
+async fn large_results_are_streamed_bit_exact() {
+    let (store, _) = store().await;
+    let app = app_with(vec![("m", store)], config("[cache]\nchunk_bytes = 0"));
+    let response = send(&app, "/v1/slice/m/big?format=npy").await;
+    assert_eq!(response.status(), 200);
+    let length: usize = response.headers()["content-length"].to_str().unwrap().parse().unwrap();
+    // Streamed: the body has no exact size of its own, the header says it up front.
+    assert!(axum::body::HttpBody::size_hint(response.body()).exact().is_none());
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(body.len(), length);
+    let npy = common::parse_npy(&body);
+    assert_eq!(npy.shape, [ROWS, COLS]);
+    let want: Vec<u8> = (0..ROWS).flat_map(|i| (0..COLS).flat_map(move |j| value(i, j).to_le_bytes())).collect();
+    assert!(npy.data == want, "streamed npy differs from the expected values");
+    // A strided, offset selection streams the right elements too.
+    let response = send(&app, "/v1/slice/m/big?s=3::1,1::2&format=bin").await;
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let want: Vec<u8> =
+        (3..ROWS).flat_map(|i| (1..COLS).step_by(2).flat_map(move |j| value(i, j).to_le_bytes())).collect();
+    assert!(body.as_ref() == want.as_slice(), "strided stream differs");
+}
+
+#[tokio::test]
+async fn a_failure_mid_stream_cuts_the_body_short() {
+    let (store, mem) = store().await;
+    // The last chunk is truncated: it fails to decode after earlier bands were sent.
+    mem.put(&Path::from("big/c/15/0"), vec![1u8; 100].into()).await.unwrap();
+    let app = app_with(vec![("m", store)], config("[cache]\nchunk_bytes = 0"));
+    let response = send(&app, "/v1/slice/m/big?format=bin").await;
+    assert_eq!(response.status(), 200);
+    let mut body = response.into_body();
+    let mut received = 0usize;
+    let error = loop {
+        match body.frame().await {
+            Some(Ok(frame)) => received += frame.into_data().map_or(0, |d| d.len()),
+            Some(Err(e)) => break e,
+            None => panic!("the body ended normally after {received} bytes"),
+        }
+    };
+    assert!(received < (ROWS * COLS * 4) as usize, "{received}");
+    assert!(error.to_string().contains("big/c/15/0"), "{error}");
+}
+
+#[tokio::test]
+async fn the_budget_bounds_requests_together() {
+    let (store, _) = store().await;
+    // 24 MiB: the 64 MiB chunk never fits; the 8 MiB result streams in bands.
+    let extra =
+        "[limits]\nmemory_bytes = 25165824\nmemory_wait_ms = 200\nrequest_timeout_secs = 1\n[cache]\nchunk_bytes = 0";
+    let app = app_with(vec![("m", store)], config(extra));
+    let problem = get(&app, "/v1/slice/m/wide?s=5:6").await.assert_problem(413);
+    assert!(problem["detail"].as_str().unwrap().contains("working memory"), "{problem}");
+    // Whole (JSON) bodies hold their memory until sent: a second large one must wait, then 503.
+    let first = send(&app, "/v1/slice/m/big?s=0:1024&format=json").await;
+    assert_eq!(first.status(), 200);
+    let busy = get(&app, "/v1/slice/m/big?s=0:1024&format=json").await;
+    busy.assert_problem(503);
+    assert_eq!(busy.header("retry-after"), "1");
+    drop(first);
+    assert_eq!(get(&app, "/v1/slice/m/big?s=0:1024&format=json").await.status, 200);
+    // A stalled reader of a streamed body gives its memory back after the idle timeout.
+    let stalled = send(&app, "/v1/slice/m/big?format=bin").await;
+    assert_eq!(stalled.status(), 200);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let whole = get(&app, "/v1/slice/m/big?s=0:1024&format=json").await;
+    assert_eq!(whole.status, 200, "{}", whole.describe());
+    drop(stalled);
+}
