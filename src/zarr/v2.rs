@@ -119,13 +119,13 @@ pub fn array_from_document(
     let fill_value = fill_value(doc.get("fill_value").unwrap_or(&Value::Null), dtype)?;
 
     let array_to_array = match doc.get("order").and_then(Value::as_str) {
-        Some("C") => Vec::new(),
         // Reversing the axes of a chunk turns its Fortran-order bytes into C order.
         Some("F") if shape.len() > 1 => {
             let order: Vec<usize> = (0..shape.len()).rev().collect();
             vec![ArrayToArray::Transpose(Transpose::from_config(json!({"order": order}).as_object(), shape.len())?)]
         }
-        Some("F") => Vec::new(),
+        // C order, or F order of fewer than two dimensions (the same bytes).
+        Some("C" | "F") => Vec::new(),
         _ => return Err(MetadataError::invalid("order", "must be \"C\" or \"F\"")),
     };
     let mut bytes_to_bytes = Vec::new();

@@ -37,11 +37,13 @@ impl LzmaFormat {
 struct Capped {
     out: Vec<u8>,
     limit: usize,
+    overflowed: bool,
 }
 
 impl std::io::Write for Capped {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         if self.out.len() + buf.len() > self.limit {
+            self.overflowed = true;
             return Err(std::io::Error::other("too large"));
         }
         self.out.extend_from_slice(buf);
@@ -59,7 +61,7 @@ pub fn decode(input: &[u8], max_len: usize, format: LzmaFormat) -> Result<Vec<u8
         LzmaFormat::Alone => false,
         LzmaFormat::Auto => input.starts_with(XZ_MAGIC),
     };
-    let mut sink = Capped { out: Vec::with_capacity(max_len.min(1 << 26)), limit: max_len };
+    let mut sink = Capped { out: Vec::with_capacity(max_len.min(1 << 26)), limit: max_len, overflowed: false };
     let mut reader = input;
     let result = if xz {
         lzma_rs::xz_decompress(&mut reader, &mut sink)
@@ -68,7 +70,7 @@ pub fn decode(input: &[u8], max_len: usize, format: LzmaFormat) -> Result<Vec<u8
     };
     match result {
         Ok(()) => Ok(sink.out),
-        Err(_) if sink.out.len() >= max_len => Err(CodecError::TooLarge { codec: "lzma", limit: max_len }),
+        Err(_) if sink.overflowed => Err(CodecError::TooLarge { codec: "lzma", limit: max_len }),
         Err(e) => Err(CodecError::corrupt("lzma", e.to_string())),
     }
 }

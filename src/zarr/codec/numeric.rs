@@ -142,7 +142,7 @@ pub fn map_elements(
     codec: &'static str,
     mut f: impl FnMut(Scalar) -> Scalar,
 ) -> Result<Vec<u8>, CodecError> {
-    if input.len() % from.size != 0 {
+    if !input.len().is_multiple_of(from.size) {
         return Err(CodecError::corrupt(codec, format!("{} bytes is not a whole number of elements", input.len())));
     }
     let n = input.len() / from.size;
