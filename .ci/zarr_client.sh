@@ -7,8 +7,8 @@
 #
 # The Python venv (Python 3.11, pinned packages below) is created once and cached under
 # ${XDG_CACHE_HOME:-$HOME/.cache}/zarrd-ci/zarr-client-venv; it is rebuilt when the pins
-# change. zarrd is started on a free loopback port with the `conf` and `extra` fixture
-# datasets and is always stopped on exit. Exits with the Python script's status.
+# change. zarrd is started on a free loopback port with the `conf`, `extra`, `v2` and `v2extra`
+# fixture datasets (Zarr v3 and v2) and is always stopped on exit. Exits with the Python script's status.
 #
 # Environment overrides:
 #   ZARR_CLIENT_PYTHON   the Python 3.11 interpreter to build the venv with (default python3.11)
@@ -103,6 +103,12 @@ url = "$REPO_ROOT/tests/fixtures/conformance/data.zarr"
 
 [datasets.extra]
 url = "$REPO_ROOT/tests/fixtures/extra/data.zarr"
+
+[datasets.v2]
+url = "$REPO_ROOT/tests/fixtures/zarr-v2/data.zarr"
+
+[datasets.v2extra]
+url = "$REPO_ROOT/tests/fixtures/zarr-v2-extra/data.zarr"
 EOF
 
 log "starting $ZARRD on 127.0.0.1:$PORT"

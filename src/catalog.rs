@@ -1,5 +1,7 @@
-//! The datasets zarrd serves: name → store, plus a TTL cache of parsed `zarr.json`
-//! documents so a rewritten array is seen within `cache.metadata_ttl_secs`.
+//! The datasets zarrd serves: name → store, plus a TTL cache of parsed node metadata
+//! (`zarr.json`, or a v2 node's `.zarray`/`.zgroup` + `.zattrs`) so a rewritten array is
+//! seen within `cache.metadata_ttl_secs`. Each node is detected on its own: a dataset may
+//! mix v2 and v3 nodes.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::store::Store;
 use crate::zarr::metadata::Node;
 use crate::zarr::read::ArrayReader;
+use crate::zarr::v2;
 
 /// Nodes listed (and directories visited) at most per dataset, and group nesting followed
 /// at most, when a dataset has no consolidated metadata and its tree is found by listing.
@@ -143,14 +146,17 @@ impl Catalog {
         })
     }
 
-    /// The parsed `zarr.json` of the node at `path` ("" for the dataset root).
+    /// The parsed metadata of the node at `path` ("" for the dataset root): its
+    /// `zarr.json`, else its Zarr v2 documents.
     pub async fn node(&self, ds: &Dataset, path: &str) -> Result<Node> {
         let key = metadata_key(path)?;
         let cache_key = (Arc::clone(&ds.name), key.clone());
         self.metadata
             .try_get_with(cache_key, async {
-                let bytes = ds.store.get(&key).await?.ok_or_else(|| not_found(&ds.name, path))?;
-                Node::parse(&bytes).map_err(|e| Error::metadata(&key, e))
+                if let Some(bytes) = ds.store.get(&key).await? {
+                    return Node::parse(&bytes).map_err(|e| Error::metadata(&key, e));
+                }
+                v2_node(ds, path).await?.ok_or_else(|| not_found(&ds.name, path))
             })
             .await
             .map_err(Arc::unwrap_or_clone)
@@ -263,13 +269,34 @@ impl Catalog {
     }
 }
 
+/// A Zarr v2 node: `.zarray` or `.zgroup`, with `.zattrs` (fetched alongside, since both
+/// kinds need it); at the root, a group's consolidated `.zmetadata` too. `None` when the
+/// path holds neither document.
+async fn v2_node(ds: &Dataset, path: &str) -> Result<Option<Node>> {
+    let key = |name: &str| if path.is_empty() { name.to_owned() } else { format!("{path}/{name}") };
+    let (zarray_key, zgroup_key, zattrs_key) = (key(v2::ZARRAY), key(v2::ZGROUP), key(v2::ZATTRS));
+    let (zarray, zattrs) = futures::try_join!(ds.store.get(&zarray_key), ds.store.get(&zattrs_key))?;
+    if let Some(zarray) = zarray {
+        let meta = v2::parse_array(&zarray, zattrs.as_deref()).map_err(|e| Error::metadata(&zarray_key, e))?;
+        return Ok(Some(Node::Array(Arc::new(meta))));
+    }
+    let Some(zgroup) = ds.store.get(&zgroup_key).await? else { return Ok(None) };
+    let mut group = v2::parse_group(&zgroup, zattrs.as_deref()).map_err(|e| Error::metadata(&zgroup_key, e))?;
+    if path.is_empty()
+        && let Some(zmetadata) = ds.store.get(v2::ZMETADATA).await?
+    {
+        group.consolidated = Some(v2::consolidated(&zmetadata).map_err(|e| Error::metadata(v2::ZMETADATA, e))?);
+    }
+    Ok(Some(Node::Group(Arc::new(group))))
+}
+
 fn join(parent: &str, name: &str) -> String {
     if parent.is_empty() { name.to_owned() } else { format!("{parent}/{name}") }
 }
 
 fn not_found(dataset: &str, path: &str) -> Error {
     if path.is_empty() {
-        Error::NotFound(format!("dataset `{dataset}` has no zarr.json at its root"))
+        Error::NotFound(format!("dataset `{dataset}` has no zarr.json (nor Zarr v2 .zgroup or .zarray) at its root"))
     } else {
         Error::NotFound(format!("no array or group `{path}` in dataset `{dataset}`"))
     }

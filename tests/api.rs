@@ -163,7 +163,9 @@ async fn unsupported_features_are_422_naming_them() {
         ),
         ("data_type", json!("string"), "string"),
         ("chunk_grid", json!({"name": "hexagonal", "configuration": {}}), "hexagonal"),
-        ("chunk_key_encoding", json!({"name": "fanout"}), "fanout"),
+        ("chunk_key_encoding", json!({"name": "suffix", "configuration": {"suffix": ".tif"}}), "suffix"),
+        // The fanout draft requires max_children >= 100.
+        ("chunk_key_encoding", json!({"name": "fanout", "configuration": {"max_children": 10}}), "max_children"),
         ("future_extension", json!({"name": "x"}), "future_extension"),
     ];
     for (field, value, name) in cases {
@@ -293,4 +295,55 @@ async fn chunks_too_large_to_decode_are_422_not_an_allocation() {
     assert!(problem["detail"].as_str().unwrap().contains("giant/c/0/0"), "{problem}");
     // A chunk that does not exist is just fill, whatever its size.
     assert_eq!(get(&app, "/v1/slice/conf/giant?s=150000:150002,0:2&format=bin").await.body.as_ref(), &[0u8; 4]);
+}
+
+/// A Zarr v2 store: the tree, array info, readiness, and the errors of v2 metadata and data
+/// (unknown numcodecs ids and dtypes are 422 naming them; undecodable chunks 502 naming the key).
+#[tokio::test]
+async fn zarr_v2_info_tree_and_errors() {
+    let (store, mem) = memory_store_handle(&common::fixtures().join("zarr-v2/data.zarr")).await;
+    let app = app_with(vec![("conf", store)], config(""));
+    assert_eq!(get(&app, "/readyz").await.status, 200);
+    let tree = get(&app, "/v1/datasets/conf").await.json();
+    let nodes = tree["nodes"].as_array().unwrap();
+    assert!(nodes.iter().any(|n| n["path"] == "grid" && n["node_type"] == "group"), "{tree}");
+    assert!(nodes.iter().any(|n| n["path"] == "grid/f8_zstd_be" && n["data_type"] == "float64"), "{tree}");
+    let info = get(&app, "/v1/arrays/conf/grid/i4_delta_blosc_zstd_bitshuffle").await.json();
+    assert_eq!(info["zarr_format"], 2);
+    assert_eq!(info["data_type"], "int32");
+    assert_eq!(info["codecs"][0]["id"], "delta");
+    assert_eq!(info["codecs"][1]["id"], "blosc");
+    assert_eq!(info["chunk_key_encoding"], json!({"name": "v2", "configuration": {"separator": "."}}));
+    assert_eq!(info["chunk_grid"]["chunk_sizes"], json!([20, 20]));
+    let info = get(&app, "/v1/arrays/conf/grid/f4_blosc_default").await.json();
+    assert_eq!((info["fill_value"].clone(), info["attributes"]["units"].clone()), (json!("NaN"), json!("K")));
+
+    let key = "grid/u1_lz4/.zarray";
+    let original = read_json(&mem, key).await;
+    for (field, value, name) in [
+        ("compressor", json!({"id": "zfpy", "mode": 4}), "zfpy"),
+        ("filters", json!([{"id": "quantize", "digits": 2, "dtype": "|u1"}]), "quantize"),
+        ("dtype", json!("<U4"), "<U4"),
+        ("zarr_format", json!(1), "zarr_format"),
+    ] {
+        let mut doc = original.clone();
+        doc[field] = value;
+        put_json(&mem, key, &doc).await;
+        let store = zarrd::store::Store::new(mem.clone(), Path::default());
+        let app = app_with(vec![("conf", store)], config(""));
+        for uri in ["/v1/slice/conf/grid/u1_lz4", "/v1/arrays/conf/grid/u1_lz4"] {
+            let problem = get(&app, uri).await.assert_problem(422);
+            assert!(problem["detail"].as_str().unwrap().contains(name), "{field}: {problem}");
+        }
+    }
+    put_json(&mem, key, &original).await;
+    // An lz4 chunk whose size header promises more than the chunk holds.
+    let chunk = Path::from("grid/u1_lz4/0.0");
+    let mut bytes = mem.get(&chunk).await.unwrap().bytes().await.unwrap().to_vec();
+    bytes[..4].copy_from_slice(&u32::MAX.to_le_bytes());
+    mem.put(&chunk, bytes.into()).await.unwrap();
+    let store = zarrd::store::Store::new(mem.clone(), Path::default());
+    let app = app_with(vec![("conf", store)], config(""));
+    let problem = get(&app, "/v1/slice/conf/grid/u1_lz4?s=0,0").await.assert_problem(502);
+    assert!(problem["detail"].as_str().unwrap().contains("grid/u1_lz4/0.0"), "{problem}");
 }

@@ -14,7 +14,8 @@ pub async fn healthz() -> &'static str {
     "ok"
 }
 
-/// 200 when every dataset's root `zarr.json` is readable; 503 naming the failures, and
+/// 200 when every dataset's root metadata (`zarr.json`, or a v2 store's `.zgroup` or
+/// `.zarray`) is readable; 503 naming the failures, and
 /// 503 as soon as shutdown begins so a load balancer drains the instance first.
 pub async fn readyz(State(state): State<AppState>) -> Response {
     if state.shutting_down.load(Ordering::SeqCst) {
@@ -22,9 +23,17 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
     }
     let mut failing = Vec::new();
     for ds in state.catalog.datasets() {
-        match ds.store.head("zarr.json").await {
-            Ok(Some(_)) => {}
-            Ok(None) => failing.push(format!("{} (no zarr.json at its root)", ds.name)),
+        let mut found = Ok(false);
+        // A v2 store has no zarr.json; its root is a group or an array.
+        for key in ["zarr.json", ".zgroup", ".zarray"] {
+            found = ds.store.head(key).await.map(|m| m.is_some());
+            if !matches!(found, Ok(false)) {
+                break;
+            }
+        }
+        match found {
+            Ok(true) => {}
+            Ok(false) => failing.push(format!("{} (no zarr.json, .zgroup or .zarray at its root)", ds.name)),
             Err(e) => failing.push(format!("{} ({e})", ds.name)),
         }
     }

@@ -64,6 +64,8 @@ pub fn u64_list(value: Option<&Value>, field: &str) -> Result<Vec<u64>, Metadata
 /// A parsed array `zarr.json`.
 #[derive(Debug, Clone)]
 pub struct ArrayMetadata {
+    /// 3 for a `zarr.json`, 2 for a `.zarray` read into the same model.
+    pub zarr_format: u8,
     pub shape: Vec<u64>,
     pub data_type: DataType,
     pub chunk_grid: ChunkGrid,
@@ -73,7 +75,8 @@ pub struct ArrayMetadata {
     pub codecs: CodecChain,
     pub dimension_names: Option<Vec<Option<String>>>,
     pub attributes: Map<String, Value>,
-    /// The document as stored, for reporting codecs and fill value verbatim.
+    /// The document as stored (`zarr.json`, or `.zarray` for v2), for reporting codecs and
+    /// fill value verbatim.
     pub document: Map<String, Value>,
     /// A hash of the document, so validators need not re-serialize it per request.
     pub digest: u128,
@@ -215,6 +218,7 @@ fn parse_array(doc: Map<String, Value>) -> Result<ArrayMetadata, MetadataError> 
     let attributes = attributes(&doc)?;
     let digest = xxhash_rust::xxh3::xxh3_128(Value::Object(doc.clone()).to_string().as_bytes());
     Ok(ArrayMetadata {
+        zarr_format: 3,
         shape,
         data_type,
         chunk_grid,

@@ -1,4 +1,4 @@
-//! The Zarr v3 domain: metadata, grids, keys, codecs and the read path. Nothing here
+//! The Zarr (v3, and v2 read into the same model) domain: metadata, grids, keys, codecs and the read path. Nothing here
 //! knows about HTTP.
 
 pub mod chunk_grid;
@@ -12,3 +12,4 @@ pub mod locate;
 pub mod metadata;
 pub mod read;
 pub mod selection;
+pub mod v2;

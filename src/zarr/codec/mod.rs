@@ -4,19 +4,32 @@
 //! The set of codecs is a closed enum: adding one is a file here and a variant below, and
 //! the exhaustive `match`es show what else needs it.
 
+mod astype;
 mod blosc;
 mod bytes;
+mod bz2;
 mod crc32c;
+mod delta;
+mod fixedscaleoffset;
 mod gzip;
+mod lz4;
+mod lzma;
+pub mod numeric;
 pub mod sharding;
+mod shuffle;
 mod transpose;
+mod zlib;
 mod zstd;
 
 use std::io::Read;
 
 use serde_json::Value;
 
+use self::astype::AsType;
 pub use self::bytes::BytesCodec;
+use self::fixedscaleoffset::FixedScaleOffset;
+use self::lzma::LzmaFormat;
+use self::numeric::NumType;
 pub use self::sharding::{IndexLocation, InnerChunk, ShardIndex, ShardingCodec};
 pub use self::transpose::Transpose;
 use super::data_type::DataType;
@@ -76,12 +89,23 @@ pub enum ArrayToBytes {
     Sharding(Box<ShardingCodec>),
 }
 
+/// The bytes→bytes codecs: the v3 ones, and the numcodecs compressors and filters of Zarr
+/// v2 (a v2 filter works on the chunk's flat buffer in its stored element type, so it sits
+/// after the `bytes` codec like a compressor does).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BytesToBytes {
     Zstd,
     Gzip,
     Blosc,
     Crc32c,
+    Zlib,
+    Lz4,
+    Bz2,
+    Lzma(LzmaFormat),
+    Shuffle { elementsize: usize },
+    Delta(NumType),
+    FixedScaleOffset(FixedScaleOffset),
+    AsType(AsType),
 }
 
 impl BytesToBytes {
@@ -91,6 +115,14 @@ impl BytesToBytes {
             Self::Gzip => gzip::decode(input, max_len),
             Self::Blosc => blosc::decode(input, max_len),
             Self::Crc32c => crc32c::decode(input).map(<[u8]>::to_vec),
+            Self::Zlib => zlib::decode(input, max_len),
+            Self::Lz4 => lz4::decode(input, max_len),
+            Self::Bz2 => bz2::decode(input, max_len),
+            Self::Lzma(format) => lzma::decode(input, max_len, format),
+            Self::Shuffle { elementsize } => shuffle::decode(input, max_len, elementsize),
+            Self::Delta(ty) => delta::decode(input, max_len, ty),
+            Self::FixedScaleOffset(f) => f.decode(input, max_len),
+            Self::AsType(a) => a.decode(input, max_len),
         }
     }
 
@@ -98,8 +130,54 @@ impl BytesToBytes {
     fn fixed_encoded_size(self, len: u64) -> Option<u64> {
         match self {
             Self::Crc32c => Some(len + 4),
-            Self::Zstd | Self::Gzip | Self::Blosc => None,
+            Self::Shuffle { .. } | Self::Delta(_) => Some(len),
+            Self::FixedScaleOffset(f) => Some(len / f.dtype.size as u64 * f.astype.size as u64),
+            Self::AsType(a) => Some(len / a.decode.size as u64 * a.encode.size as u64),
+            Self::Zstd | Self::Gzip | Self::Blosc | Self::Zlib | Self::Lz4 | Self::Bz2 | Self::Lzma(_) => None,
         }
+    }
+
+    /// A bound on what this codec's decoder may output, given a bound on what the codec
+    /// after it (nearer the stored bytes) decodes to: exact for the fixed-size filters;
+    /// for the others a little framing (checksums) on top.
+    fn encoded_bound(self, decoded_bound: usize) -> usize {
+        match self.fixed_encoded_size(decoded_bound as u64) {
+            Some(n) if !matches!(self, Self::Crc32c) => n as usize,
+            _ => decoded_bound.saturating_add(64),
+        }
+    }
+
+    /// A numcodecs compressor or filter configuration (`{"id": ..., ...}`) of a Zarr v2
+    /// array whose stored elements are `dtype`.
+    pub fn from_numcodecs(config: &serde_json::Map<String, Value>, dtype: NumType) -> Result<Self, MetadataError> {
+        let Some(Value::String(id)) = config.get("id") else {
+            return Err(MetadataError::invalid("compressor", "a numcodecs configuration without a string `id`"));
+        };
+        Ok(match id.as_str() {
+            // Decoding needs only what the streams themselves carry.
+            "zstd" => Self::Zstd,
+            "gzip" => Self::Gzip,
+            "blosc" => Self::Blosc,
+            "zlib" => Self::Zlib,
+            "lz4" => Self::Lz4,
+            "bz2" => Self::Bz2,
+            "lzma" => Self::Lzma(LzmaFormat::from_config(config)?),
+            "shuffle" => Self::Shuffle {
+                elementsize: match config.get("elementsize") {
+                    None | Some(Value::Null) => 4,
+                    Some(v) => v.as_u64().filter(|&n| (1..=1 << 16).contains(&n)).ok_or_else(|| {
+                        MetadataError::invalid(
+                            "filters",
+                            &format!("shuffle `elementsize` {v} is not a small positive integer"),
+                        )
+                    })? as usize,
+                },
+            },
+            "delta" => Self::Delta(delta::from_config(config, dtype)?),
+            "fixedscaleoffset" => Self::FixedScaleOffset(FixedScaleOffset::from_config(config, dtype)?),
+            "astype" => Self::AsType(AsType::from_config(config, dtype)?),
+            other => return Err(MetadataError::Unsupported(format!("numcodecs codec `{other}`"))),
+        })
     }
 }
 
@@ -222,12 +300,22 @@ impl CodecChain {
             ArrayToBytes::Bytes(_) => decoded_len,
             ArrayToBytes::Sharding(_) => decoded_len.saturating_mul(2).saturating_add(1 << 20),
         };
+        // What each bytes→bytes codec may decode to: the one nearest the array→bytes codec
+        // knows its exact output size, fixed-size filters carry it on, and compressors
+        // further out can add at most a little framing (checksums).
+        let mut bound = bytes_len;
+        let bounds: Vec<usize> = self
+            .bytes_to_bytes
+            .iter()
+            .map(|c| {
+                let own = bound;
+                bound = c.encoded_bound(bound);
+                own
+            })
+            .collect();
         let mut owned: Option<Vec<u8>> = None;
-        for (i, codec) in self.bytes_to_bytes.iter().enumerate().rev() {
+        for (codec, &max_len) in self.bytes_to_bytes.iter().zip(&bounds).rev() {
             let input = owned.as_deref().unwrap_or(encoded);
-            // Only the codec nearest the array→bytes codec knows its exact output size;
-            // the outer ones can add at most a little framing (checksums).
-            let max_len = bytes_len.saturating_add(64 * i);
             owned = Some(codec.decode(input, max_len)?);
         }
         let mut array = match &self.array_to_bytes {

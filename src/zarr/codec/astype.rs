@@ -1,0 +1,59 @@
+//! numcodecs `astype` (Zarr v2 filter): elements stored as `encode_dtype`, cast back to
+//! `decode_dtype` on reading (integers wrap, floats round, floats truncate into integers,
+//! as `NumPy`'s `astype` does).
+
+use serde_json::{Map, Value};
+
+use super::CodecError;
+use super::numeric::{NumType, map_elements};
+use crate::zarr::metadata::MetadataError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AsType {
+    pub encode: NumType,
+    pub decode: NumType,
+}
+
+impl AsType {
+    pub fn from_config(config: &Map<String, Value>, dtype: NumType) -> Result<Self, MetadataError> {
+        let typestr = |key: &str| -> Result<Option<NumType>, MetadataError> {
+            match config.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) => Ok(Some(
+                    NumType::parse(s)
+                        .ok_or_else(|| MetadataError::Unsupported(format!("astype `{key}` {s}")))?
+                        .real("astype")?,
+                )),
+                Some(other) => {
+                    Err(MetadataError::invalid("filters", &format!("astype: `{key}` {other} is not a dtype string")))
+                }
+            }
+        };
+        let encode = typestr("encode_dtype")?
+            .ok_or_else(|| MetadataError::invalid("filters", "astype: `encode_dtype` is missing"))?;
+        Ok(Self { encode, decode: typestr("decode_dtype")?.unwrap_or(dtype) })
+    }
+
+    pub fn decode(self, input: &[u8], max_len: usize) -> Result<Vec<u8>, CodecError> {
+        map_elements(input, self.encode, self.decode, max_len, "astype", |v| v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn casts_back_to_the_decode_dtype() {
+        let config = json!({"id": "astype", "encode_dtype": "<i2", "decode_dtype": "<f8"});
+        let a = AsType::from_config(config.as_object().unwrap(), NumType::parse("<f8").unwrap()).unwrap();
+        let stored: Vec<u8> = [-3i16, 7].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let want: Vec<u8> = [-3f64, 7.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert_eq!(a.decode(&stored, 16).unwrap(), want);
+        assert!(a.decode(&stored, 8).is_err());
+        assert!(
+            AsType::from_config(json!({"id": "astype"}).as_object().unwrap(), NumType::parse("<f8").unwrap()).is_err()
+        );
+    }
+}
