@@ -2,12 +2,14 @@
 //! serves and that the tests drive in-process.
 
 pub mod api;
+pub mod body;
 pub mod cache;
 pub mod catalog;
 pub mod config;
 pub mod error;
 pub mod metrics;
 pub mod middleware;
+pub mod server;
 pub mod store;
 pub mod zarr;
 
