@@ -214,6 +214,24 @@ async fn zarr_store_passthrough_with_ranges_and_validators() {
     beyond.assert_problem(416);
     assert_eq!(beyond.header("content-range"), format!("bytes */{n}"));
     get_with(&app, &format!("/zarr/conf/{key}"), &[("range", "bytes=-0")]).await.assert_problem(416);
+    // RFC 9110: positions are plain digits; anything else is not a range and is ignored,
+    // for GET and HEAD alike.
+    for ignored in ["bytes=+0-+1", "bytes=-+1", "bytes=0- 1", "bytes=1 0-"] {
+        let r = get_with(&app, &format!("/zarr/conf/{key}"), &[("range", ignored)]).await;
+        assert_eq!((r.status.as_u16(), r.body.as_ref()), (200, bytes.as_slice()), "{ignored}");
+        assert_eq!(r.header("content-range"), "", "{ignored}");
+        let head = tower::ServiceExt::oneshot(
+            app.clone(),
+            axum::http::Request::head(format!("/zarr/conf/{key}"))
+                .header("range", ignored)
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(head.status(), 200, "{ignored}");
+        assert_eq!(head.headers()["content-length"], n.to_string().as_str(), "{ignored}");
+    }
     assert_eq!(get_with(&app, &format!("/zarr/conf/{key}"), &[("if-none-match", &etag)]).await.status, 304);
     assert_eq!(get_with(&app, &format!("/zarr/conf/{key}"), &[("if-modified-since", &modified)]).await.status, 304);
     get_with(&app, &format!("/zarr/conf/{key}"), &[("if-match", "\"other\"")]).await.assert_problem(412);
