@@ -40,6 +40,16 @@ pub enum CodecError {
 /// bound.
 pub const MAX_DECODED_CHUNK_BYTES: usize = 1 << 30;
 
+/// The elements in a chunk of `shape`: 0 when any edge is 0 (whatever the others), `None`
+/// when the count overflows. Shapes come from stored metadata and shard indexes, so a
+/// plain product could overflow (a panic in debug builds, a wrong size in release ones).
+pub fn element_count(shape: &[u64]) -> Option<u64> {
+    if shape.contains(&0) {
+        return Some(0);
+    }
+    shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d))
+}
+
 impl CodecError {
     pub(crate) fn corrupt(codec: &'static str, detail: impl Into<String>) -> Self {
         Self::Corrupt { codec, detail: detail.into() }
@@ -95,7 +105,7 @@ impl BytesToBytes {
     /// The largest encoded size for `len` input bytes, if it is fixed.
     fn fixed_encoded_size(self, len: u64) -> Option<u64> {
         match self {
-            Self::Crc32c => Some(len + 4),
+            Self::Crc32c => len.checked_add(4),
             Self::Zstd | Self::Gzip | Self::Blosc => None,
         }
     }
@@ -190,13 +200,14 @@ impl CodecChain {
         })
     }
 
-    /// The encoded size of a chunk of `shape`, when no codec in the chain compresses.
+    /// The encoded size of a chunk of `shape`, when no codec in the chain compresses and
+    /// the size fits in a u64 (shapes come from stored metadata: never trust a product).
     pub fn fixed_encoded_size(&self, shape: &[u64], data_type: DataType) -> Option<u64> {
         let ArrayToBytes::Bytes(_) = self.array_to_bytes else {
             return None;
         };
-        let n: u64 = shape.iter().product();
-        self.bytes_to_bytes.iter().try_fold(n * data_type.size() as u64, |len, c| c.fixed_encoded_size(len))
+        let len = element_count(shape)?.checked_mul(data_type.size() as u64)?;
+        self.bytes_to_bytes.iter().try_fold(len, |len, c| c.fixed_encoded_size(len))
     }
 
     /// Decodes one chunk of declared `shape` into little-endian C-order elements.
@@ -208,7 +219,7 @@ impl CodecChain {
         data_type: DataType,
         fill: &[u8],
     ) -> Result<Vec<u8>, CodecError> {
-        let bytes = shape.iter().map(|&d| u128::from(d)).product::<u128>() * data_type.size() as u128;
+        let bytes = element_count(shape).map_or(u128::MAX, |n| u128::from(n) * data_type.size() as u128);
         if bytes > MAX_DECODED_CHUNK_BYTES as u128 {
             return Err(CodecError::ChunkTooLarge { bytes, limit: MAX_DECODED_CHUNK_BYTES });
         }
