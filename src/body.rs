@@ -3,6 +3,11 @@
 //! streamed body has none at all, so the only truthful count is the one taken while the
 //! frames are polled; the report runs when the body is dropped, which hyper does right
 //! after the last frame is sent or as soon as the client goes away.
+//!
+//! Large data frames are handed out in slices of [`SLICE`] bytes (zero-copy): hyper asks
+//! for the next frame only when it has room to write it, so the count stays within
+//! hyper's write buffer of what reached the socket, even for a body that is one buffer of
+//! many megabytes and a client that stops reading.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -21,16 +26,29 @@ pub struct Sent {
 
 type Report = Box<dyn FnOnce(Sent) + Send>;
 
+/// The largest data frame handed to the connection at once.
+pub const SLICE: usize = 64 * 1024;
+
 /// Wraps `inner` so that `report` runs exactly once, when the body is dropped.
 pub fn tracked(inner: Body, report: impl FnOnce(Sent) + Send + 'static) -> Body {
-    Body::new(Tracked { inner, sent: 0, ended: false, report: Some(Box::new(report)) })
+    Body::new(Tracked { inner, rest: Bytes::new(), sent: 0, ended: false, report: Some(Box::new(report)) })
 }
 
 struct Tracked {
     inner: Body,
+    /// What is left of a data frame larger than [`SLICE`].
+    rest: Bytes,
     sent: u64,
     ended: bool,
     report: Option<Report>,
+}
+
+impl Tracked {
+    fn next_slice(&mut self) -> Frame<Bytes> {
+        let slice = self.rest.split_to(self.rest.len().min(SLICE));
+        self.sent += slice.len() as u64;
+        Frame::data(slice)
+    }
 }
 
 impl http_body::Body for Tracked {
@@ -39,26 +57,39 @@ impl http_body::Body for Tracked {
 
     fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
         let this = &mut *self;
-        let polled = Pin::new(&mut this.inner).poll_frame(cx);
-        match &polled {
-            Poll::Ready(Some(Ok(frame))) => {
-                if let Some(data) = frame.data_ref() {
-                    this.sent += data.len() as u64;
-                }
-            }
-            Poll::Ready(None) => this.ended = true,
-            Poll::Ready(Some(Err(_))) | Poll::Pending => {}
+        if !this.rest.is_empty() {
+            return Poll::Ready(Some(Ok(this.next_slice())));
         }
-        polled
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                Ok(data) => {
+                    this.rest = data;
+                    Poll::Ready(Some(Ok(this.next_slice())))
+                }
+                Err(trailers) => Poll::Ready(Some(Ok(trailers))),
+            },
+            Poll::Ready(None) => {
+                this.ended = true;
+                Poll::Ready(None)
+            }
+            other => other,
+        }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.rest.is_empty() && self.inner.is_end_stream()
     }
 
     // Passed through so hyper still sends `Content-Length` for bodies of known size.
     fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+        let inner = self.inner.size_hint();
+        let rest = self.rest.len() as u64;
+        let mut hint = SizeHint::new();
+        hint.set_lower(inner.lower() + rest);
+        if let Some(upper) = inner.upper() {
+            hint.set_upper(upper + rest);
+        }
+        hint
     }
 }
 
@@ -66,7 +97,7 @@ impl Drop for Tracked {
     fn drop(&mut self) {
         if let Some(report) = self.report.take() {
             // hyper never polls a body that says it is already at its end (empty bodies).
-            let complete = self.ended || self.inner.is_end_stream();
+            let complete = self.ended || (self.rest.is_empty() && self.inner.is_end_stream());
             report(Sent { bytes: self.sent, complete });
         }
     }
@@ -93,6 +124,18 @@ mod tests {
         assert_eq!(body.size_hint().exact(), Some(1000));
         assert_eq!(body.collect().await.unwrap().to_bytes().len(), 1000);
         assert_eq!(*seen.lock().unwrap(), [Sent { bytes: 1000, complete: true }]);
+    }
+
+    #[tokio::test]
+    async fn large_frames_are_handed_out_in_slices() {
+        let (seen, report) = recorder();
+        let mut body = tracked(Body::from(vec![1u8; 3 * SLICE + 5]), report);
+        let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
+        assert_eq!(first.len(), SLICE);
+        assert_eq!(body.size_hint().exact(), Some(2 * SLICE as u64 + 5), "Content-Length stays right");
+        assert!(!body.is_end_stream());
+        drop(body);
+        assert_eq!(*seen.lock().unwrap(), [Sent { bytes: SLICE as u64, complete: false }]);
     }
 
     #[tokio::test]

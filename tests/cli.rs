@@ -238,7 +238,11 @@ fn stalled_and_idle_connections_are_closed() {
     // Slowloris: half a request header, then nothing.
     let mut slowloris = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
     write!(slowloris, "GET /healthz HTTP/1.1\r\nHost: loc").unwrap();
-    for (name, s) in [("silent", &mut silent), ("slowloris", &mut slowloris)] {
+    // HTTP/2 without a request: the preface and SETTINGS, then nothing (hyper has no
+    // header timeout for HTTP/2).
+    let mut h2 = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    h2.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00").unwrap();
+    for (name, s) in [("silent", &mut silent), ("slowloris", &mut slowloris), ("http2", &mut h2)] {
         closed_within(s, Duration::from_secs(6)).unwrap_or_else(|e| panic!("{name}: {e}"));
         let after = opened.elapsed();
         assert!(after >= Duration::from_millis(900), "{name} closed after {after:?}, before the timeout");
@@ -337,6 +341,15 @@ fn stalled_clients_do_not_hold_up_shutdown() {
     assert!(exit.success(), "{exit:?}");
     assert!(start.elapsed() >= Duration::from_secs(3), "drain and shutdown timeout were not honoured");
     drop((slowloris, reader));
+    // The request cut off still has its one access-log line.
+    let logs = server.logs();
+    let lines: Vec<&str> = logs.lines().filter(|l| l.contains("zarrd::access") && l.contains("/v1/slice")).collect();
+    assert_eq!(lines.len(), 1, "{logs}");
+    let entry: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(entry["status"], 200, "{entry}");
+    // ~30 MB were asked for; only what fit in the socket buffers was sent.
+    assert_eq!(entry["complete"], false, "{entry}");
+    assert!(entry["bytes"].as_u64().is_some_and(|b| b > 0 && b < 25_000_000), "{entry}");
 }
 
 #[test]

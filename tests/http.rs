@@ -337,6 +337,26 @@ async fn metrics_count_requests_storage_and_caches() {
     }
 }
 
+/// The value of a metric line starting with `prefix` (0 when absent).
+async fn metric(app: &axum::Router, prefix: &str) -> u64 {
+    let text = String::from_utf8(get(app, "/metrics").await.body.to_vec()).unwrap();
+    text.lines().find_map(|l| l.strip_prefix(prefix).and_then(|v| v.trim().parse().ok())).unwrap_or(0)
+}
+
+#[tokio::test]
+async fn response_bytes_are_counted_as_sent() {
+    // Metrics are process-wide and other tests run alongside: the counter rises by at
+    // least this body (it stayed at 0 when it was read from a Content-Length that hyper
+    // had not set yet).
+    let app = conformance_app();
+    let counter = "zarrd_http_response_bytes_total{route=\"/v1/slice\"} ";
+    let before = metric(&app, counter).await;
+    let reply = get(&app, "/v1/slice/conf/regular/f4_zstd_partial?s=0:10,0:10&format=bin").await;
+    assert_eq!((reply.status.as_u16(), reply.body.len()), (200, 400));
+    let after = metric(&app, counter).await;
+    assert!(after >= before + 400, "{before} -> {after}");
+}
+
 #[tokio::test]
 async fn readiness_names_failing_datasets() {
     let app = app_with(
