@@ -78,6 +78,7 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
 
 USER 10001:10001
 
-# zarrd is PID 1 and handles SIGTERM itself (docker stop): readiness fails, then it drains.
+# zarrd is PID 1 and handles SIGTERM itself (docker stop): readiness fails, it drains, and it
+# exits within http.drain_secs + http.shutdown_timeout_secs (22 s; give `docker stop` that long).
 ENTRYPOINT ["zarrd"]
 CMD ["serve"]

@@ -96,12 +96,45 @@ pub struct HttpConfig {
     /// On SIGTERM, how long `/readyz` fails before the listener closes, so a load
     /// balancer stops sending requests first; in-flight requests then finish.
     pub drain_secs: u64,
+    /// After the drain, how long in-flight requests may take before the remaining
+    /// connections are closed and the process exits. `drain_secs + shutdown_timeout_secs`
+    /// must fit in the orchestrator's grace period (Kubernetes: 30 s by default).
+    pub shutdown_timeout_secs: u64,
+    /// A connection must send its request headers within this time of being accepted (or,
+    /// on HTTP/1, of its previous response), else it is closed: slowloris protection.
+    pub header_read_timeout_secs: u64,
+    /// A connection with no request in flight for this long is closed.
+    pub keep_alive_secs: u64,
+    /// Connections served at once; at the cap the server stops accepting and further
+    /// clients wait in the kernel's backlog. Default: derived from the open-file limit
+    /// ([`default_max_connections`]).
+    pub max_connections: Option<usize>,
 }
 
 impl Default for HttpConfig {
     fn default() -> Self {
-        Self { cors_origins: vec!["*".into()], cache_control: "public, max-age=60".into(), drain_secs: 2 }
+        Self {
+            cors_origins: vec!["*".into()],
+            cache_control: "public, max-age=60".into(),
+            drain_secs: 2,
+            shutdown_timeout_secs: 20,
+            header_read_timeout_secs: 10,
+            keep_alive_secs: 75,
+            max_connections: None,
+        }
     }
+}
+
+/// File descriptors kept free of client connections for storage sockets, local files,
+/// logs and the runtime itself.
+pub const FD_HEADROOM: u64 = 256;
+
+/// The connection cap when `http.max_connections` is not set: the open-file limit minus
+/// [`FD_HEADROOM`], or half of it when the limit is so low that the headroom would eat
+/// most of it; at least 1.
+pub fn default_max_connections(fd_limit: u64) -> usize {
+    let cap = if fd_limit > 2 * FD_HEADROOM { fd_limit - FD_HEADROOM } else { fd_limit / 2 };
+    usize::try_from(cap.max(1)).unwrap_or(usize::MAX)
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -217,6 +250,10 @@ impl Config {
             ("limits.max_in_flight", l.max_in_flight as u64),
             ("limits.memory_bytes", l.memory_bytes.unwrap_or(1)),
             ("cache.shard_index_ttl_secs", self.cache.shard_index_ttl_secs),
+            ("http.shutdown_timeout_secs", self.http.shutdown_timeout_secs),
+            ("http.header_read_timeout_secs", self.http.header_read_timeout_secs),
+            ("http.keep_alive_secs", self.http.keep_alive_secs),
+            ("http.max_connections", self.http.max_connections.map_or(1, |n| n as u64)),
         ] {
             if value == 0 {
                 return Err(invalid(field, "must be greater than 0"));
@@ -318,6 +355,14 @@ mod tests {
                 "listen = \"127.0.0.1:1\"\n[limits]\nmax_response_bytes = 0\n[datasets.a]\nurl = \"/tmp\"\n",
                 "limits.max_response_bytes",
             ),
+            (
+                "listen = \"127.0.0.1:1\"\n[http]\nheader_read_timeout_secs = 0\n[datasets.a]\nurl = \"/tmp\"\n",
+                "http.header_read_timeout_secs",
+            ),
+            (
+                "listen = \"127.0.0.1:1\"\n[http]\nmax_connections = 0\n[datasets.a]\nurl = \"/tmp\"\n",
+                "http.max_connections",
+            ),
             ("listen = \"127.0.0.1:1\"\n[log]\nformat = \"xml\"\n[datasets.a]\nurl = \"/tmp\"\n", "log.format"),
             ("listen = \"127.0.0.1:1\"\n", "datasets"),
             ("listen = \"127.0.0.1:1\"\n[datasets.\"a b\"]\nurl = \"/tmp\"\n", "datasets.a b"),
@@ -328,5 +373,19 @@ mod tests {
             assert!(err.contains(field), "{err} should name {field}");
         }
         assert!(Config::load(None, [], &Overrides { datasets: vec!["nourl".into()], ..Overrides::default() }).is_err());
+    }
+
+    #[test]
+    fn the_connection_cap_leaves_file_descriptors_free() {
+        assert_eq!(default_max_connections(1024), 768);
+        assert_eq!(default_max_connections(1_048_576), 1_048_320);
+        assert_eq!(default_max_connections(64), 32);
+        assert_eq!(default_max_connections(1), 1);
+        let c = Config::load(None, [], &Overrides::default()).unwrap();
+        assert_eq!(
+            (c.http.header_read_timeout_secs, c.http.keep_alive_secs, c.http.shutdown_timeout_secs),
+            (10, 75, 20)
+        );
+        assert_eq!(c.http.max_connections, None);
     }
 }

@@ -2,6 +2,7 @@
 //! serves and that the tests drive in-process.
 
 pub mod api;
+pub mod body;
 pub mod budget;
 pub mod cache;
 pub mod catalog;
@@ -10,6 +11,7 @@ pub mod contained;
 pub mod error;
 pub mod metrics;
 pub mod middleware;
+pub mod server;
 pub mod store;
 pub mod zarr;
 

@@ -64,7 +64,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(serve(AppState::new(catalog, config))) {
+    let served = runtime.block_on(serve(AppState::new(catalog, config)));
+    // A decode still running on the blocking pool must not hold the exit up: the shutdown
+    // timeout has already passed.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("zarrd: {e}");
@@ -86,20 +90,28 @@ fn init_logging(config: &Config) -> tracing_appender::non_blocking::WorkerGuard 
 }
 
 async fn serve(state: AppState) -> std::io::Result<()> {
+    let fd_limit = zarrd::server::raise_fd_limit().unwrap_or(1024);
+    let settings = zarrd::server::Settings::new(&state.config.http, fd_limit);
     let listen = state.config.listen;
     let listener = tokio::net::TcpListener::bind(listen).await?;
-    tracing::info!(%listen, datasets = state.config.datasets.len(), "zarrd listening");
+    tracing::info!(
+        %listen,
+        datasets = state.config.datasets.len(),
+        max_connections = settings.max_connections,
+        fd_limit,
+        "zarrd listening"
+    );
     let shutting_down = state.shutting_down.clone();
     let drain = Duration::from_secs(state.config.http.drain_secs);
-    axum::serve(listener, zarrd::app(state))
-        .with_graceful_shutdown(async move {
-            shutdown_signal().await;
-            // Fail readiness first so a load balancer stops routing, then drain.
-            shutting_down.store(true, Ordering::SeqCst);
-            tracing::info!("shutting down: readiness failed, finishing in-flight requests");
-            tokio::time::sleep(drain).await;
-        })
-        .await
+    let shutdown = async move {
+        shutdown_signal().await;
+        // Fail readiness first so a load balancer stops routing; the listener keeps
+        // accepting during the drain, then closes.
+        shutting_down.store(true, Ordering::SeqCst);
+        tracing::info!("shutting down: readiness failed, draining");
+        tokio::time::sleep(drain).await;
+    };
+    zarrd::server::serve(listener, zarrd::app(state), settings, shutdown).await
 }
 
 async fn shutdown_signal() {

@@ -49,3 +49,22 @@ pub fn request(route: &str, status: u16, seconds: f64, bytes_out: u64) {
     metrics::histogram!("zarrd_request_duration_seconds", "route" => route.to_owned()).record(seconds);
     metrics::counter!("zarrd_http_response_bytes_total", "route" => route.to_owned()).increment(bytes_out);
 }
+
+/// An accept error that paused accepting (out of file descriptors or memory).
+pub fn accept_error() {
+    metrics::counter!("zarrd_accept_errors_total").increment(1);
+}
+
+/// Counts one open client connection until the returned guard is dropped.
+pub fn connection_opened() -> OpenConnection {
+    metrics::gauge!("zarrd_open_connections").increment(1.0);
+    OpenConnection
+}
+
+pub struct OpenConnection;
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        metrics::gauge!("zarrd_open_connections").decrement(1.0);
+    }
+}

@@ -1,6 +1,7 @@
 //! Cross-cutting HTTP behaviour (API.md "Cross-cutting"), outermost first:
 //! request ids, structured access logs and metrics; CORS; response compression; and the
 //! guard that bounds in-flight requests (503 + Retry-After) and their duration (504).
+//! Connection-level limits (timeouts, the connection cap, shutdown) are in `server`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -189,7 +190,9 @@ fn request_id(request: &Request) -> String {
 }
 
 /// Request id on the request, the response and the log span; one access-log line and
-/// the request metrics per request.
+/// the request metrics per request, once the body has been sent or abandoned, so they
+/// carry the bytes actually sent (hyper adds `Content-Length` only after this layer, and
+/// streamed bodies have none) and the time to the last byte.
 async fn observe(mut request: Request, next: Next) -> Response {
     let id = request_id(&request);
     let started = Instant::now();
@@ -205,18 +208,25 @@ async fn observe(mut request: Request, next: Next) -> Response {
         response.headers_mut().insert(REQUEST_ID, v);
     }
     let status = response.status().as_u16();
-    let bytes = response
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    let elapsed = started.elapsed();
-    crate::metrics::request(route, status, elapsed.as_secs_f64(), bytes);
-    span.in_scope(|| {
-        tracing::info!(target: "zarrd::access", status, route, latency_ms = elapsed.as_secs_f64() * 1000.0, bytes, "{method} {path}");
-    });
-    response
+    let length =
+        response.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());
+    response.map(|body| {
+        crate::body::tracked(body, length, move |sent| {
+            let elapsed = started.elapsed();
+            crate::metrics::request(route, status, elapsed.as_secs_f64(), sent.bytes);
+            span.in_scope(|| {
+                tracing::info!(
+                    target: "zarrd::access",
+                    status,
+                    route,
+                    latency_ms = elapsed.as_secs_f64() * 1000.0,
+                    bytes = sent.bytes,
+                    complete = sent.complete,
+                    "{method} {path}"
+                );
+            });
+        })
+    })
 }
 
 #[cfg(test)]

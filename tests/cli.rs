@@ -105,3 +105,266 @@ fn serves_with_flags_and_drains_on_sigterm() {
     assert_eq!(entry["status"], 200);
     assert!(entry["request_id"].is_string() || entry["span"]["request_id"].is_string(), "{entry}");
 }
+
+/// A running `zarrd` with JSON logs collected in the background (so a full pipe never
+/// stalls it), `env` applied on top of a fresh port.
+struct Server {
+    child: Child,
+    port: u16,
+    logs: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Server {
+    fn start(env: &[(&str, &str)]) -> Self {
+        Self::start_with_fd_limit(env, None)
+    }
+
+    /// With `fd_limit`, the process runs under `ulimit -n` (soft and hard) of that size.
+    fn start_with_fd_limit(env: &[(&str, &str)], fd_limit: Option<u32>) -> Self {
+        let port = free_port();
+        let mut cmd = match fd_limit {
+            None => zarrd(),
+            Some(n) => {
+                let mut sh = Command::new("sh");
+                sh.current_dir(env!("CARGO_MANIFEST_DIR"))
+                    .env_remove("ZARRD_CONFIG")
+                    .env_remove("ZARRD_LISTEN")
+                    .env_remove("RUST_LOG")
+                    .args(["-c", &format!("ulimit -n {n} && exec \"$0\" \"$@\""), env!("CARGO_BIN_EXE_zarrd")]);
+                sh
+            }
+        };
+        cmd.arg("serve")
+            .env("ZARRD_LISTEN", format!("127.0.0.1:{port}"))
+            .env("ZARRD_LOG_FORMAT", "json")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let logs = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let mut stdout = child.stdout.take().unwrap();
+        let sink = std::sync::Arc::clone(&logs);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = stdout.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        wait_ready(port, &mut child);
+        Self { child, port, logs }
+    }
+
+    fn logs(&self) -> String {
+        self.logs.lock().unwrap().clone()
+    }
+
+    fn terminate(&self) {
+        assert!(Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap().success());
+    }
+
+    /// Waits up to `bound` for the process to exit.
+    fn wait_exit(&mut self, bound: Duration) -> Option<std::process::ExitStatus> {
+        let start = Instant::now();
+        while start.elapsed() < bound {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Reads until the server closes the connection; `Err` if it is still open after `bound`.
+fn closed_within(s: &mut TcpStream, bound: Duration) -> Result<Duration, String> {
+    let start = Instant::now();
+    s.set_read_timeout(Some(bound)).unwrap();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return Ok(start.elapsed()),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Ok(start.elapsed()),
+            Err(e) => return Err(format!("still open after {:?}: {e}", start.elapsed())),
+        }
+        if start.elapsed() > bound {
+            return Err(format!("still sending after {:?}", start.elapsed()));
+        }
+    }
+}
+
+/// A `GET` with keep-alive whose response (of known length) is read completely.
+fn keep_alive_get(s: &mut TcpStream, path: &str) -> u16 {
+    write!(s, "GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "closed before the response ended");
+        raw.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&raw).into_owned();
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
+                .expect("content-length");
+            if body.len() >= length {
+                return head.split(' ').nth(1).unwrap().parse().unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn stalled_and_idle_connections_are_closed() {
+    let server =
+        Server::start(&[("ZARRD__HTTP__HEADER_READ_TIMEOUT_SECS", "1"), ("ZARRD__HTTP__KEEP_ALIVE_SECS", "30")]);
+    let opened = Instant::now();
+    // Connects and sends nothing (hyper would wait in protocol detection forever).
+    let mut silent = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    // Slowloris: half a request header, then nothing.
+    let mut slowloris = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    write!(slowloris, "GET /healthz HTTP/1.1\r\nHost: loc").unwrap();
+    // HTTP/2 without a request: the preface and SETTINGS, then nothing (hyper has no
+    // header timeout for HTTP/2).
+    let mut h2 = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    h2.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00").unwrap();
+    for (name, s) in [("silent", &mut silent), ("slowloris", &mut slowloris), ("http2", &mut h2)] {
+        closed_within(s, Duration::from_secs(6)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let after = opened.elapsed();
+        assert!(after >= Duration::from_millis(900), "{name} closed after {after:?}, before the timeout");
+    }
+    // A client that keeps sending requests keeps its connection.
+    let mut busy = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    for _ in 0..4 {
+        assert_eq!(keep_alive_get(&mut busy, "/healthz"), 200);
+        std::thread::sleep(Duration::from_millis(400));
+    }
+}
+
+#[test]
+fn keep_alive_connections_idle_too_long_are_closed() {
+    // The header-read timeout is long here, so only the idle timeout can close it.
+    let server =
+        Server::start(&[("ZARRD__HTTP__HEADER_READ_TIMEOUT_SECS", "60"), ("ZARRD__HTTP__KEEP_ALIVE_SECS", "1")]);
+    let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    assert_eq!(keep_alive_get(&mut s, "/healthz"), 200);
+    let after = closed_within(&mut s, Duration::from_secs(6)).unwrap();
+    assert!(after >= Duration::from_millis(500), "closed after {after:?}, before the idle timeout");
+}
+
+fn idle_connections(port: u16, n: usize) -> Vec<TcpStream> {
+    (0..n).map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap()).collect()
+}
+
+/// `zarrd_NAME` (no labels) from `/metrics`.
+fn metric(port: u16, line_start: &str) -> f64 {
+    let (status, text) = http_get(port, "/metrics").unwrap();
+    assert_eq!(status, 200);
+    text.lines()
+        .find_map(|l| l.strip_prefix(line_start).and_then(|v| v.trim().parse().ok()))
+        .unwrap_or_else(|| panic!("no {line_start} in {text}"))
+}
+
+#[test]
+fn an_idle_flood_does_not_starve_healthz() {
+    // 100 idle connections against 64 file descriptors: the default cap leaves
+    // descriptors free, the rest of the flood waits in the backlog, and the header-read
+    // timeout frees the slots, so /healthz is answered.
+    let server = Server::start_with_fd_limit(&[("ZARRD__HTTP__HEADER_READ_TIMEOUT_SECS", "1")], Some(64));
+    let flood = idle_connections(server.port, 100);
+    let start = Instant::now();
+    let (status, body) = http_get(server.port, "/healthz").unwrap();
+    assert_eq!((status, body.as_str()), (200, "ok"), "after {:?}", start.elapsed());
+    assert!(start.elapsed() < Duration::from_secs(20));
+    let logs = server.logs();
+    assert!(logs.contains("\"max_connections\":32"), "the cap is derived from the limit: {logs}");
+    assert!(!logs.contains("accept failed"), "the cap keeps accepts from failing: {logs}");
+    drop(flood);
+}
+
+#[test]
+fn accept_errors_back_off() {
+    // A cap above the file limit: accepts fail with EMFILE, and must pause, not spin.
+    let server = Server::start_with_fd_limit(
+        &[("ZARRD__HTTP__HEADER_READ_TIMEOUT_SECS", "1"), ("ZARRD__HTTP__MAX_CONNECTIONS", "1000")],
+        Some(64),
+    );
+    let start = Instant::now();
+    let flood = idle_connections(server.port, 100);
+    let (status, _) = http_get(server.port, "/healthz").unwrap();
+    assert_eq!(status, 200);
+    let errors = metric(server.port, "zarrd_accept_errors_total ");
+    let elapsed = start.elapsed();
+    assert!(errors >= 1.0, "the flood should have run out of descriptors");
+    // One error per back-off at most (100 ms), plus slack.
+    assert!(errors <= elapsed.as_secs_f64() * 10.0 + 5.0, "{errors} accept errors in {elapsed:?}: a hot loop");
+    let warnings = server.logs().lines().filter(|l| l.contains("accept failed")).count();
+    assert!(warnings >= 1 && warnings as f64 <= elapsed.as_secs_f64() + 2.0, "{warnings} warnings in {elapsed:?}");
+    drop(flood);
+}
+
+#[test]
+fn stalled_clients_do_not_hold_up_shutdown() {
+    let mut server = Server::start(&[
+        ("ZARRD__HTTP__DRAIN_SECS", "1"),
+        ("ZARRD__HTTP__SHUTDOWN_TIMEOUT_SECS", "2"),
+        ("ZARRD__HTTP__HEADER_READ_TIMEOUT_SECS", "60"),
+        ("ZARRD__HTTP__KEEP_ALIVE_SECS", "60"),
+    ]);
+    let mut slowloris = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    write!(slowloris, "GET /healthz HTTP/1.1\r\nHost: loc").unwrap();
+    // A slow reader: asks for ~30 MB of JSON and reads only the first bytes.
+    let mut reader = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    write!(reader, "GET /v1/slice/sample/climate/t2m?format=json HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+    reader.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut first = [0u8; 12];
+    reader.read_exact(&mut first).unwrap();
+    assert_eq!(&first, b"HTTP/1.1 200");
+    let start = Instant::now();
+    server.terminate();
+    let exit = server.wait_exit(Duration::from_secs(10));
+    let exit = exit.unwrap_or_else(|| panic!("still running {:?} after SIGTERM", start.elapsed()));
+    assert!(exit.success(), "{exit:?}");
+    assert!(start.elapsed() >= Duration::from_secs(3), "drain and shutdown timeout were not honoured");
+    drop((slowloris, reader));
+    // The request cut off still has its one access-log line.
+    let logs = server.logs();
+    let lines: Vec<&str> = logs.lines().filter(|l| l.contains("zarrd::access") && l.contains("/v1/slice")).collect();
+    assert_eq!(lines.len(), 1, "{logs}");
+    let entry: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(entry["status"], 200, "{entry}");
+    // ~30 MB were asked for; only what fit in the socket buffers was sent.
+    assert_eq!(entry["complete"], false, "{entry}");
+    assert!(entry["bytes"].as_u64().is_some_and(|b| b > 0 && b < 25_000_000), "{entry}");
+}
+
+#[test]
+fn access_log_and_metrics_count_the_bytes_sent() {
+    let mut server = Server::start(&[("ZARRD__HTTP__DRAIN_SECS", "0")]);
+    let expected = std::fs::read("data/sample.zarr/climate/t2m/zarr.json").unwrap();
+    let (status, body) = http_get(server.port, "/zarr/sample/climate/t2m/zarr.json").unwrap();
+    assert_eq!((status, body.len()), (200, expected.len()));
+    let sent = metric(server.port, "zarrd_http_response_bytes_total{route=\"/zarr\"} ");
+    assert_eq!(sent as usize, expected.len());
+    server.terminate();
+    assert!(server.wait_exit(Duration::from_secs(10)).is_some_and(|s| s.success()));
+    let logs = server.logs();
+    let line = logs.lines().find(|l| l.contains("/zarr/sample")).unwrap_or_else(|| panic!("no access log in {logs}"));
+    let entry: serde_json::Value = serde_json::from_str(line).unwrap();
+    assert_eq!(entry["bytes"], expected.len(), "{entry}");
+    assert_eq!(entry["complete"], true, "{entry}");
+}

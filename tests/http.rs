@@ -214,6 +214,24 @@ async fn zarr_store_passthrough_with_ranges_and_validators() {
     beyond.assert_problem(416);
     assert_eq!(beyond.header("content-range"), format!("bytes */{n}"));
     get_with(&app, &format!("/zarr/conf/{key}"), &[("range", "bytes=-0")]).await.assert_problem(416);
+    // RFC 9110: positions are plain digits; anything else is not a range and is ignored,
+    // for GET and HEAD alike.
+    for ignored in ["bytes=+0-+1", "bytes=-+1", "bytes=0- 1", "bytes=1 0-"] {
+        let r = get_with(&app, &format!("/zarr/conf/{key}"), &[("range", ignored)]).await;
+        assert_eq!((r.status.as_u16(), r.body.as_ref()), (200, bytes.as_slice()), "{ignored}");
+        assert_eq!(r.header("content-range"), "", "{ignored}");
+        let head = tower::ServiceExt::oneshot(
+            app.clone(),
+            axum::http::Request::head(format!("/zarr/conf/{key}"))
+                .header("range", ignored)
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(head.status(), 200, "{ignored}");
+        assert_eq!(head.headers()["content-length"], n.to_string().as_str(), "{ignored}");
+    }
     assert_eq!(get_with(&app, &format!("/zarr/conf/{key}"), &[("if-none-match", &etag)]).await.status, 304);
     assert_eq!(get_with(&app, &format!("/zarr/conf/{key}"), &[("if-modified-since", &modified)]).await.status, 304);
     get_with(&app, &format!("/zarr/conf/{key}"), &[("if-match", "\"other\"")]).await.assert_problem(412);
@@ -317,6 +335,26 @@ async fn metrics_count_requests_storage_and_caches() {
     ] {
         assert!(text.contains(needle), "{needle} missing from:\n{text}");
     }
+}
+
+/// The value of a metric line starting with `prefix` (0 when absent).
+async fn metric(app: &axum::Router, prefix: &str) -> u64 {
+    let text = String::from_utf8(get(app, "/metrics").await.body.to_vec()).unwrap();
+    text.lines().find_map(|l| l.strip_prefix(prefix).and_then(|v| v.trim().parse().ok())).unwrap_or(0)
+}
+
+#[tokio::test]
+async fn response_bytes_are_counted_as_sent() {
+    // Metrics are process-wide and other tests run alongside: the counter rises by at
+    // least this body (it stayed at 0 when it was read from a Content-Length that hyper
+    // had not set yet).
+    let app = conformance_app();
+    let counter = "zarrd_http_response_bytes_total{route=\"/v1/slice\"} ";
+    let before = metric(&app, counter).await;
+    let reply = get(&app, "/v1/slice/conf/regular/f4_zstd_partial?s=0:10,0:10&format=bin").await;
+    assert_eq!((reply.status.as_u16(), reply.body.len()), (200, 400));
+    let after = metric(&app, counter).await;
+    assert!(after >= before + 400, "{before} -> {after}");
 }
 
 #[tokio::test]

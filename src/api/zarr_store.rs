@@ -30,14 +30,28 @@ pub enum ByteRange {
 impl ByteRange {
     /// Parses a `Range` header; `None` for anything that is not a single byte range
     /// (such a header is ignored and the whole object served).
+    ///
+    /// RFC 9110 §14.1.1: positions and suffix lengths are `1*DIGIT`, nothing else. Rust's
+    /// integer parsing also takes a leading `+`, so digits are checked first: `bytes=+0-+1`
+    /// or `bytes=- 1` are not ranges. The unit is case-insensitive; whitespace is allowed
+    /// only around the range (the list syntax's OWS), not inside it.
     pub fn parse(value: &str) -> Option<Self> {
-        let spec = value.trim().strip_prefix("bytes=")?.trim();
+        let (unit, spec) = value.trim().split_once('=')?;
+        if !unit.eq_ignore_ascii_case("bytes") {
+            return None;
+        }
+        let spec = spec.trim_matches([' ', '\t']);
         if spec.contains(',') {
             return None;
         }
         let (a, b) = spec.split_once('-')?;
-        let num = |s: &str| s.trim().parse::<u64>().ok();
-        match (a.trim().is_empty(), b.trim().is_empty()) {
+        let num = |s: &str| {
+            if s.is_empty() || !s.bytes().all(|c| c.is_ascii_digit()) {
+                return None;
+            }
+            s.parse::<u64>().ok()
+        };
+        match (a.is_empty(), b.is_empty()) {
             (true, false) => num(b).map(Self::Suffix),
             (false, true) => num(a).map(Self::From),
             (false, false) => {
@@ -258,7 +272,29 @@ mod tests {
         assert_eq!(ByteRange::parse("bytes=0-99"), Some(ByteRange::Bounded(0, 99)));
         assert_eq!(ByteRange::parse("bytes=100-"), Some(ByteRange::From(100)));
         assert_eq!(ByteRange::parse("bytes=-16"), Some(ByteRange::Suffix(16)));
+        assert_eq!(ByteRange::parse("Bytes= 0-1 "), Some(ByteRange::Bounded(0, 1)), "unit case, list OWS");
         for ignored in ["bytes=5-1", "bytes=0-1,4-5", "items=0-1", "bytes=-", "bytes=a-b"] {
+            assert_eq!(ByteRange::parse(ignored), None, "{ignored}");
+        }
+        // Only ASCII digits: no signs, inner whitespace, other digits or overflow.
+        for ignored in [
+            "bytes=+0-+1",
+            "bytes=+0-1",
+            "bytes=0-+1",
+            "bytes=-+1",
+            "bytes=+5-",
+            "bytes=-0x10",
+            "bytes=- 1",
+            "bytes=0 -1",
+            "bytes=0- 1",
+            "bytes=1 0-20",
+            "bytes=0-1-2",
+            "bytes=--1",
+            "bytes=\u{661}-2",
+            "bytes=0-18446744073709551616",
+            "bytes 0-1",
+            "=0-1",
+        ] {
             assert_eq!(ByteRange::parse(ignored), None, "{ignored}");
         }
         assert_eq!(ByteRange::Bounded(0, 99).resolve(50), Some(0..50));

@@ -33,8 +33,10 @@ impl BytesCodec {
 
     /// Checks the length and returns little-endian elements, reusing `input`'s buffer.
     pub fn decode(self, input: Vec<u8>, shape: &[u64], data_type: DataType) -> Result<Vec<u8>, CodecError> {
-        let expected = shape.iter().product::<u64>() as usize * data_type.size();
-        if input.len() != expected {
+        // No input is as long as an overflowing size.
+        let expected =
+            super::element_count(shape).and_then(|n| n.checked_mul(data_type.size() as u64)).unwrap_or(u64::MAX);
+        if input.len() as u64 != expected {
             return Err(CodecError::corrupt(
                 "bytes",
                 format!("{} bytes where the chunk shape needs {expected}", input.len()),

@@ -55,6 +55,16 @@ pub enum CodecError {
 /// bound.
 pub const MAX_DECODED_CHUNK_BYTES: usize = 1 << 30;
 
+/// The elements in a chunk of `shape`: 0 when any edge is 0 (whatever the others), `None`
+/// when the count overflows. Shapes come from stored metadata and shard indexes, so a
+/// plain product could overflow (a panic in debug builds, a wrong size in release ones).
+pub fn element_count(shape: &[u64]) -> Option<u64> {
+    if shape.contains(&0) {
+        return Some(0);
+    }
+    shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d))
+}
+
 impl CodecError {
     pub(crate) fn corrupt(codec: &'static str, detail: impl Into<String>) -> Self {
         Self::Corrupt { codec, detail: detail.into() }
@@ -129,10 +139,10 @@ impl BytesToBytes {
     /// The largest encoded size for `len` input bytes, if it is fixed.
     fn fixed_encoded_size(self, len: u64) -> Option<u64> {
         match self {
-            Self::Crc32c => Some(len + 4),
+            Self::Crc32c => len.checked_add(4),
             Self::Shuffle { .. } | Self::Delta(_) => Some(len),
-            Self::FixedScaleOffset(f) => Some(len / f.dtype.size as u64 * f.astype.size as u64),
-            Self::AsType(a) => Some(len / a.decode.size as u64 * a.encode.size as u64),
+            Self::FixedScaleOffset(f) => (len / f.dtype.size as u64).checked_mul(f.astype.size as u64),
+            Self::AsType(a) => (len / a.decode.size as u64).checked_mul(a.encode.size as u64),
             Self::Zstd | Self::Gzip | Self::Blosc | Self::Zlib | Self::Lz4 | Self::Bz2 | Self::Lzma(_) => None,
         }
     }
@@ -270,13 +280,14 @@ impl CodecChain {
         })
     }
 
-    /// The encoded size of a chunk of `shape`, when no codec in the chain compresses.
+    /// The encoded size of a chunk of `shape`, when no codec in the chain compresses and
+    /// the size fits in a u64 (shapes come from stored metadata: never trust a product).
     pub fn fixed_encoded_size(&self, shape: &[u64], data_type: DataType) -> Option<u64> {
         let ArrayToBytes::Bytes(_) = self.array_to_bytes else {
             return None;
         };
-        let n: u64 = shape.iter().product();
-        self.bytes_to_bytes.iter().try_fold(n * data_type.size() as u64, |len, c| c.fixed_encoded_size(len))
+        let len = element_count(shape)?.checked_mul(data_type.size() as u64)?;
+        self.bytes_to_bytes.iter().try_fold(len, |len, c| c.fixed_encoded_size(len))
     }
 
     /// Decodes one chunk of declared `shape` into little-endian C-order elements.
@@ -288,7 +299,7 @@ impl CodecChain {
         data_type: DataType,
         fill: &[u8],
     ) -> Result<Vec<u8>, CodecError> {
-        let bytes = shape.iter().map(|&d| u128::from(d)).product::<u128>() * data_type.size() as u128;
+        let bytes = element_count(shape).map_or(u128::MAX, |n| u128::from(n) * data_type.size() as u128);
         if bytes > MAX_DECODED_CHUNK_BYTES as u128 {
             return Err(CodecError::ChunkTooLarge { bytes, limit: MAX_DECODED_CHUNK_BYTES });
         }

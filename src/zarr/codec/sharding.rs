@@ -9,7 +9,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{CodecChain, CodecError};
+use super::{CodecChain, CodecError, MAX_DECODED_CHUNK_BYTES};
 use crate::zarr::copy::{Region, copy_region, filled};
 use crate::zarr::data_type::DataType;
 use crate::zarr::metadata::{MetadataError, u64_list};
@@ -136,6 +136,18 @@ impl ShardingCodec {
         if index_codecs.fixed_encoded_size(&[1, 2], DataType::UInt64).is_none() {
             return Err(MetadataError::invalid(field, "index_codecs must have a fixed encoded size (no compression)"));
         }
+        // The index of the largest shard must be decodable: its size is a product of
+        // stored numbers, which must not overflow (or wrap, in release builds) later.
+        let mut largest: Vec<u64> =
+            chunk_shape.iter().zip(shard_edges).map(|(&c, edges)| edges.iter().max().map_or(0, |&e| e / c)).collect();
+        largest.push(2);
+        let entries = largest.iter().try_fold(1u64, |n, &d| n.checked_mul(d)).map(|n| n / 2);
+        if entries.is_none_or(|n| n > MAX_INNER_CHUNKS) {
+            return Err(MetadataError::Unsupported(format!(
+                "sharding with {:?} inner chunks per shard: this server reads shards of at most {MAX_INNER_CHUNKS} inner chunks (a 64 MiB index)",
+                &largest[..largest.len() - 1]
+            )));
+        }
         let index_location = match config.get("index_location") {
             None => IndexLocation::End,
             Some(Value::String(s)) if s == "end" => IndexLocation::End,
@@ -179,8 +191,9 @@ impl ShardingCodec {
     pub fn index_size(&self, chunks_per_shard: &[u64]) -> u64 {
         let mut shape = chunks_per_shard.to_vec();
         shape.push(2);
-        // Checked at parse time to be fixed.
-        self.index_codecs.fixed_encoded_size(&shape, DataType::UInt64).unwrap_or(0)
+        // Checked at parse time to be fixed and, for the array's own shards, to fit; a size
+        // that overflows is larger than any shard, so reading it fails as "too short".
+        self.index_codecs.fixed_encoded_size(&shape, DataType::UInt64).unwrap_or(u64::MAX)
     }
 
     /// Decodes and validates an encoded index read from a shard of `shard_len` bytes.
@@ -243,7 +256,8 @@ impl ShardingCodec {
     pub fn decode(&self, shard: &[u8], shape: &[u64], data_type: DataType, fill: &[u8]) -> Result<Vec<u8>, CodecError> {
         let index = self.index_of_shard(shard, shape)?;
         let item = data_type.size();
-        let mut out = filled(shape.iter().product::<u64>() as usize, fill);
+        // CodecChain::decode has bounded the size of `shape` before any codec runs.
+        let mut out = filled(super::element_count(shape).unwrap_or(0) as usize, fill);
         let rank = shape.len();
         let mut coords = vec![0u64; rank];
         let ones = vec![1u64; rank];
@@ -323,6 +337,30 @@ pub(crate) mod tests {
         assert!(c.chunks_per_shard(&[4, 3]).is_err());
     }
 
+    // Found by tests/properties.rs: the index size of huge shards overflowed (a panic in
+    // debug builds, a wrapped size in release ones).
+    #[test]
+    fn huge_shard_indexes_are_errors_not_overflows() {
+        let c = codec("end");
+        assert_eq!(c.index_size(&[u64::MAX, 2]), u64::MAX);
+        assert!(c.decode_index(&[0; 64], &[u64::MAX, u64::MAX], 100).is_err());
+        assert!(c.index_of_shard(&[0; 64], &[u64::MAX - 1, 4]).is_err());
+        // An edge of 0 makes an empty index whatever the other edges are (no panic).
+        assert_eq!(c.decode_index(&[0; 4], &[u64::MAX, 2, 0], 100).map(|i| i.len()).ok(), Some(0));
+        let huge = ShardingCodec::from_config(
+            default_config(&[1, 1], "end").as_object(),
+            DataType::UInt8,
+            &[vec![1 << 32], vec![1 << 32]],
+        );
+        assert!(matches!(huge, Err(MetadataError::Unsupported(_))), "{huge:?}");
+        let large = ShardingCodec::from_config(
+            default_config(&[1, 1], "end").as_object(),
+            DataType::UInt8,
+            &[vec![1 << 11], vec![1 << 11]],
+        );
+        assert!(large.is_ok(), "4 Mi inner chunks still fit: {large:?}");
+    }
+
     #[test]
     fn decodes_a_whole_shard_with_empty_chunks() {
         for location in [IndexLocation::Start, IndexLocation::End] {
@@ -363,11 +401,21 @@ pub(crate) mod tests {
 
     #[test]
     fn huge_shard_indexes_are_refused_before_reading() {
-        let c = ShardingCodec::from_config(default_config(&[1], "end").as_object(), DataType::UInt8, &[vec![1 << 30]])
-            .unwrap();
-        let err = c.chunks_per_shard(&[1 << 30]).unwrap_err();
-        assert!(matches!(err, CodecError::IndexTooLarge { entries, .. } if entries == 1 << 30), "{err}");
+        // At parse time for the largest declared shard…
+        let err =
+            ShardingCodec::from_config(default_config(&[1], "end").as_object(), DataType::UInt8, &[vec![1 << 30]])
+                .unwrap_err();
+        assert!(matches!(err, MetadataError::Unsupported(ref m) if m.contains("inner chunks")), "{err}");
+        // …and for each shard before its index is read.
+        let c = ShardingCodec::from_config(
+            default_config(&[1], "end").as_object(),
+            DataType::UInt8,
+            &[vec![MAX_INNER_CHUNKS]],
+        )
+        .unwrap();
         assert_eq!(c.chunks_per_shard(&[MAX_INNER_CHUNKS]).unwrap(), [MAX_INNER_CHUNKS]);
+        let err = c.chunks_per_shard(&[MAX_INNER_CHUNKS + 1]).unwrap_err();
+        assert!(matches!(err, CodecError::IndexTooLarge { .. }), "{err}");
     }
 
     #[test]

@@ -46,7 +46,8 @@ impl Transpose {
         for (i, &j) in self.order.iter().enumerate() {
             stride_of[j] = encoded_strides[i];
         }
-        let n: usize = shape.iter().product::<u64>() as usize;
+        // CodecChain::decode has bounded the size of `shape` before any codec runs.
+        let n = super::element_count(shape).unwrap_or(0) as usize;
         let mut out = vec![0u8; n * item];
         if n == 0 {
             return out;
