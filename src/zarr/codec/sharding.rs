@@ -9,7 +9,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{CodecChain, CodecError, MAX_DECODED_CHUNK_BYTES};
+use super::{CodecChain, CodecError};
 use crate::zarr::copy::{Region, copy_region, filled};
 use crate::zarr::data_type::DataType;
 use crate::zarr::metadata::{MetadataError, u64_list};
