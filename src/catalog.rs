@@ -188,7 +188,8 @@ impl Catalog {
     /// listing groups (arrays are not descended into, so chunks are never enumerated).
     pub async fn tree(&self, ds: &Dataset) -> Result<Arc<Vec<Value>>> {
         self.trees
-            .try_get_with(Arc::clone(&ds.name), async { self.discover(ds).await.map(Arc::new) })
+            // Boxed: walking a tree nests many node loads, too large a future to move around.
+            .try_get_with(Arc::clone(&ds.name), async { Box::pin(self.discover(ds)).await.map(Arc::new) })
             .await
             .map_err(Arc::unwrap_or_clone)
     }

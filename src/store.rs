@@ -128,11 +128,17 @@ impl Store {
         let Some(result) = self.get_opts(key, options).await? else {
             return Ok(None);
         };
+        self.read_body(key, result).await.map(Some)
+    }
+
+    /// Reads the body of a GET whose headers have arrived (so its length is known and
+    /// memory can be reserved before the bytes are).
+    pub async fn read_body(&self, key: &str, result: GetResult) -> Result<Fetched, StoreError> {
         let (object_size, e_tag) = (result.meta.size, result.meta.e_tag.clone());
         let version = object_version(&result.meta);
         let bytes = result.bytes().await.map_err(|e| Self::backend_error(key, e))?;
         metrics::storage_bytes(bytes.len());
-        Ok(Some(Fetched { bytes, object_size, e_tag, version }))
+        Ok(Fetched { bytes, object_size, e_tag, version })
     }
 
     /// The whole object.
@@ -245,6 +251,11 @@ pub fn object_version(meta: &ObjectMeta) -> String {
 
 /// Ranges closer than this are read in one request (`object_store`'s default).
 const COALESCE_GAP: u64 = 1024 * 1024;
+
+/// The bytes a read of `ranges` holds in memory: the merged ranges, gaps included.
+pub fn merged_len(ranges: &[Range<u64>]) -> u64 {
+    merge_ranges(ranges, COALESCE_GAP).iter().map(|r| r.end - r.start).sum()
+}
 
 /// Sorts and merges ranges whose gap is below `gap`.
 fn merge_ranges(ranges: &[Range<u64>], gap: u64) -> Vec<Range<u64>> {

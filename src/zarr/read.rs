@@ -24,7 +24,8 @@ use super::metadata::ArrayMetadata;
 use super::selection::DimSelection;
 use crate::budget::{BudgetError, MemoryBudget, Reservation};
 use crate::cache::{CachedIndex, ChunkCache, DecodedChunk, MISSING, ObjectKey, ShardIndexCache, VersionCache};
-use crate::store::{Store, StoreError, object_version};
+use crate::store::{Fetched, Store, StoreError, merged_len, object_version};
+use object_store::GetOptions;
 
 /// Stored chunks (or shards) read concurrently per request.
 const FETCH_FAN_OUT: usize = 16;
@@ -281,6 +282,14 @@ impl Assembly {
     }
 }
 
+/// The memory one read has reserved while fetching, from concurrent fetches.
+type Ledger = std::sync::Mutex<Reservation>;
+
+/// Adds `reservation` to `ledger`.
+fn hold(ledger: &Ledger, reservation: Reservation) {
+    ledger.lock().unwrap_or_else(std::sync::PoisonError::into_inner).merge(reservation);
+}
+
 /// Single-flight per chunk is used when a shard read needs at most this many uncached
 /// chunks (hot tiles); larger reads fetch their chunks in coalesced ranges instead.
 const SINGLE_FLIGHT_MAX: usize = 4;
@@ -348,6 +357,20 @@ impl ArrayReader {
         shape.iter().product::<u64>().saturating_mul(self.meta.data_type.size() as u64)
     }
 
+    /// The bytes of one streamed band, estimated: the output rows one row of read chunks
+    /// covers along the first dimension.
+    fn band_estimate(&self, layout: &Layout) -> usize {
+        let edge = match self.meta.read_chunk_shape() {
+            Some(inner) => inner.first().copied(),
+            None => self.grid().dims.first().map(|d| d.distinct_edges().into_iter().max().unwrap_or(1)),
+        };
+        let (Some(edge), Some(&rows), Some(&step)) = (edge, layout.shape.first(), layout.steps.first()) else {
+            return 0;
+        };
+        let row_bytes = layout.shape[1..].iter().product::<u64>() * self.meta.data_type.size() as u64;
+        (rows.min(edge.div_ceil(step.max(1))) * row_bytes) as usize
+    }
+
     /// Reads a resolved selection into little-endian C-order elements: the whole output
     /// after `reserve` zero bytes (room for a header, so the body needs no second copy),
     /// or, when `stream` allows and the output is large, band by band.
@@ -375,15 +398,23 @@ impl ArrayReader {
         } else {
             walk.count().min(2 * rayon::current_num_threads() as u128)
         };
+        // Reserved up front: the decoded chunks, and the output (or, when streamed, the
+        // bands in flight, estimated as one row of read chunks each). Fetched bytes are
+        // reserved as each read learns its length; an underestimated band is topped up.
         let decode_bytes = u128::from(self.decode_unit_bytes()) * concurrent_decodes;
-        let mut reservation = self.budget.reserve(u64::try_from(decode_bytes).unwrap_or(u64::MAX)).await?;
+        let in_flight = rayon::current_num_threads() + 1;
+        let streams = stream && out_bytes >= STREAM_MIN_BYTES;
+        let assembly_estimate = if streams { self.band_estimate(&layout) * in_flight } else { out_bytes };
+        let upfront = decode_bytes + assembly_estimate as u128;
+        let mut reservation = self.budget.reserve(u64::try_from(upfront).unwrap_or(u64::MAX)).await?;
+        let ledger = Ledger::default();
         let chain = Arc::new(self.meta.codecs.clone());
         let steps = &layout.steps;
         let fetched: Vec<Fetch> = futures::stream::iter(walk.parts())
             .map(|part| async {
                 match self.meta.sharding() {
-                    Some(sharding) => self.fetch_inner_chunks(sharding, part, steps).await,
-                    None => self.fetch_chunk(&chain, part).await,
+                    Some(sharding) => self.fetch_inner_chunks(sharding, part, steps, &ledger).await,
+                    None => self.fetch_chunk(&chain, part, &ledger).await,
                 }
             })
             .buffer_unordered(FETCH_FAN_OUT)
@@ -400,17 +431,16 @@ impl ArrayReader {
         }
         // Fetches complete in any order; validators must not depend on it.
         versions.sort_unstable();
-        let fetched_bytes: usize =
-            jobs.iter().map(|j| if let Source::Encoded { bytes, .. } = &j.source { bytes.len() } else { 0 }).sum();
+        reservation.merge(ledger.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner));
         let assembly = Assembly::new(Arc::clone(&self.meta), layout, jobs);
-        let in_flight = rayon::current_num_threads() + 1;
-        if stream && out_bytes >= STREAM_MIN_BYTES && assembly.bands.len() > 1 {
+        if streams && assembly.bands.len() > 1 {
             let band_max = assembly.bands.iter().map(|b| assembly.band_bytes(b)).max().unwrap_or(0);
-            reservation.merge(self.budget.reserve((fetched_bytes + band_max * in_flight) as u64).await?);
+            let more = (band_max * in_flight).saturating_sub(assembly_estimate);
+            reservation.merge(self.budget.reserve(more as u64).await?);
             let data = Decoded::Bands(self.stream_bands(assembly, reservation, in_flight));
             return Ok(ReadOutput { data, reservation: Reservation::default(), versions });
         }
-        reservation.merge(self.budget.reserve((fetched_bytes + out_bytes) as u64).await?);
+        reservation.merge(self.budget.reserve(out_bytes.saturating_sub(assembly_estimate) as u64).await?);
         // Zeroed memory comes from the allocator untouched; every element is then written
         // exactly once, by its chunk or as fill.
         let data = vec![0u8; out_bytes];
@@ -515,11 +545,11 @@ impl ArrayReader {
     }
 
     /// A whole stored chunk (unsharded, or a shard whose chain hides byte ranges).
-    async fn fetch_chunk(&self, chain: &Arc<CodecChain>, part: Part) -> Result<Fetch, ReadError> {
+    async fn fetch_chunk(&self, chain: &Arc<CodecChain>, part: Part, ledger: &Ledger) -> Result<Fetch, ReadError> {
         let key = self.chunk_key(&part.coords);
         let shape = self.grid().chunk_shape(&part.coords);
         if !self.chunks.enabled() {
-            let Some(object) = self.store.get_object(&key).await? else {
+            let Some(object) = self.get_reserved(&key, ledger).await? else {
                 let job = DecodeJob { key: key.as_str().into(), source: Source::Fill, shape, part };
                 return Ok(Fetch { key, version: MISSING.into(), jobs: vec![job] });
             };
@@ -537,7 +567,7 @@ impl ArrayReader {
         let chunk = self
             .chunks
             .get_or_load(cache_key, async {
-                let Some(object) = self.store.get_object(&key).await? else {
+                let Some(object) = self.get_reserved(&key, ledger).await? else {
                     return Ok(Arc::new(DecodedChunk { data: None, version: MISSING.into() }));
                 };
                 let data = self.decode_off_runtime(&key, object.bytes, Arc::clone(chain), shape.clone()).await?;
@@ -548,6 +578,14 @@ impl ArrayReader {
         let version = chunk.version.clone();
         let source = if chunk.data.is_some() { Source::Decoded(chunk) } else { Source::Fill };
         Ok(Fetch { key: key.clone(), version, jobs: vec![DecodeJob { key: key.as_str().into(), source, shape, part }] })
+    }
+
+    /// The whole object at `key`, its bytes reserved from the budget (into `ledger`) as
+    /// soon as the response says how many there are, before they are read.
+    async fn get_reserved(&self, key: &str, ledger: &Ledger) -> Result<Option<Fetched>, ReadError> {
+        let Some(result) = self.store.get_opts(key, GetOptions::default()).await? else { return Ok(None) };
+        hold(ledger, self.budget.reserve(result.range.end - result.range.start).await?);
+        Ok(Some(self.store.read_body(key, result).await?))
     }
 
     /// Decodes one chunk on the blocking pool.
@@ -616,9 +654,10 @@ impl ArrayReader {
         sharding: &ShardingCodec,
         part: Part,
         steps: &[u64],
+        ledger: &Ledger,
     ) -> Result<Fetch, ReadError> {
-        match self.try_fetch_inner_chunks(sharding, &part, steps).await {
-            Err(e) if e.is_changed() => self.try_fetch_inner_chunks(sharding, &part, steps).await,
+        match self.try_fetch_inner_chunks(sharding, &part, steps, ledger).await {
+            Err(e) if e.is_changed() => self.try_fetch_inner_chunks(sharding, &part, steps, ledger).await,
             other => other,
         }
     }
@@ -628,6 +667,7 @@ impl ArrayReader {
         sharding: &ShardingCodec,
         part: &Part,
         steps: &[u64],
+        ledger: &Ledger,
     ) -> Result<Fetch, ReadError> {
         let key = self.chunk_key(&part.coords);
         let shard_shape = self.grid().chunk_shape(&part.coords);
@@ -689,6 +729,7 @@ impl ArrayReader {
                 let chunk = self
                     .chunks
                     .get_or_load(cache_key, async {
+                        hold(ledger, self.budget.reserve(range.end - range.start).await?);
                         let mut parts =
                             self.read_ranges(&key, index.e_tag.as_deref(), std::slice::from_ref(&range)).await?;
                         let bytes = parts.pop().unwrap_or_default();
@@ -710,6 +751,7 @@ impl ArrayReader {
             for _ in &misses {
                 self.chunks.count_miss();
             }
+            hold(ledger, self.budget.reserve(merged_len(&ranges)).await?);
             let chunks = self.read_ranges(&key, index.e_tag.as_deref(), &ranges).await?;
             for (bytes, (_, inner, cache_key)) in chunks.into_iter().zip(misses) {
                 let source = Source::Encoded { bytes, chain: Arc::clone(&chain), cache_key, version: version.clone() };
