@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${1:-target/release/zarrd}
 DATA=${DATA:-/tmp/zarrd-memory-bench}
-PORT=${PORT:-18931}
+PORT=${PORT:-$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")}
 BUDGET=${BUDGET:-2147483648}
 
 make_data() {
