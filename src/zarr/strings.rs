@@ -132,17 +132,18 @@ pub fn fill_text(fill: &[u8]) -> &str {
 /// the per-chunk decode limit. Returns `(bound, bytes to reserve)`: the stored bytes (and a
 /// checksum codec's copy of them), the framed text and the span table.
 pub fn decode_cost(chain: &CodecChain, encoded: &[u8], elements: u64, fallback: u64) -> (usize, u64) {
-    let bound = chain
-        .declared_decoded_len(encoded)
-        .unwrap_or(fallback)
-        .min(MAX_DECODED_CHUNK_BYTES as u64)
-        .max(4);
+    let bound = chain.declared_decoded_len(encoded).unwrap_or(fallback).min(MAX_DECODED_CHUNK_BYTES as u64).max(4);
     let spans = elements.saturating_mul(8);
     (bound as usize, (encoded.len() as u64).saturating_mul(2).saturating_add(bound).saturating_add(spans))
 }
 
 /// Decodes a chunk's text, refusing an element count that does not fit the decode limit.
-pub fn decode_chunk(chain: &CodecChain, encoded: &[u8], shape: &[u64], bound: usize) -> Result<VlenStrings, CodecError> {
+pub fn decode_chunk(
+    chain: &CodecChain,
+    encoded: &[u8],
+    shape: &[u64],
+    bound: usize,
+) -> Result<VlenStrings, CodecError> {
     chain.decode_strings(encoded, shape, bound)
 }
 
@@ -333,20 +334,26 @@ mod tests {
         // A 3x4 chunk; take rows 0 and 2, columns 1 and 3, into a 2x2 output at (0, 0).
         let c = chunk(&["a0", "a1", "a2", "a3", "b0", "b1", "b2", "b3", "c0", "c1", "c2", "c3"]);
         let mut out = vec![Box::<str>::default(); 4];
-        let g = Gather { shape: &[3, 4], start: &[0, 1], count: &[2, 2], steps: &[2, 2], out: &[0, 0], out_shape: &[2, 2] };
+        let g =
+            Gather { shape: &[3, 4], start: &[0, 1], count: &[2, 2], steps: &[2, 2], out: &[0, 0], out_shape: &[2, 2] };
         assert_eq!(g.text_bytes(Some(&c), ""), 8);
         g.copy(Some(&c), "", &mut out);
         assert_eq!(out.iter().map(AsRef::as_ref).collect::<Vec<&str>>(), ["a1", "a3", "c1", "c3"]);
         // The fill value, for a missing chunk, into the second output row.
         let mut out = vec![Box::<str>::default(); 4];
-        let g = Gather { shape: &[3, 4], start: &[0, 0], count: &[1, 2], steps: &[1, 1], out: &[1, 0], out_shape: &[2, 2] };
+        let g =
+            Gather { shape: &[3, 4], start: &[0, 0], count: &[1, 2], steps: &[1, 1], out: &[1, 0], out_shape: &[2, 2] };
         assert_eq!(g.text_bytes(None, "n/a"), 6);
         g.copy(None, "n/a", &mut out);
         assert_eq!(out.iter().map(AsRef::as_ref).collect::<Vec<&str>>(), ["", "", "n/a", "n/a"]);
         // 0-d.
         let c = chunk(&["only"]);
         let mut out = vec![Box::<str>::default(); 1];
-        Gather { shape: &[], start: &[], count: &[], steps: &[], out: &[], out_shape: &[] }.copy(Some(&c), "", &mut out);
+        Gather { shape: &[], start: &[], count: &[], steps: &[], out: &[], out_shape: &[] }.copy(
+            Some(&c),
+            "",
+            &mut out,
+        );
         assert_eq!(&*out[0], "only");
         // Clipping a boundary chunk drops its padding.
         let c = chunk(&["x", "y", ""]);

@@ -114,11 +114,17 @@ pub fn array_from_document(
         Some(Value::String(s)) if s == "|O" => match filters.split_first() {
             Some((first, rest)) if first.get("id").and_then(Value::as_str) == Some("vlen-utf8") => {
                 // The filters after it and the compressor see the framed text as bytes.
-                (NumType::parse("|u1").ok_or_else(|| MetadataError::invalid("dtype", "no byte type"))?, DataType::String, rest)
+                (
+                    NumType::parse("|u1").ok_or_else(|| MetadataError::invalid("dtype", "no byte type"))?,
+                    DataType::String,
+                    rest,
+                )
             }
             Some((first, _)) => {
                 let id = first.get("id").map_or_else(|| "?".to_owned(), ToString::to_string);
-                return Err(MetadataError::Unsupported(format!("Zarr v2 dtype `|O` with object codec {id} (only vlen-utf8 text is served)")));
+                return Err(MetadataError::Unsupported(format!(
+                    "Zarr v2 dtype `|O` with object codec {id} (only vlen-utf8 text is served)"
+                )));
             }
             None => return Err(MetadataError::invalid("filters", "a `|O` array needs an object codec filter")),
         },
@@ -311,7 +317,8 @@ mod tests {
     #[test]
     fn object_arrays_of_text() {
         let a = parse(&zarray(&json!({"dtype": "|O", "fill_value": "", "filters": [{"id": "vlen-utf8"}],
-            "compressor": {"id": "zstd", "level": 0}}))).unwrap();
+            "compressor": {"id": "zstd", "level": 0}})))
+        .unwrap();
         assert_eq!(a.data_type, DataType::String);
         assert_eq!(a.codecs.array_to_bytes, ArrayToBytes::VlenUtf8);
         assert_eq!(a.codecs.bytes_to_bytes, [BytesToBytes::Zstd]);

@@ -447,11 +447,8 @@ impl CodecChain {
         }
         for (c, decoded_shape) in self.array_to_array.iter().zip(&shapes).rev() {
             let ArrayToArray::Transpose(t) = c;
-            let packed: Vec<u8> = strings
-                .spans
-                .iter()
-                .flat_map(|&(a, b)| (u64::from(a) | (u64::from(b) << 32)).to_le_bytes())
-                .collect();
+            let packed: Vec<u8> =
+                strings.spans.iter().flat_map(|&(a, b)| (u64::from(a) | (u64::from(b) << 32)).to_le_bytes()).collect();
             let moved = t.decode(&packed, decoded_shape, 8);
             strings.spans = moved
                 .chunks_exact(8)

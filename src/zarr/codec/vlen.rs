@@ -48,7 +48,8 @@ pub fn decode(bytes: Vec<u8>, elements: u64) -> Result<VlenStrings, CodecError> 
     let u32_at = |at: usize| -> Option<u32> {
         bytes.get(at..at.checked_add(4)?).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     };
-    let count = u32_at(0).ok_or_else(|| corrupt(format!("{} bytes is too short for the element count", bytes.len())))?;
+    let count =
+        u32_at(0).ok_or_else(|| corrupt(format!("{} bytes is too short for the element count", bytes.len())))?;
     if u64::from(count) != elements {
         return Err(corrupt(format!("the chunk holds {count} elements, its shape has {elements}")));
     }
@@ -63,12 +64,10 @@ pub fn decode(bytes: Vec<u8>, elements: u64) -> Result<VlenStrings, CodecError> 
     for i in 0..count {
         let len = u32_at(at).ok_or_else(|| corrupt(format!("element {i}: the length is cut off at byte {at}")))?;
         let start = at + 4;
-        let end = start
-            .checked_add(len as usize)
-            .filter(|&end| end <= bytes.len())
-            .ok_or_else(|| corrupt(format!("element {i}: {len} bytes at byte {start} run past the end ({})", bytes.len())))?;
-        std::str::from_utf8(&bytes[start..end])
-            .map_err(|e| corrupt(format!("element {i} is not valid UTF-8: {e}")))?;
+        let end = start.checked_add(len as usize).filter(|&end| end <= bytes.len()).ok_or_else(|| {
+            corrupt(format!("element {i}: {len} bytes at byte {start} run past the end ({})", bytes.len()))
+        })?;
+        std::str::from_utf8(&bytes[start..end]).map_err(|e| corrupt(format!("element {i} is not valid UTF-8: {e}")))?;
         // Both fit in u32: the whole buffer does (checked above).
         spans.push((start as u32, end as u32));
         at = end;
