@@ -189,12 +189,11 @@ async fn decoded_text(
     let limit = state.config.limits.max_response_bytes;
     let chain = array.read_chain().clone();
     let elements = chunk_shape.iter().product::<u64>();
-    let (bound, cost) = strings::decode_cost(&chain, &bytes, elements, limit.min(array.budget.total() / 4));
-    let scratch = array.budget.reserve(cost).await?;
+    let cost = strings::decode_cost(&chain, &bytes, elements, limit.min(array.budget.total() / 4));
+    let scratch = array.budget.reserve(cost.reserve).await?;
     let (task_key, task_shape) = (key.to_owned(), chunk_shape.to_vec());
     let chunk = tokio::task::spawn_blocking(move || {
-        strings::decode_chunk(&chain, &bytes, &task_shape, bound)
-            .map_err(|source| Error::from(ReadError::Corrupt { key: task_key, source }))
+        strings::decode_chunk(&chain, &bytes, &task_shape, cost, &task_key).map_err(Error::from)
     })
     .await
     .map_err(|e| Error::Internal(e.to_string()))??;

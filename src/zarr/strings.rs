@@ -64,8 +64,10 @@ impl Gather<'_> {
         }
         let strides = |shape: &[u64]| -> Vec<u64> {
             let mut s = vec![1u64; shape.len()];
+            // Saturating: the shape of a missing chunk comes from metadata and is never
+            // checked against stored bytes; its source indices are then never used.
             for d in (0..shape.len().saturating_sub(1)).rev() {
-                s[d] = s[d + 1] * shape[d + 1];
+                s[d] = s[d + 1].saturating_mul(shape[d + 1]);
             }
             s
         };
@@ -75,10 +77,12 @@ impl Gather<'_> {
             let mut src = 0u64;
             let mut dst = 0u64;
             for d in 0..rank {
-                src += (self.start[d] + idx[d] * self.steps[d]) * src_strides[d];
+                let coord = self.start[d].saturating_add(idx[d].saturating_mul(self.steps[d]));
+                src = src.saturating_add(coord.saturating_mul(src_strides[d]));
+                // The output holds at most the response limit's elements: no overflow.
                 dst += (self.out[d] + idx[d]) * dst_strides[d];
             }
-            f(src as usize, dst as usize);
+            f(usize::try_from(src).unwrap_or(usize::MAX), dst as usize);
             // Next index, last dimension fastest; done when the first one wraps.
             let mut d = rank;
             loop {
@@ -131,20 +135,46 @@ pub fn fill_text(fill: &[u8]) -> &str {
 /// compressor records (see [`CodecChain::declared_decoded_len`]), else `fallback`; at most
 /// the per-chunk decode limit. Returns `(bound, bytes to reserve)`: the stored bytes (and a
 /// checksum codec's copy of them), the framed text and the span table.
-pub fn decode_cost(chain: &CodecChain, encoded: &[u8], elements: u64, fallback: u64) -> (usize, u64) {
-    let bound = chain.declared_decoded_len(encoded).unwrap_or(fallback).min(MAX_DECODED_CHUNK_BYTES as u64).max(4);
+pub fn decode_cost(chain: &CodecChain, encoded: &[u8], elements: u64, fallback: u64) -> DecodeCost {
+    let declared = chain.declared_decoded_len(encoded);
+    let bound = declared.unwrap_or(fallback).min(MAX_DECODED_CHUNK_BYTES as u64).max(4);
     let spans = elements.saturating_mul(8);
-    (bound as usize, (encoded.len() as u64).saturating_mul(2).saturating_add(bound).saturating_add(spans))
+    DecodeCost {
+        bound: bound as usize,
+        declared: declared.is_some(),
+        reserve: (encoded.len() as u64).saturating_mul(2).saturating_add(bound).saturating_add(spans),
+    }
 }
 
-/// Decodes a chunk's text, refusing an element count that does not fit the decode limit.
+/// What decoding one chunk of text may take.
+#[derive(Debug, Clone, Copy)]
+pub struct DecodeCost {
+    /// The most bytes the framed text may have.
+    pub bound: usize,
+    /// Whether `bound` is what the compressor recorded (then more is corruption) rather
+    /// than this server's share for chunks that record nothing (then more is too large).
+    pub declared: bool,
+    /// Bytes to reserve from the budget before decoding.
+    pub reserve: u64,
+}
+
+/// Decodes a chunk's text within `cost.bound`. Text beyond a bound the compressor did not
+/// record is too large to decode here (413), not corrupt.
 pub fn decode_chunk(
     chain: &CodecChain,
     encoded: &[u8],
     shape: &[u64],
-    bound: usize,
-) -> Result<VlenStrings, CodecError> {
-    chain.decode_strings(encoded, shape, bound)
+    cost: DecodeCost,
+    key: &str,
+) -> Result<VlenStrings, ReadError> {
+    chain.decode_strings(encoded, shape, cost.bound).map_err(|source| match source {
+        CodecError::TooLarge { limit, .. } if !cost.declared => ReadError::TooLarge {
+            what: "decoded text of one chunk (its compressor does not record its size)",
+            size: limit as u128 + 1,
+            limit: limit as u64,
+        },
+        source => ReadError::Corrupt { key: key.to_owned(), source },
+    })
 }
 
 /// Selected text per request part, from one read-grid chunk.
@@ -251,15 +281,13 @@ impl ArrayReader {
             None => None,
             Some(bytes) => {
                 let chain = self.read_chain().clone();
-                let (bound, cost) = decode_cost(&chain, &bytes, chunk_elements, self.text_fallback(ctx.limit));
-                scratch = self.budget.reserve(cost).await?;
+                let cost = decode_cost(&chain, &bytes, chunk_elements, self.text_fallback(ctx.limit));
+                scratch = self.budget.reserve(cost.reserve).await?;
                 let (task_key, task_shape) = (key.clone(), shape.clone());
-                let chunk = tokio::task::spawn_blocking(move || {
-                    decode_chunk(&chain, &bytes, &task_shape, bound)
-                        .map_err(|source| ReadError::Corrupt { key: task_key, source })
-                })
-                .await
-                .map_err(|e| ReadError::Task(e.to_string()))??;
+                let chunk =
+                    tokio::task::spawn_blocking(move || decode_chunk(&chain, &bytes, &task_shape, cost, &task_key))
+                        .await
+                        .map_err(|e| ReadError::Task(e.to_string()))??;
                 Some(chunk)
             }
         };

@@ -21,7 +21,7 @@ impl VlenStrings {
     /// Element `i` (checked to be UTF-8 when decoded).
     pub fn get(&self, i: usize) -> &str {
         let (start, end) = self.spans.get(i).copied().unwrap_or((0, 0));
-        std::str::from_utf8(&self.bytes[start as usize..end as usize]).unwrap_or_default()
+        self.bytes.get(start as usize..end as usize).and_then(|b| std::str::from_utf8(b).ok()).unwrap_or_default()
     }
 
     pub fn len(&self) -> usize {
