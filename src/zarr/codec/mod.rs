@@ -509,4 +509,49 @@ mod tests {
         stored[last] ^= 1;
         assert!(matches!(chain.decode(&stored, &[2, 3], DataType::Int16, &[0, 0]), Err(CodecError::Checksum { .. })));
     }
+
+    #[test]
+    fn decodes_text_through_transpose_gzip_crc() {
+        // A 2x3 chunk of text stored transposed (3x2): the framing lists elements in the
+        // stored order. The expected layout is the one in ZARR_FORMAT.md (`vlen-utf8`).
+        use std::io::Write;
+        let logical = ["a", "", "déf", "x", "yz", "🦀"];
+        let stored_order = [0, 3, 1, 4, 2, 5];
+        let mut framed = 6u32.to_le_bytes().to_vec();
+        for i in stored_order {
+            framed.extend((logical[i].len() as u32).to_le_bytes());
+            framed.extend(logical[i].as_bytes());
+        }
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&framed).unwrap();
+        let mut stored = gz.finish().unwrap();
+        stored.extend(::crc32c::crc32c(&stored).to_le_bytes());
+        let chain = CodecChain::from_json(
+            &json!([{"name": "transpose", "configuration": {"order": [1, 0]}}, {"name": "vlen-utf8", "configuration": {}}, {"name": "gzip", "configuration": {"level": 5}}, {"name": "crc32c"}]),
+            DataType::String,
+            &[vec![2], vec![3]],
+            "codecs",
+        )
+        .unwrap();
+        assert_eq!(chain.declared_decoded_len(&stored), Some(framed.len() as u64));
+        let text = chain.decode_strings(&stored, &[2, 3], framed.len()).unwrap();
+        assert_eq!((0..6).map(|i| text.get(i)).collect::<Vec<_>>(), logical);
+        // One byte short of the recorded size is a decoder error, not a bigger buffer.
+        assert!(chain.decode_strings(&stored, &[2, 3], framed.len() - 1).is_err());
+        // The fixed-size engine refuses text instead of misreading it.
+        assert!(chain.decode(&stored, &[2, 3], DataType::String, &[]).is_err());
+    }
+
+    #[test]
+    fn text_codecs_match_the_data_type() {
+        let parse = |v: Value, t: DataType| CodecChain::from_json(&v, t, &[vec![4]], "codecs");
+        assert!(parse(json!([{"name": "vlen-utf8"}]), DataType::String).is_ok());
+        assert!(parse(json!([{"name": "bytes"}]), DataType::String).is_err());
+        assert!(parse(json!([{"name": "vlen-utf8"}]), DataType::Int32).is_err());
+        let shard = json!({"name": "sharding_indexed", "configuration": {"chunk_shape": [2],
+            "codecs": [{"name": "vlen-utf8"}], "index_codecs": [{"name": "bytes"}], "index_location": "end"}});
+        assert!(parse(json!([shard.clone()]), DataType::String).is_ok());
+        let hidden = parse(json!([shard, {"name": "zstd"}]), DataType::String).unwrap_err();
+        assert!(matches!(hidden, MetadataError::Unsupported(_)), "{hidden}");
+    }
 }
