@@ -160,6 +160,7 @@ impl From<&ReadError> for Error {
                 Self::Corrupt(corrupt.to_string())
             }
             too_many @ ReadError::TooManyChunks { .. } => Self::TooManyChunks(too_many.to_string()),
+            ReadError::TooLarge { what, size, limit } => Self::TooLarge { what, size: *size, limit: *limit },
             ReadError::Task(detail) => Self::Internal(detail.clone()),
             ReadError::Budget(e) => e.into(),
         }

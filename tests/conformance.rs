@@ -3,7 +3,9 @@
 //! reference encoding) read through the HTTP API, in every format and for many selections,
 //! compared with the expected `.npy` values; and every other route (array info, chunk
 //! listings, raw and decoded chunks, `/zarr`, conditional requests) over the same arrays.
-//! Expected selection results come from `NumPy` (`selections/<set>.json`).
+//! Expected selection results come from `NumPy` (`selections/<set>.json`). The `strings` set
+//! (zarr-python 3.4.2: v3 `string` + `vlen-utf8`, v2 `|O` + `VLenUTF8`) is compared with the
+//! `NumPy` `U` arrays zarr-python's reads were saved as.
 
 #![allow(clippy::unwrap_used)] // test helpers panic on broken fixtures by design
 
@@ -245,7 +247,15 @@ async fn check_routes(app: &Router, set: &str) {
                     index
                 })
                 .collect();
-            assert_same_bits(path, key, &decoded.data, &gather(&want, &indices));
+            if want.is_text() {
+                let texts = want.texts();
+                let region: Vec<String> = indices.iter().map(|&i| texts[i as usize].clone()).collect();
+                assert_eq!(decoded.texts(), region, "{key}: decoded text");
+                let json = get(app, &format!("{uri}&decoded=true&format=json")).await;
+                assert_eq!(json_texts(&json.json(), &shape), region, "{key}: decoded text as JSON");
+            } else {
+                assert_same_bits(path, key, &decoded.data, &gather(&want, &indices));
+            }
         }
         let files = count_chunk_files(&dir.join("data.zarr").join(path));
         assert_eq!(present, files, "{path}: every stored chunk object is listed");
@@ -272,16 +282,154 @@ fn count_chunk_files(dir: &std::path::Path) -> usize {
     n
 }
 
-const SETS: [&str; 6] = ["conformance", "extra", "zarr-v2", "zarr-v2-extra", "fanout", "fanout-extra"];
+const SETS: [&str; 7] = ["conformance", "extra", "zarr-v2", "zarr-v2-extra", "fanout", "fanout-extra", "strings"];
 /// Sets whose every route is checked (the v3 sets' routes have their own tests in api.rs).
-const ROUTE_SETS: [&str; 4] = ["zarr-v2", "zarr-v2-extra", "fanout", "fanout-extra"];
+const ROUTE_SETS: [&str; 5] = ["zarr-v2", "zarr-v2-extra", "fanout", "fanout-extra", "strings"];
+/// Sets of `string` arrays, whose expected values are `NumPy` `U` arrays.
+const TEXT_SETS: [&str; 1] = ["strings"];
+
+/// The strings of a JSON `data` member of `shape` (nested lists), in C order.
+fn json_texts(doc: &Value, shape: &[u64]) -> Vec<String> {
+    assert_eq!(doc["data_type"], "string", "{doc}");
+    assert_eq!(
+        doc["shape"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect::<Vec<_>>(),
+        shape,
+        "{doc}"
+    );
+    let mut flat = Vec::new();
+    flatten(&doc["data"], shape.len(), &mut flat);
+    flat.iter().map(|v| v.as_str().unwrap_or_else(|| panic!("{v} is not a string")).to_owned()).collect()
+}
+
+/// The `.npy` of text is exactly what `numpy.save` writes for the `U` array of the
+/// elements: `<U{longest, at least 1}`, UTF-32LE padded with NULs.
+fn assert_text_npy(got: &Npy, want: &[String], shape: &[u64], ctx: &str) {
+    let width = want.iter().map(|t| t.chars().count()).max().unwrap_or(0).max(1);
+    assert_eq!(got.descr, format!("<U{width}"), "{ctx}");
+    assert_eq!(got.shape, shape, "{ctx}");
+    assert_eq!(got.data.len(), want.len() * width * 4, "{ctx}: body length");
+    assert_eq!(got.texts(), want, "{ctx}");
+}
+
+/// Every text array in json and npy, for every selection case; bin and png are 406.
+async fn check_text_arrays(app: &Router, set: &str) {
+    let manifest: Value = serde_json::from_slice(&std::fs::read(set_dir(set).join("manifest.json")).unwrap()).unwrap();
+    let cases = cases(set);
+    for array in manifest["arrays"].as_array().unwrap() {
+        let path = array["path"].as_str().unwrap();
+        let want = expected(&set_dir(set), path);
+        let texts = want.texts();
+        let shape: Vec<u64> = array["shape"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+        assert_eq!(want.shape, shape);
+
+        // The whole array is byte for byte the expected file NumPy wrote.
+        let (reply, got) = read_npy(app, &format!("/v1/slice/conf/{path}")).await;
+        assert_eq!(got.descr, want.descr, "{path}");
+        assert_same_bits(path, "", &got.data, &want.data);
+        assert_eq!(reply.header("zarr-shape"), shape.iter().map(u64::to_string).collect::<Vec<_>>().join(","));
+        assert_eq!(reply.header("zarr-data-type"), "string");
+        assert!(reply.header("etag").starts_with('"'), "{path}: strong ETag");
+
+        let json = get(app, &format!("/v1/slice/conf/{path}?format=json")).await;
+        assert_eq!(json.status, 200, "{}", json.describe());
+        assert_eq!(json.header("content-type"), "application/json");
+        assert_eq!(json_texts(&json.json(), &shape), texts, "{path}: json");
+
+        for format in ["bin", "png"] {
+            let doc = get(app, &format!("/v1/slice/conf/{path}?format={format}")).await.assert_problem(406);
+            let detail = doc["detail"].as_str().unwrap();
+            assert!(detail.contains("json") && detail.contains("npy"), "{path} {format}: {detail}");
+        }
+        let accept = common::get_with(app, &format!("/v1/slice/conf/{path}"), &[("accept", "image/png")]).await;
+        accept.assert_problem(406);
+
+        for case in cases[path]["ok"].as_array().unwrap() {
+            let s = case["s"].as_str().unwrap();
+            let rshape: Vec<u64> = case["shape"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+            let runs =
+                case["runs"].as_array().unwrap().iter().map(|r| (r[0].as_u64().unwrap(), r[1].as_u64().unwrap()));
+            let want_texts: Vec<String> =
+                runs.flat_map(|(start, len)| start..start + len).map(|i| texts[i as usize].clone()).collect();
+            let (_, got) = read_npy(app, &format!("/v1/slice/conf/{path}?s={}", encode_s(s))).await;
+            assert_text_npy(&got, &want_texts, &rshape, &format!("{path} s={s}"));
+            let json = get(app, &format!("/v1/slice/conf/{path}?s={}&format=json", encode_s(s))).await;
+            assert_eq!(json.status, 200, "{path} s={s}: {}", json.describe());
+            assert_eq!(json_texts(&json.json(), &rshape), want_texts, "{path} s={s}: json");
+        }
+        for bad in cases[path]["errors"].as_array().unwrap() {
+            let s = bad.as_str().unwrap();
+            get(app, &format!("/v1/slice/conf/{path}?s={}", encode_s(s))).await.assert_problem(400);
+        }
+        check_text_inner_chunks(app, set, path, &want).await;
+    }
+}
+
+/// For sharded text arrays, every inner chunk: raw (the bytes of the shard at
+/// `Zarr-Byte-Range`), decoded as json and npy (the expected region), or 404 when the shard
+/// is missing or the chunk empty (then the expected region is all fill).
+async fn check_text_inner_chunks(app: &Router, set: &str, path: &str, want: &Npy) {
+    let info = get(app, &format!("/v1/arrays/conf/{path}")).await.json();
+    let Some(inner) = info["read_chunk_shape"].as_array() else { return };
+    let inner: Vec<u64> = inner.iter().map(|v| v.as_u64().unwrap()).collect();
+    let fill = info["fill_value"].as_str().unwrap();
+    let texts = want.texts();
+    let grid: Vec<u64> = want.shape.iter().zip(&inner).map(|(n, e)| n.div_ceil(*e)).collect();
+    let count: u64 = grid.iter().product();
+    let (mut found, mut absent) = (0, 0);
+    for flat in 0..count {
+        let mut coords = vec![0u64; grid.len()];
+        let mut rest = flat;
+        for d in (0..grid.len()).rev() {
+            coords[d] = rest % grid[d];
+            rest /= grid[d];
+        }
+        let origin: Vec<u64> = coords.iter().zip(&inner).map(|(c, e)| c * e).collect();
+        let shape: Vec<u64> = origin.iter().zip(&inner).zip(&want.shape).map(|((o, e), n)| (*e).min(n - o)).collect();
+        let n: u64 = shape.iter().product();
+        let region: Vec<String> = (0..n)
+            .map(|mut f| {
+                let (mut index, mut stride) = (0, 1);
+                for d in (0..shape.len()).rev() {
+                    index += (origin[d] + f % shape[d]) * stride;
+                    f /= shape[d];
+                    stride *= want.shape[d];
+                }
+                texts[index as usize].clone()
+            })
+            .collect();
+        let c = coords.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
+        let uri = format!("/v1/chunk/conf/{path}?c={c}");
+        let raw = get(app, &uri).await;
+        if raw.status == 404 {
+            absent += 1;
+            assert!(region.iter().all(|t| t == fill), "{path} c={c}: a chunk that is not stored reads as fill");
+            continue;
+        }
+        found += 1;
+        assert_eq!(raw.status, 200, "{}", raw.describe());
+        let (a, b) = raw.header("zarr-byte-range").split_once('-').unwrap();
+        let (a, b): (usize, usize) = (a.parse().unwrap(), b.parse().unwrap());
+        let shard = std::fs::read(set_dir(set).join("data.zarr").join(raw.header("zarr-chunk-key"))).unwrap();
+        assert_eq!(raw.body.as_ref(), &shard[a..=b], "{path} c={c}: raw bytes");
+        let json = get(app, &format!("{uri}&decoded=true&format=json")).await;
+        assert_eq!(json_texts(&json.json(), &shape), region, "{path} c={c}: decoded json");
+        let (_, npy) = read_npy(app, &format!("{uri}&decoded=true")).await;
+        assert_text_npy(&npy, &region, &shape, &format!("{path} c={c}: decoded npy"));
+        get(app, &format!("{uri}&decoded=true&format=bin")).await.assert_problem(406);
+    }
+    assert!(found > 0 && absent > 0, "{path}: the fixture has stored and unstored inner chunks");
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conformance_over_local_files() {
     for set in SETS {
         let store = common::local_store(&set_dir(set).join("data.zarr"));
         let app = common::app_with(vec![("conf", store)], common::config(""));
-        check_all_arrays(&app, set).await;
+        if TEXT_SETS.contains(&set) {
+            check_text_arrays(&app, set).await;
+        } else {
+            check_all_arrays(&app, set).await;
+        }
         if ROUTE_SETS.contains(&set) {
             check_routes(&app, set).await;
         }
@@ -293,7 +441,11 @@ async fn conformance_over_memory() {
     for set in SETS {
         let store = common::memory_store(&set_dir(set).join("data.zarr")).await;
         let app = common::app_with(vec![("conf", store)], common::config(""));
-        check_all_arrays(&app, set).await;
+        if TEXT_SETS.contains(&set) {
+            check_text_arrays(&app, set).await;
+        } else {
+            check_all_arrays(&app, set).await;
+        }
         if ROUTE_SETS.contains(&set) {
             check_routes(&app, set).await;
         }
@@ -358,7 +510,11 @@ async fn conformance_over_s3() {
         .await
         .unwrap();
         let app = common::app_with(vec![("conf", store)], common::config(""));
-        check_all_arrays(&app, set).await;
+        if TEXT_SETS.contains(&set) {
+            check_text_arrays(&app, set).await;
+        } else {
+            check_all_arrays(&app, set).await;
+        }
         if ROUTE_SETS.contains(&set) {
             check_routes(&app, set).await;
         }
@@ -372,7 +528,11 @@ async fn conformance_over_http() {
     for set in SETS {
         let store = dataset(format!("{base}/{set}/data.zarr"), &[("allow_http", "true".to_owned())]);
         let app = common::app_with(vec![("conf", store)], common::config(""));
-        check_all_arrays(&app, set).await;
+        if TEXT_SETS.contains(&set) {
+            check_text_arrays(&app, set).await;
+        } else {
+            check_all_arrays(&app, set).await;
+        }
         if ROUTE_SETS.contains(&set) {
             check_routes(&app, set).await;
         }

@@ -15,6 +15,7 @@ use crate::zarr::copy::{Region, copy_region};
 use crate::zarr::locate::Located;
 use crate::zarr::read::{ArrayReader, ReadError};
 use crate::zarr::selection::Selection;
+use crate::zarr::strings;
 
 pub const DEFAULT_LIMIT: u64 = 1000;
 pub const MAX_LIMIT: u64 = 10_000;
@@ -88,7 +89,11 @@ pub async fn chunk(
     // A decoded chunk needs its full decoded size (and the clipped copy, and the rendered
     // body) in memory: reserved from the budget before anything is read.
     let mut held = Reservation::default();
-    if decoded {
+    let text = array.meta.data_type.is_variable();
+    if decoded && text {
+        // Text sizes are known only once decoded: checked and reserved then.
+        render.check_text()?;
+    } else if decoded {
         let render_bytes = render.check(&array.meta, &data_shape, state.config.limits.max_response_bytes)?;
         let item = array.meta.data_type.size() as u64;
         let chunk_bytes = grid.chunk_shape(&coords).iter().product::<u64>() * item;
@@ -115,7 +120,9 @@ pub async fn chunk(
     if not_modified(&headers, &etag) {
         return Ok(with_validators(StatusCode::NOT_MODIFIED.into_response(), &etag, cache_control));
     }
-    let mut response = if decoded {
+    let mut response = if decoded && text {
+        decoded_text(&array, &key, bytes, &grid.chunk_shape(&coords), &data_shape, render, &state, &mut held).await?
+    } else if decoded {
         let meta = std::sync::Arc::clone(&array.meta);
         let chunk_shape = grid.chunk_shape(&coords);
         let chain = array.read_chain().clone();
@@ -163,6 +170,42 @@ pub async fn chunk(
     let body = std::mem::take(response.body_mut());
     *response.body_mut() = super::body::held(body, held);
     Ok(with_validators(response, &etag, cache_control))
+}
+
+/// A decoded chunk of a `string` array in `render`'s format (json or npy), clipped to the
+/// array. The decode buffer is reserved from what the chunk's compressor records, the
+/// clipped text and the body before they are built; all are held in `held`.
+#[allow(clippy::too_many_arguments)]
+async fn decoded_text(
+    array: &ArrayReader,
+    key: &str,
+    bytes: bytes::Bytes,
+    chunk_shape: &[u64],
+    data_shape: &[u64],
+    render: Render,
+    state: &AppState,
+    held: &mut Reservation,
+) -> Result<Response> {
+    let limit = state.config.limits.max_response_bytes;
+    let chain = array.read_chain().clone();
+    let elements = chunk_shape.iter().product::<u64>();
+    let cost = strings::decode_cost(&chain, &bytes, elements, limit.min(array.budget.total() / 4));
+    let scratch = array.budget.reserve(cost.reserve).await?;
+    let (task_key, task_shape) = (key.to_owned(), chunk_shape.to_vec());
+    let chunk = tokio::task::spawn_blocking(move || {
+        strings::decode_chunk(&chain, &bytes, &task_shape, cost, &task_key).map_err(Error::from)
+    })
+    .await
+    .map_err(|e| Error::Internal(e.to_string()))??;
+    let n = data_shape.iter().product::<u64>();
+    let size = strings::clipped_text_bytes(&chunk, chunk_shape, data_shape) + n * strings::ELEMENT_BYTES;
+    if size > limit {
+        return Err(Error::TooLarge { what: "text", size: u128::from(size), limit });
+    }
+    held.merge(array.budget.reserve(size).await?);
+    let clipped = strings::clip(&chunk, chunk_shape, data_shape);
+    drop((chunk, scratch));
+    render.respond_text(&clipped, data_shape, limit, array, held).await
 }
 
 /// The encoded bytes of a read-grid chunk and where they came from.

@@ -83,12 +83,17 @@ impl Format {
 
 /// The `.npy` v1.0 header for little-endian C-order data.
 pub fn npy_header(data_type: DataType, shape: &[u64]) -> Vec<u8> {
+    npy_header_for(data_type.npy_descr(), shape)
+}
+
+/// The `.npy` v1.0 header for C-order data of `descr`.
+fn npy_header_for(descr: &str, shape: &[u64]) -> Vec<u8> {
     let dims = match shape {
         [] => "()".to_owned(),
         [n] => format!("({n},)"),
         _ => format!("({})", shape.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")),
     };
-    let mut dict = format!("{{'descr': '{}', 'fortran_order': False, 'shape': {dims}, }}", data_type.npy_descr());
+    let mut dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {dims}, }}");
     // Magic (6) + version (2) + length (2) + dict + '\n', padded to a multiple of 64.
     let total = (10 + dict.len() + 1).div_ceil(64) * 64;
     dict.extend(std::iter::repeat_n(' ', total - 10 - dict.len() - 1));
@@ -112,7 +117,108 @@ pub fn json_bytes_per_element(data_type: DataType) -> u64 {
         DataType::Float64 => 26,
         DataType::Complex64 => 38,
         DataType::Complex128 => 56,
+        // Text has no bound per element: string results are measured once read.
+        DataType::String => 0,
     }
+}
+
+/// Text as `.npy`: a `NumPy` `U` array (`<U{n}`, n the most code points of any element, at
+/// least 1 as `NumPy` makes it), each element UTF-32LE padded with NULs to n: exactly what
+/// `numpy.save` writes for an array of `str`. Returns the header and the body's total size,
+/// so the caller can check and reserve it before [`npy_text`] builds it.
+pub fn npy_text_header(elements: &[Box<str>], shape: &[u64]) -> (Vec<u8>, u64) {
+    let width = elements.iter().map(|e| e.chars().count()).max().unwrap_or(0).max(1);
+    let header = npy_header_for(&format!("<U{width}"), shape);
+    let size = header.len() as u64 + elements.len() as u64 * width as u64 * 4;
+    (header, size)
+}
+
+pub fn npy_text(elements: &[Box<str>], header: Vec<u8>, size: u64) -> Vec<u8> {
+    let width = ((size - header.len() as u64) / 4 / (elements.len() as u64).max(1)) as usize;
+    let mut out = header;
+    out.reserve_exact(width * 4 * elements.len());
+    for e in elements {
+        let mut n = 0;
+        for c in e.chars() {
+            out.extend_from_slice(&u32::from(c).to_le_bytes());
+            n += 1;
+        }
+        out.resize(out.len() + (width - n) * 4, 0);
+    }
+    out
+}
+
+/// How a byte of text is written inside a JSON string: itself, a two-character escape, or
+/// `\u00XX` (the control characters without a short form).
+fn json_escape(b: u8) -> Option<&'static str> {
+    const HEX: [&str; 32] = [
+        "\\u0000", "\\u0001", "\\u0002", "\\u0003", "\\u0004", "\\u0005", "\\u0006", "\\u0007", "\\b", "\\t", "\\n",
+        "\\u000b", "\\f", "\\r", "\\u000e", "\\u000f", "\\u0010", "\\u0011", "\\u0012", "\\u0013", "\\u0014",
+        "\\u0015", "\\u0016", "\\u0017", "\\u0018", "\\u0019", "\\u001a", "\\u001b", "\\u001c", "\\u001d", "\\u001e",
+        "\\u001f",
+    ];
+    match b {
+        b'"' => Some("\\\""),
+        b'\\' => Some("\\\\"),
+        0..0x20 => Some(HEX[b as usize]),
+        _ => None,
+    }
+}
+
+fn json_string_len(text: &str) -> u64 {
+    2 + text.bytes().map(|b| json_escape(b).map_or(1, str::len) as u64).sum::<u64>()
+}
+
+fn push_json_string(out: &mut String, text: &str) {
+    out.push('"');
+    let mut plain = 0;
+    for (i, b) in text.bytes().enumerate() {
+        if let Some(escaped) = json_escape(b) {
+            // Escaped bytes are ASCII, so `plain..i` ends on a character boundary.
+            out.push_str(&text[plain..i]);
+            out.push_str(escaped);
+            plain = i + 1;
+        }
+    }
+    out.push_str(&text[plain..]);
+    out.push('"');
+}
+
+fn json_head(shape: &[u64], data_type: DataType) -> String {
+    let mut out = String::from("{\"shape\":[");
+    for (i, d) in shape.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(itoa::Buffer::new().format(*d));
+    }
+    let _ = write!(out, "],\"data_type\":\"{}\",\"data\":", data_type.name());
+    out
+}
+
+/// The exact length of [`json_text`]'s body, so it can be checked and reserved first.
+pub fn json_text_len(elements: &[Box<str>], shape: &[u64]) -> u64 {
+    // Brackets and commas: each list of n items has 2 + (n - 1) of them.
+    let mut punctuation = 0u64;
+    let mut lists = 1u64;
+    for &n in shape {
+        punctuation += lists * (2 + n.saturating_sub(1));
+        lists *= n;
+    }
+    json_head(shape, DataType::String).len() as u64
+        + punctuation
+        + elements.iter().map(|e| json_string_len(e)).sum::<u64>()
+        + 1
+}
+
+/// `{"shape", "data_type": "string", "data"}` with the text as nested lists of JSON strings.
+pub fn json_text(elements: &[Box<str>], shape: &[u64], len: u64) -> Vec<u8> {
+    let mut out = String::with_capacity(len as usize);
+    out.push_str(&json_head(shape, DataType::String));
+    let mut items = elements.iter();
+    nested(&mut out, shape, &mut |out| push_json_string(out, items.next().map_or("", AsRef::as_ref)));
+    out.push('}');
+    out.into_bytes()
 }
 
 /// `{"shape", "data_type", "data"}` with `data` as nested lists (a scalar for 0-d).
@@ -188,6 +294,8 @@ fn write_element(out: &mut String, b: &[u8], data_type: DataType) {
             write_element(out, &b[half_len..], part);
             out.push(']');
         }
+        // Text never reaches the fixed-size encoder (see `json_text`).
+        DataType::String => out.push_str("null"),
     }
 }
 
@@ -207,7 +315,7 @@ pub fn element_f64(b: &[u8], data_type: DataType) -> Option<f64> {
         DataType::Float16 => half::f16::from_le_bytes([b[0], b[1]]).to_f64(),
         DataType::Float32 => f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
         DataType::Float64 => f64::from_le_bytes(a),
-        DataType::Complex64 | DataType::Complex128 => return None,
+        DataType::Complex64 | DataType::Complex128 | DataType::String => return None,
     })
 }
 

@@ -29,6 +29,9 @@ pub async fn slice(
     let array = state.catalog.array(dataset, &path).await?;
     let selection = Selection::parse(params.get("s").unwrap_or(""))?.resolve(&array.meta.shape)?;
     let shape = result_shape(&selection);
+    if array.meta.data_type.is_variable() {
+        return text_slice(&state, &ds, &path, &array, &selection, render, &headers).await;
+    }
     let render_bytes = render.check(&array.meta, &shape, state.config.limits.max_response_bytes)?;
     // A revalidation is answered before any chunk is fetched or decoded: from cached
     // versions with no storage request, else from shard indexes or HEADs.
@@ -66,6 +69,43 @@ pub async fn slice(
             response
         }
     };
+    let body = std::mem::take(response.body_mut());
+    *response.body_mut() = body::held(body, held);
+    Ok(with_validators(response, &etag, &cache_control))
+}
+
+/// A slice of a `string` array: read whole (text sizes are known only once read), then
+/// checked against the response limit and the budget before the body is built.
+async fn text_slice(
+    state: &AppState,
+    ds: &str,
+    path: &str,
+    array: &crate::zarr::read::ArrayReader,
+    selection: &[DimSelection],
+    render: Render,
+    headers: &HeaderMap,
+) -> Result<Response> {
+    render.check_text()?;
+    let shape = result_shape(selection);
+    if headers.contains_key(header::IF_NONE_MATCH) {
+        let versions = array.validation_versions(selection).await?;
+        let etag = etag(ds, path, &array.meta, selection, &render, &versions);
+        if not_modified(headers, &etag) {
+            let cache_control = cache_control(&state.config, has_missing(&versions));
+            return Ok(with_validators(StatusCode::NOT_MODIFIED.into_response(), &etag, &cache_control));
+        }
+    }
+    let limit = state.config.limits.max_response_bytes;
+    let output = array.read_strings(selection, limit).await?;
+    let etag = etag(ds, path, &array.meta, selection, &render, &output.versions);
+    let cache_control = cache_control(&state.config, has_missing(&output.versions));
+    if not_modified(headers, &etag) {
+        return Ok(with_validators(StatusCode::NOT_MODIFIED.into_response(), &etag, &cache_control));
+    }
+    let mut held = output.reservation;
+    let response = render.respond_text(&output.elements, &shape, limit, array, &mut held).await?;
+    drop(output.elements);
+    let mut response = response;
     let body = std::mem::take(response.body_mut());
     *response.body_mut() = body::held(body, held);
     Ok(with_validators(response, &etag, &cache_control))
@@ -136,6 +176,49 @@ impl Render {
             return Err(Error::TooLarge { what, size, limit });
         }
         Ok(if self.streams() { 0 } else { size as u64 })
+    }
+
+    /// Text can be given as JSON strings or a `NumPy` `U` array; `bin` and `png` need
+    /// fixed-size numbers.
+    pub fn check_text(&self) -> Result<()> {
+        if matches!(self.format, Format::Bin | Format::Png) {
+            return Err(Error::NotAcceptable(format!(
+                "{} cannot hold text: this is a `string` array; use format=json (JSON strings) or format=npy (a NumPy `<U` array)",
+                self.format.name()
+            )));
+        }
+        if self.vmin.is_some() || self.vmax.is_some() {
+            return Err(Error::BadRequest("`vmin` and `vmax` apply only to format=png".into()));
+        }
+        Ok(())
+    }
+
+    /// The JSON or `.npy` body of text `elements` of `shape`, its size checked against
+    /// `limit` and reserved from the array's budget (into `held`) before it is built.
+    pub async fn respond_text(
+        &self,
+        elements: &[Box<str>],
+        shape: &[u64],
+        limit: u64,
+        array: &crate::zarr::read::ArrayReader,
+        held: &mut crate::budget::Reservation,
+    ) -> Result<Response> {
+        let body = if self.format == Format::Json {
+            let len = encode::json_text_len(elements, shape);
+            if len > limit {
+                return Err(Error::TooLarge { what: "JSON", size: u128::from(len), limit });
+            }
+            held.merge(array.budget.reserve(len).await?);
+            encode::json_text(elements, shape, len)
+        } else {
+            let (header, size) = encode::npy_text_header(elements, shape);
+            if size > limit {
+                return Err(Error::TooLarge { what: "npy (UTF-32 text)", size: u128::from(size), limit });
+            }
+            held.merge(array.budget.reserve(size).await?);
+            encode::npy_text(elements, header, size)
+        };
+        self.with_data_headers(body.into_response(), DataType::String, shape)
     }
 
     /// The body and data headers for decoded `data` of `shape`.

@@ -3,12 +3,17 @@
 //! Spec: <https://zarr-specs.readthedocs.io/en/latest/v3/data-types/index.html>.
 //! In memory, every decoded element is kept as little-endian bytes in C order; the
 //! `bytes` codec is the only place that deals with stored byte order.
+//!
+//! `string` (zarr-extensions `data-types/string`) is the one variable-length type: its
+//! elements are UTF-8 text, decoded by the `vlen-utf8` codec on a path of its own
+//! ([`crate::zarr::strings`]); the fixed-size engine never sees it.
 
 use serde_json::Value;
 
 use super::metadata::MetadataError;
 
-/// A core Zarr v3 data type (`complex_float32`/`complex_float64` are accepted as aliases).
+/// A core Zarr v3 data type (`complex_float32`/`complex_float64` are accepted as aliases),
+/// or the variable-length `string`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DataType {
     Bool,
@@ -25,6 +30,8 @@ pub enum DataType {
     Float64,
     Complex64,
     Complex128,
+    /// Variable-length UTF-8 text (`vlen-utf8`); its fill value is kept as UTF-8 bytes.
+    String,
 }
 
 impl DataType {
@@ -57,6 +64,7 @@ impl DataType {
             "float64" => Self::Float64,
             "complex64" | "complex_float32" => Self::Complex64,
             "complex128" | "complex_float64" => Self::Complex128,
+            "string" => Self::String,
             other => return Err(MetadataError::Unsupported(format!("data type `{other}`"))),
         })
     }
@@ -78,12 +86,20 @@ impl DataType {
             Self::Float64 => "float64",
             Self::Complex64 => "complex64",
             Self::Complex128 => "complex128",
+            Self::String => "string",
         }
     }
 
-    /// Bytes per element.
+    /// Whether elements have no fixed size (and so go through [`crate::zarr::strings`]).
+    pub fn is_variable(self) -> bool {
+        self == Self::String
+    }
+
+    /// Bytes per element; 0 for `string`, whose elements have no fixed size (callers of the
+    /// fixed-size engine check [`Self::is_variable`] first).
     pub fn size(self) -> usize {
         match self {
+            Self::String => 0,
             Self::Bool | Self::Int8 | Self::UInt8 => 1,
             Self::Int16 | Self::UInt16 | Self::Float16 => 2,
             Self::Int32 | Self::UInt32 | Self::Float32 => 4,
@@ -117,6 +133,8 @@ impl DataType {
             Self::Float64 => "<f8",
             Self::Complex64 => "<c8",
             Self::Complex128 => "<c16",
+            // Never written: a string result's descr depends on its longest element.
+            Self::String => "|O",
         }
     }
 
@@ -134,6 +152,10 @@ impl DataType {
             MetadataError::invalid("fill_value", &format!("{value} is not a valid {} fill value: {why}", self.name()))
         };
         match self {
+            Self::String => match value {
+                Value::String(s) => Ok(s.as_bytes().to_vec()),
+                _ => Err(bad("expected a JSON string")),
+            },
             Self::Bool => match value {
                 Value::Bool(b) => Ok(vec![u8::from(*b)]),
                 _ => Err(bad("expected true or false")),
@@ -224,7 +246,10 @@ mod tests {
     fn parses_names_and_aliases() {
         assert_eq!(DataType::from_json(&json!("complex_float32")).unwrap(), DataType::Complex64);
         assert_eq!(DataType::from_json(&json!({"name": "uint16"})).unwrap(), DataType::UInt16);
-        assert!(matches!(DataType::from_json(&json!("string")), Err(MetadataError::Unsupported(_))));
+        assert_eq!(DataType::from_json(&json!("string")).unwrap(), DataType::String);
+        assert!(matches!(DataType::from_json(&json!("variable_length_bytes")), Err(MetadataError::Unsupported(_))));
+        assert_eq!(DataType::String.parse_fill_value(&json!("n/a")).unwrap(), b"n/a");
+        assert!(DataType::String.parse_fill_value(&json!(0)).is_err());
     }
 
     #[test]

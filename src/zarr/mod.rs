@@ -12,4 +12,5 @@ pub mod locate;
 pub mod metadata;
 pub mod read;
 pub mod selection;
+pub mod strings;
 pub mod v2;

@@ -42,6 +42,9 @@ pub enum ReadError {
     },
     #[error("the selection touches {chunks} chunks; at most {limit} are read per request")]
     TooManyChunks { chunks: u128, limit: u64 },
+    /// A result whose size is only known while it is read (text) outgrew the response limit.
+    #[error("the {what} selected is at least {size} bytes, more than the {limit} bytes allowed per response")]
+    TooLarge { what: &'static str, size: u128, limit: u64 },
     #[error("shard `{key}` changed while it was being read")]
     Changed { key: String },
     #[error("a decoding task failed: {0}")]
@@ -384,6 +387,9 @@ impl ArrayReader {
         reserve: usize,
         stream: bool,
     ) -> Result<ReadOutput, ReadError> {
+        if self.meta.data_type.is_variable() {
+            return Err(ReadError::Task("text arrays are read by `read_strings`".into()));
+        }
         let shape: Vec<u64> = selection.iter().map(|s| s.count).collect();
         let n: u64 = shape.iter().product();
         let layout = Layout { shape, steps: selection.iter().map(|s| s.step).collect() };

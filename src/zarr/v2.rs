@@ -16,6 +16,7 @@ use super::chunk_grid::ChunkGrid;
 use super::chunk_key::ChunkKeyEncoding;
 use super::codec::numeric::{Kind, NumType};
 use super::codec::{ArrayToArray, ArrayToBytes, BytesCodec, BytesToBytes, CodecChain, Transpose};
+use super::data_type::DataType;
 use super::metadata::{ArrayMetadata, GroupMetadata, MetadataError, u64_list};
 
 /// The v2 metadata keys of a node, relative to its path.
@@ -69,10 +70,12 @@ pub fn consolidated(zmetadata: &[u8]) -> Result<Map<String, Value>, MetadataErro
                 nodes.insert(path.to_owned(), json!({"node_type": "group"}));
             }
             ZARRAY => {
-                let data_type = value
-                    .get("dtype")
-                    .and_then(Value::as_str)
-                    .map(|d| NumType::parse(d).map_or_else(|| Value::from(d), |t| Value::from(t.data_type().name())));
+                let text = value.pointer("/filters/0/id").and_then(Value::as_str) == Some("vlen-utf8");
+                let data_type = value.get("dtype").and_then(Value::as_str).map(|d| match NumType::parse(d) {
+                    Some(t) => Value::from(t.data_type().name()),
+                    None if d == "|O" && text => Value::from(DataType::String.name()),
+                    None => Value::from(d),
+                });
                 nodes.insert(
                     path.to_owned(),
                     json!({"node_type": "array", "shape": value.get("shape"), "data_type": data_type}),
@@ -100,14 +103,38 @@ pub fn array_from_document(
     let shape = u64_list(doc.get("shape"), "shape")?;
     let chunks = u64_list(doc.get("chunks"), "chunks")?;
     let chunk_grid = ChunkGrid::regular(&chunks, &shape)?;
-    let dtype = match doc.get("dtype") {
+    let filters = match doc.get("filters") {
+        None | Some(Value::Null) => &[][..],
+        Some(Value::Array(filters)) => filters.as_slice(),
+        Some(_) => return Err(MetadataError::invalid("filters", "not a list or null")),
+    };
+    // `|O` holds Python objects; what they are is said by the object codec, the first filter.
+    // Only text (numcodecs `VLenUTF8`, as zarr-python writes `str` arrays) is served.
+    let (dtype, data_type, filters) = match doc.get("dtype") {
+        Some(Value::String(s)) if s == "|O" => match filters.split_first() {
+            Some((first, rest)) if first.get("id").and_then(Value::as_str) == Some("vlen-utf8") => {
+                // The filters after it and the compressor see the framed text as bytes.
+                (
+                    NumType::parse("|u1").ok_or_else(|| MetadataError::invalid("dtype", "no byte type"))?,
+                    DataType::String,
+                    rest,
+                )
+            }
+            Some((first, _)) => {
+                let id = first.get("id").map_or_else(|| "?".to_owned(), ToString::to_string);
+                return Err(MetadataError::Unsupported(format!(
+                    "Zarr v2 dtype `|O` with object codec {id} (only vlen-utf8 text is served)"
+                )));
+            }
+            None => return Err(MetadataError::invalid("filters", "a `|O` array needs an object codec filter")),
+        },
         Some(Value::String(s)) => {
-            NumType::parse(s).ok_or_else(|| MetadataError::Unsupported(format!("Zarr v2 dtype `{s}`")))?
+            let dtype = NumType::parse(s).ok_or_else(|| MetadataError::Unsupported(format!("Zarr v2 dtype `{s}`")))?;
+            (dtype, dtype.data_type(), filters)
         }
         Some(other) => return Err(MetadataError::Unsupported(format!("Zarr v2 structured dtype {other}"))),
         None => return Err(MetadataError::invalid("dtype", "missing")),
     };
-    let data_type = dtype.data_type();
     let separator = match doc.get("dimension_separator") {
         None | Some(Value::Null) => '.',
         Some(Value::String(s)) if s == "." => '.',
@@ -116,7 +143,12 @@ pub fn array_from_document(
             return Err(MetadataError::invalid("dimension_separator", &format!("{other} is not \".\" or \"/\"")));
         }
     };
-    let fill_value = fill_value(doc.get("fill_value").unwrap_or(&Value::Null), dtype)?;
+    let fill_value = match doc.get("fill_value").unwrap_or(&Value::Null) {
+        // zarr-python writes `""`; an undefined fill of text is taken as empty text too.
+        Value::Null if data_type.is_variable() => Vec::new(),
+        value if data_type.is_variable() => data_type.parse_fill_value(value)?,
+        value => fill_value(value, dtype)?,
+    };
 
     let array_to_array = match doc.get("order").and_then(Value::as_str) {
         // Reversing the axes of a chunk turns its Fortran-order bytes into C order.
@@ -129,17 +161,11 @@ pub fn array_from_document(
         _ => return Err(MetadataError::invalid("order", "must be \"C\" or \"F\"")),
     };
     let mut bytes_to_bytes = Vec::new();
-    match doc.get("filters") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(filters)) => {
-            for f in filters {
-                let Value::Object(config) = f else {
-                    return Err(MetadataError::invalid("filters", "a filter is not an object"));
-                };
-                bytes_to_bytes.push(BytesToBytes::from_numcodecs(config, dtype)?);
-            }
-        }
-        Some(_) => return Err(MetadataError::invalid("filters", "not a list or null")),
+    for f in filters {
+        let Value::Object(config) = f else {
+            return Err(MetadataError::invalid("filters", "a filter is not an object"));
+        };
+        bytes_to_bytes.push(BytesToBytes::from_numcodecs(config, dtype)?);
     }
     match doc.get("compressor") {
         None | Some(Value::Null) => {}
@@ -148,7 +174,11 @@ pub fn array_from_document(
     }
     let codecs = CodecChain {
         array_to_array,
-        array_to_bytes: ArrayToBytes::Bytes(BytesCodec { big_endian: dtype.big_endian && data_type.swap_unit() > 1 }),
+        array_to_bytes: if data_type.is_variable() {
+            ArrayToBytes::VlenUtf8
+        } else {
+            ArrayToBytes::Bytes(BytesCodec { big_endian: dtype.big_endian && data_type.swap_unit() > 1 })
+        },
         bytes_to_bytes,
     };
     let mut hashed = doc.clone();
@@ -203,7 +233,6 @@ fn fill_value(value: &Value, dtype: NumType) -> Result<Vec<u8>, MetadataError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::zarr::data_type::DataType;
 
     fn zarray(extra: &Value) -> Value {
         let mut doc = json!({"zarr_format": 2, "shape": [5, 4], "chunks": [2, 3], "dtype": "<f4", "fill_value": "NaN",
@@ -274,7 +303,9 @@ mod tests {
         };
         unsupported(json!({"compressor": {"id": "zfpy", "mode": 4}}), "zfpy");
         unsupported(json!({"filters": [{"id": "quantize", "digits": 3}]}), "quantize");
-        unsupported(json!({"dtype": "|O", "filters": [{"id": "vlen-utf8"}]}), "|O");
+        unsupported(json!({"dtype": "|O", "filters": [{"id": "vlen-bytes"}]}), "|O");
+        unsupported(json!({"dtype": "|O", "filters": [{"id": "json2"}]}), "json2");
+        assert!(parse(&zarray(&json!({"dtype": "|O", "filters": null}))).is_err());
         unsupported(json!({"dtype": [["r", "|u1"]]}), "structured");
         unsupported(json!({"zarr_format": 1}), "zarr_format");
         unsupported(json!({"compressor": {"id": "lzma", "format": 3, "filters": [{"id": 33}]}}), "lzma");
@@ -284,11 +315,27 @@ mod tests {
     }
 
     #[test]
+    fn object_arrays_of_text() {
+        let a = parse(&zarray(&json!({"dtype": "|O", "fill_value": "", "filters": [{"id": "vlen-utf8"}],
+            "compressor": {"id": "zstd", "level": 0}})))
+        .unwrap();
+        assert_eq!(a.data_type, DataType::String);
+        assert_eq!(a.codecs.array_to_bytes, ArrayToBytes::VlenUtf8);
+        assert_eq!(a.codecs.bytes_to_bytes, [BytesToBytes::Zstd]);
+        assert!(a.fill_value.is_empty());
+        let f = parse(&zarray(&json!({"dtype": "|O", "fill_value": "n/a", "filters": [{"id": "vlen-utf8"}]}))).unwrap();
+        assert_eq!(f.fill_value, b"n/a");
+        assert!(parse(&zarray(&json!({"dtype": "|O", "fill_value": 3, "filters": [{"id": "vlen-utf8"}]}))).is_err());
+    }
+
+    #[test]
     fn consolidated_metadata_lists_children() {
         let z = json!({"zarr_format": 2, "metadata": {".zgroup": {"zarr_format": 2}, "g/.zgroup": {"zarr_format": 2},
-            "g/a/.zarray": {"shape": [3], "dtype": ">f8"}, "g/a/.zattrs": {}, "s/.zarray": {"shape": [], "dtype": "|O"}}});
+            "g/a/.zarray": {"shape": [3], "dtype": ">f8"}, "g/a/.zattrs": {}, "s/.zarray": {"shape": [], "dtype": "|O"},
+            "t/.zarray": {"shape": [2], "dtype": "|O", "filters": [{"id": "vlen-utf8"}]}}});
         let nodes = consolidated(z.to_string().as_bytes()).unwrap();
-        assert_eq!(nodes.len(), 3);
+        assert_eq!(nodes.len(), 4);
+        assert_eq!(nodes["t"]["data_type"], "string");
         assert_eq!(nodes["g"]["node_type"], "group");
         assert_eq!(nodes["g/a"]["data_type"], "float64");
         assert_eq!(nodes["s"]["data_type"], "|O");

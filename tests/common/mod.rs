@@ -143,14 +143,42 @@ pub struct Npy {
 }
 
 impl Npy {
+    /// Bytes per element (a `U{n}` element is n UTF-32 code units).
     pub fn item(&self) -> usize {
-        self.descr[2..].parse().unwrap()
+        let n: usize = self.descr[2..].parse().unwrap();
+        if self.is_text() { 4 * n } else { n }
     }
 
-    /// The unit whose byte order flips (complex numbers swap each half).
-    fn swap_unit(&self) -> usize {
-        if self.descr.as_bytes()[1] == b'c' { self.item() / 2 } else { self.item() }
+    /// Whether this is a `NumPy` `U` (text) array.
+    pub fn is_text(&self) -> bool {
+        self.descr.as_bytes()[1] == b'U'
     }
+
+    /// The unit whose byte order flips (complex numbers swap each half, text each code unit).
+    fn swap_unit(&self) -> usize {
+        match self.descr.as_bytes()[1] {
+            b'c' => self.item() / 2,
+            b'U' => 4,
+            _ => self.item(),
+        }
+    }
+
+    /// The elements of a `U` array in C order: each its UTF-32LE code units up to the
+    /// first of the trailing NULs that pad it (`NumPy`'s own reading of `U` data).
+    pub fn texts(&self) -> Vec<String> {
+        assert!(self.is_text(), "{} is not a text array", self.descr);
+        self.data.chunks_exact(self.item().max(1)).map(utf32_text).collect()
+    }
+}
+
+/// One `U` element: UTF-32LE code units, trailing NULs dropped.
+pub fn utf32_text(unit_bytes: &[u8]) -> String {
+    let mut units: Vec<u32> =
+        unit_bytes.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    while units.last() == Some(&0) {
+        units.pop();
+    }
+    units.into_iter().map(|u| char::from_u32(u).unwrap_or_else(|| panic!("{u:#x} is not a code point"))).collect()
 }
 
 /// Reads a `.npy` file (v1/v2/v3 headers, C order), independently of zarrd's encoder.

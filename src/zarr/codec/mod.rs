@@ -18,6 +18,7 @@ pub mod numeric;
 pub mod sharding;
 mod shuffle;
 mod transpose;
+pub mod vlen;
 mod zlib;
 mod zstd;
 
@@ -32,6 +33,7 @@ use self::lzma::LzmaFormat;
 use self::numeric::NumType;
 pub use self::sharding::{IndexLocation, InnerChunk, ShardIndex, ShardingCodec};
 pub use self::transpose::Transpose;
+pub use self::vlen::VlenStrings;
 use super::data_type::DataType;
 use super::metadata::{MetadataError, extension_parts};
 
@@ -97,6 +99,8 @@ pub enum ArrayToArray {
 pub enum ArrayToBytes {
     Bytes(BytesCodec),
     Sharding(Box<ShardingCodec>),
+    /// `vlen-utf8` (v3) or numcodecs `vlen-utf8` (v2 `|O`): text, for the `string` type only.
+    VlenUtf8,
 }
 
 /// The bytes→bytes codecs: the v3 ones, and the numcodecs compressors and filters of Zarr
@@ -230,14 +234,30 @@ impl CodecChain {
                     edges = t.order().iter().map(|&i| edges[i].clone()).collect();
                     array_to_array.push(ArrayToArray::Transpose(t));
                 }
-                "bytes" | "sharding_indexed" => {
+                "bytes" | "sharding_indexed" | "vlen-utf8" => {
                     if array_to_bytes.is_some() {
                         return Err(MetadataError::invalid(field, "more than one array→bytes codec"));
                     }
-                    array_to_bytes = Some(if name == "bytes" {
-                        ArrayToBytes::Bytes(BytesCodec::from_config(config, data_type)?)
-                    } else {
-                        ArrayToBytes::Sharding(Box::new(ShardingCodec::from_config(config, data_type, &edges)?))
+                    // Text has no fixed-size layout for `bytes`, and `vlen-utf8` frames text only.
+                    match (name, data_type.is_variable()) {
+                        ("bytes", true) => {
+                            return Err(MetadataError::invalid(
+                                field,
+                                "the `string` data type needs the `vlen-utf8` codec, not `bytes`",
+                            ));
+                        }
+                        ("vlen-utf8", false) => {
+                            return Err(MetadataError::invalid(
+                                field,
+                                &format!("`vlen-utf8` encodes the `string` data type, not `{}`", data_type.name()),
+                            ));
+                        }
+                        _ => {}
+                    }
+                    array_to_bytes = Some(match name {
+                        "bytes" => ArrayToBytes::Bytes(BytesCodec::from_config(config, data_type)?),
+                        "vlen-utf8" => ArrayToBytes::VlenUtf8,
+                        _ => ArrayToBytes::Sharding(Box::new(ShardingCodec::from_config(config, data_type, &edges)?)),
                     });
                 }
                 "zstd" | "gzip" | "blosc" | "crc32c" => {
@@ -259,8 +279,20 @@ impl CodecChain {
                 }
             }
         }
-        let array_to_bytes = array_to_bytes
-            .ok_or_else(|| MetadataError::invalid(field, "no array→bytes codec (`bytes` or `sharding_indexed`)"))?;
+        let array_to_bytes = array_to_bytes.ok_or_else(|| {
+            MetadataError::invalid(field, "no array→bytes codec (`bytes`, `vlen-utf8` or `sharding_indexed`)")
+        })?;
+        // Text is read one read-grid chunk at a time (`strings.rs`), through shard indexes;
+        // a shard behind other codecs would have to be decoded whole, which only the
+        // fixed-size engine does.
+        if data_type.is_variable()
+            && matches!(array_to_bytes, ArrayToBytes::Sharding(_))
+            && !(array_to_array.is_empty() && bytes_to_bytes.is_empty())
+        {
+            return Err(MetadataError::Unsupported(
+                "sharding of a `string` array combined with other codecs at the same level".into(),
+            ));
+        }
         Ok(Self { array_to_array, array_to_bytes, bytes_to_bytes })
     }
 
@@ -310,6 +342,9 @@ impl CodecChain {
         let bytes_len = match &self.array_to_bytes {
             ArrayToBytes::Bytes(_) => decoded_len,
             ArrayToBytes::Sharding(_) => decoded_len.saturating_mul(2).saturating_add(1 << 20),
+            ArrayToBytes::VlenUtf8 => {
+                return Err(CodecError::corrupt("vlen-utf8", "text decodes through the string path"));
+            }
         };
         // What each bytes→bytes codec may decode to: the one nearest the array→bytes codec
         // knows its exact output size, fixed-size filters carry it on, and compressors
@@ -335,6 +370,7 @@ impl CodecChain {
             ArrayToBytes::Sharding(s) => {
                 s.decode(owned.as_deref().unwrap_or(encoded), &encoded_shape, data_type, fill)?
             }
+            ArrayToBytes::VlenUtf8 => Vec::new(),
         };
 
         let mut shapes = vec![shape.to_vec()];
@@ -347,6 +383,82 @@ impl CodecChain {
             array = t.decode(&array, decoded_shape, data_type.size());
         }
         Ok(array)
+    }
+}
+
+impl CodecChain {
+    /// What the bytes→bytes codecs of this chain say `encoded` decodes to, when the
+    /// outermost compressor records it (zstd's frame content size, gzip's ISIZE, blosc's
+    /// header, numcodecs lz4's prefix; crc32c only strips its 4 bytes) and no second
+    /// compressor hides the innermost size. A lying header only makes decoding fail: the
+    /// decoders never produce more than the bound they are given.
+    pub fn declared_decoded_len(&self, encoded: &[u8]) -> Option<u64> {
+        let mut codecs = self.bytes_to_bytes.as_slice();
+        let mut input = encoded;
+        while let [rest @ .., BytesToBytes::Crc32c] = codecs {
+            input = input.get(..input.len().checked_sub(4)?)?;
+            codecs = rest;
+        }
+        let le32 = |b: &[u8]| -> Option<u64> { Some(u64::from(u32::from_le_bytes(b.try_into().ok()?))) };
+        match codecs {
+            [] => Some(input.len() as u64),
+            [BytesToBytes::Zstd] => ::zstd::zstd_safe::get_frame_content_size(input).ok().flatten(),
+            [BytesToBytes::Gzip] => le32(input.get(input.len().checked_sub(4)?..)?),
+            [BytesToBytes::Blosc] => le32(input.get(4..8)?),
+            [BytesToBytes::Lz4] => le32(input.get(..4)?),
+            _ => None,
+        }
+    }
+
+    /// Decodes one chunk of text of declared `shape`: the bytes→bytes codecs (each capped
+    /// near `max_len`, the most the framed text may take), the `vlen-utf8` framing, then
+    /// any `transpose` applied to the element order.
+    pub fn decode_strings(&self, encoded: &[u8], shape: &[u64], max_len: usize) -> Result<VlenStrings, CodecError> {
+        let ArrayToBytes::VlenUtf8 = self.array_to_bytes else {
+            return Err(CodecError::corrupt("vlen-utf8", "this chain does not decode text"));
+        };
+        let elements = element_count(shape).ok_or(CodecError::ChunkTooLarge { bytes: u128::MAX, limit: max_len })?;
+        let mut bound = max_len;
+        let bounds: Vec<usize> = self
+            .bytes_to_bytes
+            .iter()
+            .map(|c| {
+                let own = bound;
+                bound = c.encoded_bound(bound);
+                own
+            })
+            .collect();
+        let mut owned: Option<Vec<u8>> = None;
+        for (codec, &max_len) in self.bytes_to_bytes.iter().zip(&bounds).rev() {
+            let input = owned.as_deref().unwrap_or(encoded);
+            owned = Some(codec.decode(input, max_len)?);
+        }
+        let framed = match owned {
+            Some(bytes) => bytes,
+            None if encoded.len() > max_len => return Err(CodecError::TooLarge { codec: "vlen-utf8", limit: max_len }),
+            None => encoded.to_vec(),
+        };
+        let mut strings = vlen::decode(framed, elements)?;
+        // A transpose permutes elements: move the (start, end) spans as 8-byte items.
+        let mut shapes = vec![shape.to_vec()];
+        for c in &self.array_to_array {
+            let ArrayToArray::Transpose(t) = c;
+            shapes.push(t.encoded_shape(shapes.last().map_or(shape, Vec::as_slice)));
+        }
+        for (c, decoded_shape) in self.array_to_array.iter().zip(&shapes).rev() {
+            let ArrayToArray::Transpose(t) = c;
+            let packed: Vec<u8> =
+                strings.spans.iter().flat_map(|&(a, b)| (u64::from(a) | (u64::from(b) << 32)).to_le_bytes()).collect();
+            let moved = t.decode(&packed, decoded_shape, 8);
+            strings.spans = moved
+                .chunks_exact(8)
+                .map(|b| {
+                    let v = u64::from_le_bytes(b.try_into().unwrap_or_default());
+                    (v as u32, (v >> 32) as u32)
+                })
+                .collect();
+        }
+        Ok(strings)
     }
 }
 
@@ -396,5 +508,50 @@ mod tests {
         let last = stored.len() - 1;
         stored[last] ^= 1;
         assert!(matches!(chain.decode(&stored, &[2, 3], DataType::Int16, &[0, 0]), Err(CodecError::Checksum { .. })));
+    }
+
+    #[test]
+    fn decodes_text_through_transpose_gzip_crc() {
+        // A 2x3 chunk of text stored transposed (3x2): the framing lists elements in the
+        // stored order. The expected layout is the one in ZARR_FORMAT.md (`vlen-utf8`).
+        use std::io::Write;
+        let logical = ["a", "", "déf", "x", "yz", "🦀"];
+        let stored_order = [0, 3, 1, 4, 2, 5];
+        let mut framed = 6u32.to_le_bytes().to_vec();
+        for i in stored_order {
+            framed.extend((logical[i].len() as u32).to_le_bytes());
+            framed.extend(logical[i].as_bytes());
+        }
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&framed).unwrap();
+        let mut stored = gz.finish().unwrap();
+        stored.extend(::crc32c::crc32c(&stored).to_le_bytes());
+        let chain = CodecChain::from_json(
+            &json!([{"name": "transpose", "configuration": {"order": [1, 0]}}, {"name": "vlen-utf8", "configuration": {}}, {"name": "gzip", "configuration": {"level": 5}}, {"name": "crc32c"}]),
+            DataType::String,
+            &[vec![2], vec![3]],
+            "codecs",
+        )
+        .unwrap();
+        assert_eq!(chain.declared_decoded_len(&stored), Some(framed.len() as u64));
+        let text = chain.decode_strings(&stored, &[2, 3], framed.len()).unwrap();
+        assert_eq!((0..6).map(|i| text.get(i)).collect::<Vec<_>>(), logical);
+        // One byte short of the recorded size is a decoder error, not a bigger buffer.
+        assert!(chain.decode_strings(&stored, &[2, 3], framed.len() - 1).is_err());
+        // The fixed-size engine refuses text instead of misreading it.
+        assert!(chain.decode(&stored, &[2, 3], DataType::String, &[]).is_err());
+    }
+
+    #[test]
+    fn text_codecs_match_the_data_type() {
+        let parse = |v: Value, t: DataType| CodecChain::from_json(&v, t, &[vec![4]], "codecs");
+        assert!(parse(json!([{"name": "vlen-utf8"}]), DataType::String).is_ok());
+        assert!(parse(json!([{"name": "bytes"}]), DataType::String).is_err());
+        assert!(parse(json!([{"name": "vlen-utf8"}]), DataType::Int32).is_err());
+        let shard = json!({"name": "sharding_indexed", "configuration": {"chunk_shape": [2],
+            "codecs": [{"name": "vlen-utf8"}], "index_codecs": [{"name": "bytes"}], "index_location": "end"}});
+        assert!(parse(json!([shard.clone()]), DataType::String).is_ok());
+        let hidden = parse(json!([shard, {"name": "zstd"}]), DataType::String).unwrap_err();
+        assert!(matches!(hidden, MetadataError::Unsupported(_)), "{hidden}");
     }
 }
