@@ -368,3 +368,60 @@ fn access_log_and_metrics_count_the_bytes_sent() {
     assert_eq!(entry["bytes"], expected.len(), "{entry}");
     assert_eq!(entry["complete"], true, "{entry}");
 }
+
+/// Peak resident memory of a process, from `/proc` (Linux).
+fn peak_rss_mib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: u64 =
+        status.lines().find(|l| l.starts_with("VmHWM:")).unwrap().split_whitespace().nth(1).unwrap().parse().unwrap();
+    kib / 1024
+}
+
+#[test]
+fn concurrent_huge_decodes_stay_within_the_memory_budget() {
+    // Eight 128 MiB chunks of zeros (a few KiB stored each): one element of each costs a
+    // whole chunk decode. Eight at once would take 1 GiB; the budget is 256 MiB.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("big.zarr");
+    std::fs::create_dir_all(root.join("a/c")).unwrap();
+    std::fs::write(root.join("zarr.json"), br#"{"zarr_format": 3, "node_type": "group"}"#).unwrap();
+    let doc = serde_json::json!({
+        "zarr_format": 3, "node_type": "array", "shape": [8u64 << 25], "data_type": "float32",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1u64 << 25]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "zstd", "configuration": {"level": 1}}]
+    });
+    std::fs::write(root.join("a/zarr.json"), doc.to_string()).unwrap();
+    let chunk = zstd::encode_all(vec![0u8; 4 << 25].as_slice(), 1).unwrap();
+    for k in 0..8 {
+        std::fs::write(root.join(format!("a/c/{k}")), &chunk).unwrap();
+    }
+    let port = free_port();
+    let mut child = zarrd()
+        .args(["serve", "--dataset"])
+        .arg(format!("big={}", root.display()))
+        .env("ZARRD_LISTEN", format!("127.0.0.1:{port}"))
+        .env("ZARRD__LIMITS__MEMORY_BYTES", (256u64 << 20).to_string())
+        .env("ZARRD__LIMITS__MEMORY_WAIT_MS", "5000")
+        .env("ZARRD__CACHE__CHUNK_BYTES", "0")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_ready(port, &mut child);
+    let baseline = peak_rss_mib(child.id());
+    let clients: Vec<_> = (0..8u64)
+        .map(|k| std::thread::spawn(move || http_get(port, &format!("/v1/slice/big/a?s={}&format=json", k << 25))))
+        .collect();
+    let statuses: Vec<u16> = clients.into_iter().map(|c| c.join().unwrap().unwrap().0).collect();
+    let peak = peak_rss_mib(child.id());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Every request is served (one or two decodes at a time) or told to retry; none OOMs.
+    assert!(statuses.iter().all(|s| *s == 200 || *s == 503), "{statuses:?}");
+    assert!(statuses.contains(&200), "{statuses:?}");
+    assert!(
+        peak < baseline + 256 + 150,
+        "peak RSS {peak} MiB (baseline {baseline} MiB) over the 256 MiB budget + 150 MiB"
+    );
+}
