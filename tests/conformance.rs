@@ -420,35 +420,31 @@ async fn check_text_inner_chunks(app: &Router, set: &str, path: &str, want: &Npy
     assert!(found > 0 && absent > 0, "{path}: the fixture has stored and unstored inner chunks");
 }
 
+/// Every check of one fixture set over `store`: values in every format, and the other
+/// routes where the set asks for them.
+async fn check_set(store: zarrd::store::Store, set: &str) {
+    let app = common::app_with(vec![("conf", store)], common::config(""));
+    if TEXT_SETS.contains(&set) {
+        check_text_arrays(&app, set).await;
+    } else {
+        check_all_arrays(&app, set).await;
+    }
+    if ROUTE_SETS.contains(&set) {
+        check_routes(&app, set).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conformance_over_local_files() {
     for set in SETS {
-        let store = common::local_store(&set_dir(set).join("data.zarr"));
-        let app = common::app_with(vec![("conf", store)], common::config(""));
-        if TEXT_SETS.contains(&set) {
-            check_text_arrays(&app, set).await;
-        } else {
-            check_all_arrays(&app, set).await;
-        }
-        if ROUTE_SETS.contains(&set) {
-            check_routes(&app, set).await;
-        }
+        check_set(common::local_store(&set_dir(set).join("data.zarr")), set).await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conformance_over_memory() {
     for set in SETS {
-        let store = common::memory_store(&set_dir(set).join("data.zarr")).await;
-        let app = common::app_with(vec![("conf", store)], common::config(""));
-        if TEXT_SETS.contains(&set) {
-            check_text_arrays(&app, set).await;
-        } else {
-            check_all_arrays(&app, set).await;
-        }
-        if ROUTE_SETS.contains(&set) {
-            check_routes(&app, set).await;
-        }
+        check_set(common::memory_store(&set_dir(set).join("data.zarr")).await, set).await;
     }
 }
 
@@ -509,15 +505,7 @@ async fn conformance_over_s3() {
         }))
         .await
         .unwrap();
-        let app = common::app_with(vec![("conf", store)], common::config(""));
-        if TEXT_SETS.contains(&set) {
-            check_text_arrays(&app, set).await;
-        } else {
-            check_all_arrays(&app, set).await;
-        }
-        if ROUTE_SETS.contains(&set) {
-            check_routes(&app, set).await;
-        }
+        check_set(store, set).await;
     }
 }
 
@@ -527,15 +515,8 @@ async fn conformance_over_http() {
     let base = service_env("ZARRD_TEST_HTTP_URL");
     for set in SETS {
         let store = dataset(format!("{base}/{set}/data.zarr"), &[("allow_http", "true".to_owned())]);
+        check_set(store.clone(), set).await;
         let app = common::app_with(vec![("conf", store)], common::config(""));
-        if TEXT_SETS.contains(&set) {
-            check_text_arrays(&app, set).await;
-        } else {
-            check_all_arrays(&app, set).await;
-        }
-        if ROUTE_SETS.contains(&set) {
-            check_routes(&app, set).await;
-        }
         // A plain HTTP server cannot list directories: the tree then comes from the
         // consolidated metadata (the extra set has it in zarr.json, the v2 set in .zmetadata)
         // or is a clear storage error.

@@ -349,21 +349,7 @@ impl CodecChain {
         // What each bytes→bytes codec may decode to: the one nearest the array→bytes codec
         // knows its exact output size, fixed-size filters carry it on, and compressors
         // further out can add at most a little framing (checksums).
-        let mut bound = bytes_len;
-        let bounds: Vec<usize> = self
-            .bytes_to_bytes
-            .iter()
-            .map(|c| {
-                let own = bound;
-                bound = c.encoded_bound(bound);
-                own
-            })
-            .collect();
-        let mut owned: Option<Vec<u8>> = None;
-        for (codec, &max_len) in self.bytes_to_bytes.iter().zip(&bounds).rev() {
-            let input = owned.as_deref().unwrap_or(encoded);
-            owned = Some(codec.decode(input, max_len)?);
-        }
+        let owned = self.decode_bytes_stages(encoded, bytes_len)?;
         let mut array = match &self.array_to_bytes {
             // The last bytes→bytes output (or a copy of the stored bytes) becomes the array.
             ArrayToBytes::Bytes(b) => b.decode(owned.unwrap_or_else(|| encoded.to_vec()), &encoded_shape, data_type)?,
@@ -412,13 +398,11 @@ impl CodecChain {
 
     /// Decodes one chunk of text of declared `shape`: the bytes→bytes codecs (each capped
     /// near `max_len`, the most the framed text may take), the `vlen-utf8` framing, then
-    /// any `transpose` applied to the element order.
-    pub fn decode_strings(&self, encoded: &[u8], shape: &[u64], max_len: usize) -> Result<VlenStrings, CodecError> {
-        let ArrayToBytes::VlenUtf8 = self.array_to_bytes else {
-            return Err(CodecError::corrupt("vlen-utf8", "this chain does not decode text"));
-        };
-        let elements = element_count(shape).ok_or(CodecError::ChunkTooLarge { bytes: u128::MAX, limit: max_len })?;
-        let mut bound = max_len;
+    /// Undoes the bytes→bytes codecs, outermost first, each bounded by what the next one
+    /// (or the array→bytes codec, whose output is at most `bytes_len`) may take; `None`
+    /// when there are none and the stored bytes are the array→bytes input.
+    fn decode_bytes_stages(&self, encoded: &[u8], bytes_len: usize) -> Result<Option<Vec<u8>>, CodecError> {
+        let mut bound = bytes_len;
         let bounds: Vec<usize> = self
             .bytes_to_bytes
             .iter()
@@ -433,6 +417,16 @@ impl CodecChain {
             let input = owned.as_deref().unwrap_or(encoded);
             owned = Some(codec.decode(input, max_len)?);
         }
+        Ok(owned)
+    }
+
+    /// any `transpose` applied to the element order.
+    pub fn decode_strings(&self, encoded: &[u8], shape: &[u64], max_len: usize) -> Result<VlenStrings, CodecError> {
+        let ArrayToBytes::VlenUtf8 = self.array_to_bytes else {
+            return Err(CodecError::corrupt("vlen-utf8", "this chain does not decode text"));
+        };
+        let elements = element_count(shape).ok_or(CodecError::ChunkTooLarge { bytes: u128::MAX, limit: max_len })?;
+        let owned = self.decode_bytes_stages(encoded, max_len)?;
         let framed = match owned {
             Some(bytes) => bytes,
             None if encoded.len() > max_len => return Err(CodecError::TooLarge { codec: "vlen-utf8", limit: max_len }),
