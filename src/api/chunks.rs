@@ -105,7 +105,8 @@ pub async fn chunk(
         Err(e) if e.is_changed() => fetch_chunk(&array, &coords).await?,
         other => other?,
     };
-    let ChunkBytes { key, range, bytes, version } = found.map_err(Error::NotFound)?;
+    let ChunkBytes { key, range, bytes, version, reservation } = found.map_err(Error::NotFound)?;
+    held.merge(reservation);
     let mut tag = EtagBuilder::new("chunk");
     tag.text(&ds).text(&path).text(&key).text(&version).number(u64::from(decoded));
     if let Some(r) = &range {
@@ -215,13 +216,17 @@ struct ChunkBytes {
     range: Option<std::ops::Range<u64>>,
     bytes: bytes::Bytes,
     version: String,
+    /// The memory budget held for `bytes`.
+    reservation: Reservation,
 }
 
 /// Reads read-grid chunk `coords`; `Ok(Err(detail))` when it is missing or empty.
 async fn fetch_chunk(array: &ArrayReader, coords: &[u64]) -> Result<Result<ChunkBytes, String>, ReadError> {
     Ok(match array.locate(coords).await? {
-        Located::Object { key } => match array.store.get_object(&key).await? {
-            Some(object) => Ok(ChunkBytes { key, range: None, bytes: object.bytes, version: object.version }),
+        Located::Object { key } => match array.get_budgeted(&key).await? {
+            Some((object, reservation)) => {
+                Ok(ChunkBytes { key, range: None, bytes: object.bytes, version: object.version, reservation })
+            }
             None => Err(format!("chunk `{key}` is missing (it reads as the fill value)")),
         },
         Located::MissingShard { key } => Err(format!("shard `{key}` is missing (the chunk reads as the fill value)")),
@@ -229,9 +234,10 @@ async fn fetch_chunk(array: &ArrayReader, coords: &[u64]) -> Result<Result<Chunk
             Err(format!("the chunk is marked empty in shard `{key}` (it reads as the fill value)"))
         }
         Located::InShard { key, range, e_tag, version } => {
+            let reservation = array.budget.reserve(range.end - range.start).await?;
             let mut parts = array.read_ranges(&key, e_tag.as_deref(), std::slice::from_ref(&range)).await?;
             let bytes = parts.pop().unwrap_or_default();
-            Ok(ChunkBytes { key, range: Some(range), bytes, version })
+            Ok(ChunkBytes { key, range: Some(range), bytes, version, reservation })
         }
     })
 }

@@ -589,9 +589,17 @@ impl ArrayReader {
     /// The whole object at `key`, its bytes reserved from the budget (into `ledger`) as
     /// soon as the response says how many there are, before they are read.
     async fn get_reserved(&self, key: &str, ledger: &Ledger) -> Result<Option<Fetched>, ReadError> {
+        let Some((object, reservation)) = self.get_budgeted(key).await? else { return Ok(None) };
+        hold(ledger, reservation);
+        Ok(Some(object))
+    }
+
+    /// The whole object at `key`, with its bytes reserved from the budget before they
+    /// are read (the reservation is the caller's to hold while it keeps the bytes).
+    pub async fn get_budgeted(&self, key: &str) -> Result<Option<(Fetched, Reservation)>, ReadError> {
         let Some(result) = self.store.get_opts(key, GetOptions::default()).await? else { return Ok(None) };
-        hold(ledger, self.budget.reserve(result.range.end - result.range.start).await?);
-        Ok(Some(self.store.read_body(key, result).await?))
+        let reservation = self.budget.reserve(result.range.end - result.range.start).await?;
+        Ok(Some((self.store.read_body(key, result).await?, reservation)))
     }
 
     /// Decodes one chunk on the blocking pool.
