@@ -229,7 +229,8 @@ for i in 1 2 3; do
         s=$(($(storage_requests "$i") - SR0[i]))
         h=$(($(data_requests "$i") - HR0[i]))
         total_storage=$((total_storage + s))
-        log "replica $i: $h requests served, $s storage requests"
+        hwm=$(awk '/^VmHWM/ {printf "%d", $2 / 1024}' "/proc/${PID[$i]}/status")
+        log "replica $i: $h requests served, $s storage requests, peak RSS $hwm MiB"
     fi
 done
 log "requests: ${R[requests]} (p50 ${R[p50_ms]} ms, p99 ${R[p99_ms]} ms); bodies checked: ${R[checked]}, wrong: ${R[mismatched]} (${R[carried]} right but behind a cut-off one, which wrk keeps)"
