@@ -18,6 +18,7 @@
 #   FLEET_CHUNK_CACHE  each replica's cache.chunk_bytes (64 MiB: the 256 MiB test array
 #                   is then 4x one replica's cache, as a 1 GiB store is for the default)
 #   FLEET_EXPECT_FAILURES  1: do not fail on failed requests (to measure them)
+#   FLEET_KINDS     only these kinds of request, e.g. tile,slice,png (see .ci/fleet_mix.py)
 # Everything listens on 127.0.0.1; every process started is stopped by its PID on exit.
 set -euo pipefail
 

@@ -14,6 +14,7 @@ body; the load generator compares each such response byte for byte.
 """
 
 import json
+import os
 import pathlib
 import random
 import sys
@@ -62,6 +63,11 @@ for day in range(0, 365, 7):
 # Popularity: Zipf-like over a random order of the requests, so hot and cold items of
 # every kind are mixed, with the kinds weighted as above.
 weights = {"tile": 0.45, "slice": 0.15, "png": 0.05, "range": 0.20, "listing": 0.15}
+# FLEET_KINDS=tile,slice,png keeps only those kinds (benchmarks of the caches: /zarr ranges
+# and chunk listings read storage on every request whichever replica serves them).
+if os.environ.get("FLEET_KINDS"):
+    keep = os.environ["FLEET_KINDS"].split(",")
+    weights = {k: (w if k in keep else 0.0) for k, w in weights.items()}
 order = list(range(len(requests)))
 rng.shuffle(order)
 by_kind = {}
