@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the storage servers that .ci/services.sh starts for the integration tests:
 #   - Garage 2.5.0 (S3 server), built with `cargo install` (~10 min, so only when missing)
-#   - nginx from Debian (static HTTP server)
+#   - nginx from Debian (static HTTP server, and the load balancer of .ci/fleet.sh)
+#   - docker.io, debootstrap, wrk and haproxy from Debian (.ci/docker.sh, .ci/fleet.sh)
 # Idempotent: anything already present is left alone. Meant for a clean Debian 12 CI
 # machine (run as root, or with sudo available for the apt part).
 set -euo pipefail
@@ -61,6 +62,24 @@ else
     nginx_bin=$(find_nginx) || die "nginx still not found after apt-get install"
     log "installed nginx: $nginx_bin ($("$nginx_bin" -v 2>&1))"
     did+=("nginx: installed with apt-get")
+fi
+
+# --- the deployment checks' tools (Debian packages) ------------------------------------
+# dockerd for .ci/docker.sh, debootstrap for its base-image stand-in, wrk for the load of
+# .ci/fleet.sh, haproxy to check deploy/haproxy/haproxy.cfg.
+declare -A DEPLOY_TOOLS=([dockerd]=docker.io [debootstrap]=debootstrap [wrk]=wrk [haproxy]=haproxy)
+missing=()
+for tool in "${!DEPLOY_TOOLS[@]}"; do
+    if command -v "$tool" >/dev/null 2>&1 || [[ -x /usr/sbin/$tool ]]; then
+        did+=("$tool: already present, skipped")
+    else
+        missing+=("${DEPLOY_TOOLS[$tool]}")
+    fi
+done
+if ((${#missing[@]})); then
+    log "installing ${missing[*]}"
+    apt_install "${missing[@]}"
+    did+=("${missing[*]}: installed with apt-get")
 fi
 
 # --- Garage ----------------------------------------------------------------------------

@@ -25,6 +25,8 @@ pub struct Config {
     #[serde(default)]
     pub http: HttpConfig,
     #[serde(default)]
+    pub health: HealthConfig,
+    #[serde(default)]
     pub log: LogConfig,
     #[serde(default)]
     pub datasets: BTreeMap<String, DatasetConfig>,
@@ -135,6 +137,22 @@ pub const FD_HEADROOM: u64 = 256;
 pub fn default_max_connections(fd_limit: u64) -> usize {
     let cap = if fd_limit > 2 * FD_HEADROOM { fd_limit - FD_HEADROOM } else { fd_limit / 2 };
     usize::try_from(cap.max(1)).unwrap_or(usize::MAX)
+}
+
+/// The background check of every dataset's root (see `health`); `/readyz` never waits on it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HealthConfig {
+    /// How often each dataset's root is checked.
+    pub check_interval_secs: u64,
+    /// A check that has not answered after this long counts as failing.
+    pub check_timeout_secs: u64,
+}
+
+impl Default for HealthConfig {
+    fn default() -> Self {
+        Self { check_interval_secs: 30, check_timeout_secs: 10 }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -254,6 +272,8 @@ impl Config {
             ("http.header_read_timeout_secs", self.http.header_read_timeout_secs),
             ("http.keep_alive_secs", self.http.keep_alive_secs),
             ("http.max_connections", self.http.max_connections.map_or(1, |n| n as u64)),
+            ("health.check_interval_secs", self.health.check_interval_secs),
+            ("health.check_timeout_secs", self.health.check_timeout_secs),
         ] {
             if value == 0 {
                 return Err(invalid(field, "must be greater than 0"));

@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod config;
 pub mod contained;
 pub mod error;
+pub mod health;
 pub mod metrics;
 pub mod middleware;
 pub mod server;
@@ -31,11 +32,22 @@ pub struct AppState {
     pub config: Arc<Config>,
     /// Set when shutdown begins, so `/readyz` fails before the listener closes.
     pub shutting_down: Arc<AtomicBool>,
+    /// Per-dataset health, checked in the background (never by `/readyz`).
+    pub health: Arc<health::Health>,
 }
 
 impl AppState {
     pub fn new(catalog: Catalog, config: Config) -> Self {
-        Self { catalog: Arc::new(catalog), config: Arc::new(config), shutting_down: Arc::new(AtomicBool::new(false)) }
+        let health = health::Health::new(
+            std::time::Duration::from_secs(config.health.check_interval_secs),
+            std::time::Duration::from_secs(config.health.check_timeout_secs),
+        );
+        Self {
+            catalog: Arc::new(catalog),
+            config: Arc::new(config),
+            shutting_down: Arc::new(AtomicBool::new(false)),
+            health: Arc::new(health),
+        }
     }
 }
 

@@ -1,7 +1,9 @@
 //! The zarrd command line: load the configuration, open the datasets, serve.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -80,7 +82,11 @@ fn main() -> ExitCode {
 fn init_logging(config: &Config) -> tracing_appender::non_blocking::WorkerGuard {
     let filter = EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new(&config.log.level));
     let (writer, guard) = tracing_appender::non_blocking(std::io::stdout());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
+    // Colour codes only for a person at a terminal: under docker, Kubernetes or systemd
+    // stdout is a pipe or file and the codes would litter the collected logs. NO_COLOR
+    // (no-color.org) turns them off at a terminal too.
+    let ansi = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer).with_ansi(ansi);
     if config.log.format == "json" {
         builder.json().flatten_event(true).init();
     } else {
@@ -101,6 +107,9 @@ async fn serve(state: AppState) -> std::io::Result<()> {
         fd_limit,
         "zarrd listening"
     );
+    // Dataset health is checked in the background from the start, so /v1/datasets and
+    // zarrd_dataset_up are current without any request waiting on storage.
+    tokio::spawn(Arc::clone(&state.health).run(Arc::clone(&state.catalog)));
     let shutting_down = state.shutting_down.clone();
     let drain = Duration::from_secs(state.config.http.drain_secs);
     let shutdown = async move {

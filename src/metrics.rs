@@ -50,6 +50,11 @@ pub fn request(route: &str, status: u16, seconds: f64, bytes_out: u64) {
     metrics::counter!("zarrd_http_response_bytes_total", "route" => route.to_owned()).increment(bytes_out);
 }
 
+/// 1 when the dataset's root passed its last background health check, else 0.
+pub fn dataset_up(dataset: &str, up: bool) {
+    metrics::gauge!("zarrd_dataset_up", "dataset" => dataset.to_owned()).set(if up { 1.0 } else { 0.0 });
+}
+
 /// An accept error that paused accepting (out of file descriptors or memory).
 pub fn accept_error() {
     metrics::counter!("zarrd_accept_errors_total").increment(1);

@@ -215,15 +215,28 @@ async fn observe(mut request: Request, next: Next) -> Response {
             let elapsed = started.elapsed();
             crate::metrics::request(route, status, elapsed.as_secs_f64(), sent.bytes);
             span.in_scope(|| {
-                tracing::info!(
-                    target: "zarrd::access",
-                    status,
-                    route,
-                    latency_ms = elapsed.as_secs_f64() * 1000.0,
-                    bytes = sent.bytes,
-                    complete = sent.complete,
-                    "{method} {path}"
-                );
+                // Probes and scrapes arrive every few seconds from every load balancer and
+                // kubelet and would drown the access log: at DEBUG unless they fail.
+                let routine = is_ops(&path) && status < 400;
+                macro_rules! access {
+                    ($level:expr) => {
+                        tracing::event!(
+                            target: "zarrd::access",
+                            $level,
+                            status,
+                            route,
+                            latency_ms = elapsed.as_secs_f64() * 1000.0,
+                            bytes = sent.bytes,
+                            complete = sent.complete,
+                            "{method} {path}"
+                        )
+                    };
+                }
+                if routine {
+                    access!(tracing::Level::DEBUG);
+                } else {
+                    access!(tracing::Level::INFO);
+                }
             });
         })
     })

@@ -31,8 +31,13 @@ async fn health_and_catalog() {
     let app = conformance_app();
     let health = get(&app, "/healthz").await;
     assert_eq!((health.status.as_u16(), health.body.as_ref()), (200, b"ok".as_slice()));
-    let list = get(&app, "/v1/datasets").await.json();
-    assert_eq!(list, json!({"datasets": [{"name": "conf", "title": "conf title"}]}));
+    let mut list = get(&app, "/v1/datasets").await.json();
+    let checked_at = list["datasets"][0]["health"]["checked_at"].take();
+    assert!(checked_at.as_str().is_some_and(|t| chrono::DateTime::parse_from_rfc3339(t).is_ok()), "{checked_at}");
+    assert_eq!(
+        list,
+        json!({"datasets": [{"name": "conf", "title": "conf title", "health": {"status": "ok", "checked_at": null}}]})
+    );
     let tree = get(&app, "/v1/datasets/conf").await.json();
     let nodes = tree["nodes"].as_array().unwrap();
     let manifest = common::manifest();

@@ -425,3 +425,26 @@ fn concurrent_huge_decodes_stay_within_the_memory_budget() {
         "peak RSS {peak} MiB (baseline {baseline} MiB) over the 256 MiB budget + 150 MiB"
     );
 }
+
+/// Logs collected from a pipe (docker, Kubernetes, systemd) carry no ANSI colour codes,
+/// and the probes and scrapes that arrive every few seconds stay out of the INFO log.
+#[test]
+fn piped_text_logs_are_plain_and_probes_are_not_logged_at_info() {
+    let mut server = Server::start(&[("ZARRD_LOG_FORMAT", "text")]);
+    for path in ["/healthz", "/readyz", "/metrics", "/v1/datasets"] {
+        assert_eq!(http_get(server.port, path).unwrap().0, 200, "{path}");
+    }
+    server.terminate();
+    assert!(server.wait_exit(Duration::from_secs(30)).is_some_and(|s| s.success()));
+    // The background reader may still be copying the last lines out of the pipe.
+    let start = Instant::now();
+    while !server.logs().contains("GET /v1/datasets") && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let logs = server.logs();
+    assert!(logs.contains("GET /v1/datasets"), "{logs}");
+    assert!(!logs.contains('\u{1b}'), "ANSI escape in piped logs: {logs:?}");
+    for probe in ["GET /healthz", "GET /readyz", "GET /metrics"] {
+        assert!(!logs.contains(probe), "{probe} logged at INFO: {logs}");
+    }
+}

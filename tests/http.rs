@@ -357,19 +357,39 @@ async fn response_bytes_are_counted_as_sent() {
     assert!(after >= before + 400, "{before} -> {after}");
 }
 
+/// One bad dataset (bad on every replica alike) must not take the replica out of the load
+/// balancer: readiness stays 200 and costs no storage request, while the dataset's health
+/// is published in /v1/datasets and as a gauge, from a cached background check.
 #[tokio::test]
-async fn readiness_names_failing_datasets() {
+async fn a_failing_dataset_is_reported_but_leaves_the_replica_ready() {
+    let backend = common::memory_store(&conformance_dir().join("data.zarr")).await.backend();
+    let counting = CountingStore::new(backend);
     let app = app_with(
         vec![
-            ("conf", local_store(&conformance_dir().join("data.zarr"))),
+            ("conf", Store::new(counting.clone(), object_store::path::Path::default())),
             ("empty", local_store(&conformance_dir().join("expected"))),
         ],
-        config(""),
+        config("[health]\ncheck_interval_secs = 3600"),
     );
-    let problem = get(&app, "/readyz").await.assert_problem(503);
-    let detail = problem["detail"].as_str().unwrap();
-    assert!(detail.contains("empty") && !detail.contains("conf "), "{detail}");
-    assert_eq!(get(&conformance_app(), "/readyz").await.status, 200);
+    for _ in 0..3 {
+        assert_eq!(get(&app, "/readyz").await.status, 200);
+    }
+    assert_eq!(counting.total(), 0, "readiness makes no storage request");
+    let list = get(&app, "/v1/datasets").await.json();
+    let by_name = |name: &str| list["datasets"].as_array().unwrap().iter().find(|d| d["name"] == name).unwrap().clone();
+    assert_eq!(by_name("conf")["health"]["status"], "ok");
+    let empty = by_name("empty");
+    assert_eq!(empty["health"]["status"], "failing");
+    assert!(empty["health"]["detail"].as_str().unwrap().contains("no zarr.json"), "{empty}");
+    let checks = counting.total();
+    assert!(checks >= 1, "the first listing waits for one check");
+    // Later listings are answered from the cached result, without storage requests.
+    for _ in 0..3 {
+        assert_eq!(get(&app, "/v1/datasets").await.status, 200);
+    }
+    assert_eq!(counting.total(), checks);
+    let text = String::from_utf8(get(&app, "/metrics").await.body.to_vec()).unwrap();
+    assert!(text.contains("zarrd_dataset_up{dataset=\"empty\"} 0"), "{text}");
 }
 
 async fn slow_app(extra: &str) -> axum::Router {

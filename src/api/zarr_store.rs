@@ -12,6 +12,7 @@ use object_store::{GetOptions, GetRange, ObjectMeta};
 
 use super::NoCompress;
 use crate::AppState;
+use crate::budget::MemoryBudget;
 use crate::error::{Error, Result};
 use crate::store::{Store, object_version};
 
@@ -88,8 +89,20 @@ pub async fn get(
     headers: HeaderMap,
 ) -> Result<Response> {
     let dataset = state.catalog.dataset(&ds)?;
-    serve(&dataset.store, &key, &headers, method == Method::HEAD).await
+    serve(&dataset.store, &state.catalog.budget, &key, &headers, method == Method::HEAD).await
 }
+
+/// Objects (or ranges) up to this size are read whole before the response head is sent;
+/// larger ones are streamed.
+///
+/// Once the head is sent a failure can only cut the body short, and neither the client
+/// nor a load balancer can tell a short body from a slow one until the connection closes;
+/// a load balancer cannot retry it either (nginx, for one, retries only before anything
+/// was sent to the client). Reading the bytes first turns a storage failure into a clean
+/// 502 and, when a replica is killed, leaves its load balancer a request it can still
+/// retry elsewhere rather than a body it must cut. Inner chunks and byte ranges that Zarr
+/// clients ask for are typically well below this; the memory is taken from the budget.
+const WHOLE_BODY_MAX: u64 = 4 * 1024 * 1024;
 
 /// The HTTP form of an object's `ETag` (quoted; derived from size and time when the store
 /// has none).
@@ -154,7 +167,13 @@ fn not_found(key: &str) -> Error {
 }
 
 /// Answers one GET or HEAD for `key`.
-async fn serve(store: &Store, key: &str, headers: &HeaderMap, head_only: bool) -> Result<Response> {
+async fn serve(
+    store: &Store,
+    budget: &MemoryBudget,
+    key: &str,
+    headers: &HeaderMap,
+    head_only: bool,
+) -> Result<Response> {
     let range = header_str(headers, header::RANGE).and_then(ByteRange::parse);
     let conditional = [header::IF_MATCH, header::IF_NONE_MATCH, header::IF_MODIFIED_SINCE, header::IF_UNMODIFIED_SINCE]
         .iter()
@@ -195,16 +214,28 @@ async fn serve(store: &Store, key: &str, headers: &HeaderMap, head_only: bool) -
         }
     };
     let (meta, served) = (result.meta.clone(), result.range.clone());
-    // Streamed from storage as the client takes it: a large object never sits whole in
-    // memory, and a slow client holds only the backend's buffers. A storage failure
-    // mid-body aborts the connection (the client sees a short body).
-    let stream = result.into_stream().map(|chunk| {
-        chunk.inspect(|b| crate::metrics::storage_bytes(b.len())).map_err(|e| {
-            tracing::warn!(error = %e, "storage failure while streaming an object");
-            std::io::Error::other("storage read failed")
-        })
-    });
-    let mut response = axum::body::Body::from_stream(stream).into_response();
+    let length = served.end - served.start;
+    let mut response = if length <= WHOLE_BODY_MAX {
+        let held = budget.reserve(length).await?;
+        let bytes = result.bytes().await.map_err(|e| {
+            tracing::warn!(error = %e, "storage failure while reading an object");
+            Error::from(crate::store::StoreError::Backend { key: key.to_owned(), source: e })
+        })?;
+        crate::metrics::storage_bytes(bytes.len());
+        // The bytes stay reserved until the body has been sent.
+        crate::body::tracked(axum::body::Body::from(bytes), None, move |_| drop(held)).into_response()
+    } else {
+        // Streamed from storage as the client takes it: a large object never sits whole
+        // in memory, and a slow client holds only the backend's buffers. A storage failure
+        // mid-body aborts the connection (the client sees a short body).
+        let stream = result.into_stream().map(|chunk| {
+            chunk.inspect(|b| crate::metrics::storage_bytes(b.len())).map_err(|e| {
+                tracing::warn!(error = %e, "storage failure while streaming an object");
+                std::io::Error::other("storage read failed")
+            })
+        });
+        axum::body::Body::from_stream(stream).into_response()
+    };
     set(&mut response, header::CONTENT_LENGTH, &(served.end - served.start).to_string());
     if range.is_some() {
         if served.start >= served.end && meta.size > 0 {
