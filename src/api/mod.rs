@@ -4,8 +4,10 @@
 pub mod arrays;
 pub mod body;
 pub mod chunks;
+pub mod compat;
 pub mod datasets;
 pub mod encode;
+pub mod listing;
 pub mod ops;
 pub mod slice;
 pub mod zarr_store;
