@@ -216,17 +216,17 @@ impl Catalog {
     pub async fn view_tree(&self, ds: &Dataset) -> Result<Arc<ViewTree>> {
         self.views
             .try_get_with(Arc::clone(&ds.name), async {
-                let nodes = self.tree(ds).await?;
+                let nodes = Box::pin(self.tree(ds)).await?;
                 let mut tree = ViewTree::default();
                 for node in nodes.iter() {
                     let Some(path) = node["path"].as_str() else { continue };
-                    match self.node(ds, path).await {
+                    match Box::pin(self.node(ds, path)).await {
                         Ok(Node::Array(meta)) => {
                             let chunk_shape = view_chunk_shape(&meta, ds.compat.get(path).map(Vec::as_slice));
                             tree.insert(path.to_owned(), ViewNode::Array { meta, chunk_shape });
                         }
                         Ok(Node::Group(group)) => {
-                            tree.insert(path.to_owned(), ViewNode::Group(group.attributes.clone()))
+                            tree.insert(path.to_owned(), ViewNode::Group(group.attributes.clone()));
                         }
                         Err(Error::NotFound(_) | Error::Unsupported(_) | Error::Corrupt(_)) => {}
                         Err(e) => return Err(e),
@@ -392,7 +392,7 @@ mod tests {
             url: url.into(),
             title: None,
             options: options.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect(),
-            compat: Default::default(),
+            compat: BTreeMap::default(),
         }
     }
 

@@ -3,7 +3,7 @@
 //! independent decoder (the zstd crate and little-endian bytes, nothing of zarrd's) and
 //! compared bit for bit with the expected `.npy` written by the fixture writers; consolidated
 //! metadata, listings and the HTTP behaviour (ranges, HEAD, validators, CORS, 404) too.
-//! The real clients (zarr-python, TensorStore, xarray, zarrita.js) run in
+//! The real clients (zarr-python, `TensorStore`, xarray, `zarrita.js`) run in
 //! `.ci/compat_clients.sh`.
 
 #![allow(clippy::unwrap_used)] // test helpers panic on broken fixtures by design

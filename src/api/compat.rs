@@ -83,7 +83,7 @@ async fn serve(
     head_only: bool,
 ) -> Result<Response> {
     let dataset = state.catalog.dataset(ds)?;
-    let tree = state.catalog.view_tree(dataset).await?;
+    let tree = Box::pin(state.catalog.view_tree(dataset)).await?;
     let cache_control = state.config.http.cache_control.as_str();
     if key.is_empty() || key.ends_with('/') {
         let dir = key.trim_end_matches('/');
@@ -102,7 +102,7 @@ async fn serve(
         .ok_or_else(|| not_found(flavor, key))?;
         let body = Bytes::from(doc.to_string());
         let etag = EtagBuilder::new("compat-document").text(&String::from_utf8_lossy(&body)).finish();
-        return ranged(body, &etag, "application/json", headers, head_only, cache_control, false);
+        return ranged(&body, &etag, "application/json", headers, head_only, cache_control, false);
     }
     if let Some((path, coords)) = tree.chunk(key, flavor) {
         let Some(ViewNode::Array { chunk_shape, .. }) = tree.nodes.get(path) else {
@@ -114,7 +114,7 @@ async fn serve(
                 "view chunk `{key}` has no stored data (clients read it as the fill value)"
             )));
         };
-        return ranged(bytes, &entry.etag, "application/octet-stream", headers, head_only, cache_control, true);
+        return ranged(&bytes, &entry.etag, "application/octet-stream", headers, head_only, cache_control, true);
     }
     if directory(&tree, flavor, key).is_some() {
         return Ok(listing::to_directory(uri_path));
@@ -142,7 +142,8 @@ async fn chunk(
         .catalog
         .view_chunks
         .get_or_load(cache_key, async {
-            let chunk = view_chunk(&array, chunk_shape, coords).await?;
+            // Boxed: the read engine's future is large, and this one lives in the cache's loader.
+            let chunk = Box::pin(view_chunk(&array, chunk_shape, coords)).await?;
             let mut tag = EtagBuilder::new("compat-chunk");
             tag.text(&dataset.name).text(path).digest(array.meta.digest);
             for (&e, &c) in chunk_shape.iter().zip(coords) {
@@ -220,7 +221,7 @@ fn chunk_level(grid: &[u64], depth: usize) -> Vec<Entry> {
 /// A response for `body`, honouring `Range` (one range, suffix too), HEAD and the
 /// conditional headers against `etag`, like the `/zarr` store.
 fn ranged(
-    body: Bytes,
+    body: &Bytes,
     etag: &str,
     content_type: &'static str,
     headers: &HeaderMap,

@@ -10,6 +10,8 @@
 //! relative links resolve the same in a browser and in fsspec (which joins them to the URL
 //! it asked for).
 
+use std::fmt::Write as _;
+
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
@@ -93,11 +95,8 @@ pub fn respond(path: &str, mut entries: Vec<Entry>, headers: &HeaderMap, cache_c
         );
         for e in &entries {
             let slash = if e.directory { "/" } else { "" };
-            html.push_str(&format!(
-                "<li><a href=\"{}{slash}\">{}{slash}</a></li>\n",
-                escape(&href(&e.name)),
-                escape(&e.name)
-            ));
+            let _ =
+                writeln!(html, "<li><a href=\"{}{slash}\">{}{slash}</a></li>", escape(&href(&e.name)), escape(&e.name));
         }
         html.push_str("</ul></body></html>\n");
         (html, "text/html; charset=utf-8")

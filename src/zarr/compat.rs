@@ -3,7 +3,7 @@
 //! `bytes` codec (little endian) and `zstd`, no sharding, no transpose — as a Zarr v3
 //! document, or as a Zarr v2 `.zarray` with the same chunks and compressor.
 //!
-//! Why zstd: zarr-python, TensorStore, zarrita.js (through numcodecs.js) and neuroglancer all
+//! Why zstd: zarr-python, `TensorStore`, `zarrita.js` (through `numcodecs.js`) and neuroglancer all
 //! decode it, and it is zarr-python's default chain (`bytes` + `zstd`), so most stored chunks
 //! are already what the view declares and are served as they are, without re-encoding.
 //!
@@ -370,7 +370,7 @@ pub fn v2_array_document(meta: &ArrayMetadata, chunk_shape: &[u64]) -> Value {
 
 /// Whether chunks encoded with `chain` are already what the view declares, so their stored
 /// bytes can be served as they are. A zstd frame must also state its decoded size: some
-/// decoders (numcodecs.js) need it, and TensorStore leaves it out.
+/// decoders (`numcodecs.js`) need it, and `TensorStore` leaves it out.
 fn is_view_encoding(chain: &CodecChain, bytes: &[u8]) -> bool {
     chain.array_to_array.is_empty()
         && matches!(chain.array_to_bytes, ArrayToBytes::Bytes(b) if !b.big_endian)
@@ -491,7 +491,7 @@ pub async fn view_chunk(
             DimSelection { start, step: 1, count: e.min(n.saturating_sub(start)), drop: false }
         })
         .collect();
-    let output = reader.read(&selection, 0, false).await?;
+    let output = Box::pin(reader.read(&selection, 0, false)).await?;
     if output.versions.iter().all(|(_, v)| v == MISSING) {
         return filled_chunk(reader, chunk_shape).await;
     }
