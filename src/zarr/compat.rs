@@ -266,16 +266,15 @@ fn v3_group_document(attributes: &Map<String, Value>) -> Value {
 
 impl ViewTree {
     /// The v3 `zarr.json` of the node at `path`; a group's carries its whole subtree as
-    /// consolidated metadata, flattened and sorted by depth then path as zarr-python writes
-    /// it (child groups with their own, empty, block), so one request opens the hierarchy.
+    /// consolidated metadata, flattened to relative paths as zarr-python writes it (child
+    /// groups with their own, empty, block), so one request opens the hierarchy. (Readers
+    /// rebuild the nesting from the paths, so the members' order does not matter.)
     pub fn v3_document(&self, path: &str) -> Option<Value> {
         match self.nodes.get(path)? {
             ViewNode::Array { meta, chunk_shape } => Some(v3_array_document(meta, chunk_shape)),
             ViewNode::Group(attributes) => {
-                let mut below: Vec<(&str, &ViewNode)> = self.below(path).collect();
-                below.sort_by_key(|(rel, _)| (rel.matches('/').count(), *rel));
                 let mut metadata = Map::new();
-                for (rel, node) in below {
+                for (rel, node) in self.below(path) {
                     let doc = match node {
                         ViewNode::Array { meta, chunk_shape } => v3_array_document(meta, chunk_shape),
                         ViewNode::Group(attributes) => {
@@ -581,6 +580,6 @@ mod tests {
         assert_eq!(tree.children(""), ["a", "s"]);
         let root = tree.v3_document("").unwrap();
         let keys: Vec<&String> = root["consolidated_metadata"]["metadata"].as_object().unwrap().keys().collect();
-        assert_eq!(keys, ["a", "s", "a/b"], "sorted by depth, then path");
+        assert_eq!(keys, ["a", "a/b", "s"], "every node below the root");
     }
 }
