@@ -96,13 +96,21 @@ pub async fn get(
     }
     match serve(&dataset.store, &key, &headers, method == Method::HEAD).await {
         // Not an object, but maybe a directory: redirected to its listing (the URL with a
-        // trailing slash), so relative links resolve.
-        Err(Error::NotFound(detail)) => match dataset.store.list_entries(&key).await {
+        // trailing slash), so relative links resolve. Missing chunks are asked for often
+        // and must stay one storage request, so keys that name a chunk (an all-digit last
+        // segment) or a metadata document are not looked up as directories.
+        Err(Error::NotFound(detail)) if may_be_directory(&key) => match dataset.store.list_entries(&key).await {
             Ok((dirs, objects)) if !dirs.is_empty() || !objects.is_empty() => Ok(listing::to_directory(uri.path())),
             _ => Err(Error::NotFound(detail)),
         },
         other => other,
     }
+}
+
+/// Whether a key that is not an object may name a directory worth listing.
+fn may_be_directory(key: &str) -> bool {
+    let name = key.rsplit('/').next().unwrap_or(key);
+    !name.bytes().all(|b| b.is_ascii_digit()) && !name.contains('.') && name != "c"
 }
 
 /// `/zarr/{ds}` (redirected to the listing) and `/zarr/{ds}/` (the dataset root's listing).
