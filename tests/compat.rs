@@ -281,6 +281,12 @@ async fn directory_urls_list_their_entries() {
     assert_eq!(get(&app, "/zarr/conf").await.header("location"), "/zarr/conf/");
     assert!(String::from_utf8_lossy(&get(&app, "/zarr/conf/").await.body).contains("href=\"zarr.json\""));
     get(&app, "/zarr/conf/nothing/here/").await.assert_problem(404);
+    // Listings honour ranges and validators like the objects beside them.
+    let first = get_with(&app, "/zarr/conf/", &[("range", "bytes=0-0")]).await;
+    assert_eq!((first.status.as_u16(), first.body.as_ref()), (206, b"<".as_slice()));
+    let listing = get(&app, "/zarr/conf/").await;
+    let etag = listing.header("etag").to_owned();
+    assert_eq!(get_with(&app, "/zarr/conf/", &[("if-none-match", &etag)]).await.status, 304);
     // The views list their own tree, down to chunk keys.
     let root = get_with(&app, "/compat/v3/conf/", &[("accept", "application/json")]).await.json();
     let names: Vec<&str> = root["entries"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();

@@ -10,13 +10,12 @@
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, Method, Uri};
+use axum::response::Response;
 use bytes::Bytes;
 
 use super::listing::{self, Entry};
-use super::zarr_store::ByteRange;
-use super::{EtagBuilder, NoCompress};
+use super::{EtagBuilder, ranged};
 use crate::AppState;
 use crate::cache::ViewEntry;
 use crate::catalog::Dataset;
@@ -216,76 +215,4 @@ fn chunk_level(grid: &[u64], depth: usize) -> Vec<Entry> {
     (0..n.min(listing::MAX_ENTRIES as u64 + 1))
         .map(|i| if last { Entry::object(i.to_string(), None) } else { Entry::directory(i.to_string()) })
         .collect()
-}
-
-/// A response for `body`, honouring `Range` (one range, suffix too), HEAD and the
-/// conditional headers against `etag`, like the `/zarr` store.
-fn ranged(
-    body: &Bytes,
-    etag: &str,
-    content_type: &'static str,
-    headers: &HeaderMap,
-    head_only: bool,
-    cache_control: &str,
-    no_compress: bool,
-) -> Result<Response> {
-    let matches = |name: header::HeaderName| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(|list| list.split(',').map(str::trim).any(|t| t == "*" || t.trim_start_matches("W/") == etag))
-    };
-    let set = |response: &mut Response| {
-        let h = response.headers_mut();
-        if let Ok(v) = HeaderValue::from_str(etag) {
-            h.insert(header::ETAG, v);
-        }
-        if let Ok(v) = HeaderValue::from_str(cache_control) {
-            h.insert(header::CACHE_CONTROL, v);
-        }
-        h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
-    };
-    if matches(header::IF_MATCH) == Some(false) {
-        return Err(Error::PreconditionFailed(format!(
-            "the object has ETag {etag}, which the request's If-Match does not allow"
-        )));
-    }
-    if matches(header::IF_NONE_MATCH) == Some(true) {
-        let mut response = StatusCode::NOT_MODIFIED.into_response();
-        set(&mut response);
-        return Ok(response);
-    }
-    let size = body.len() as u64;
-    let range = headers.get(header::RANGE).and_then(|v| v.to_str().ok()).and_then(ByteRange::parse);
-    let (status, part) = match range {
-        None => (StatusCode::OK, 0..size),
-        Some(r) => {
-            let part = r.resolve(size).ok_or_else(|| {
-                Error::RangeNotSatisfiable(
-                    format!("the object has {size} bytes; ranges must start below that, and a suffix must be at least 1 byte"),
-                    size,
-                )
-            })?;
-            (StatusCode::PARTIAL_CONTENT, part)
-        }
-    };
-    let length = part.end - part.start;
-    let mut response = if head_only {
-        status.into_response()
-    } else {
-        (status, body.slice(part.start as usize..part.end as usize)).into_response()
-    };
-    set(&mut response);
-    let h = response.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    h.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
-    if status == StatusCode::PARTIAL_CONTENT
-        && let Ok(v) = HeaderValue::from_str(&format!("bytes {}-{}/{size}", part.start, part.end.saturating_sub(1)))
-    {
-        h.insert(header::CONTENT_RANGE, v);
-    }
-    if no_compress || status == StatusCode::PARTIAL_CONTENT {
-        response.extensions_mut().insert(NoCompress);
-    }
-    Ok(response)
 }

@@ -14,10 +14,10 @@ use std::fmt::Write as _;
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 use serde_json::json;
 
 use super::EtagBuilder;
-use super::not_modified;
 use crate::error::{Error, Result};
 
 /// Entries one listing may hold; a larger directory is 413 (chunk directories of huge
@@ -102,21 +102,9 @@ pub fn respond(path: &str, mut entries: Vec<Entry>, headers: &HeaderMap, cache_c
         (html, "text/html; charset=utf-8")
     };
     let etag = EtagBuilder::new("listing").text(content_type).text(&body).finish();
-    let mut response = if not_modified(headers, &etag) {
-        StatusCode::NOT_MODIFIED.into_response()
-    } else {
-        let mut r = body.into_response();
-        r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-        r
-    };
-    let h = response.headers_mut();
-    if let Ok(v) = HeaderValue::from_str(&etag) {
-        h.insert(header::ETAG, v);
-    }
-    if let Ok(v) = HeaderValue::from_str(cache_control) {
-        h.insert(header::CACHE_CONTROL, v);
-    }
-    h.insert(header::VARY, HeaderValue::from_static("accept"));
+    // Ranges and validators as for any object of the store routes.
+    let mut response = super::ranged(&Bytes::from(body), &etag, content_type, headers, false, cache_control, false)?;
+    response.headers_mut().insert(header::VARY, HeaderValue::from_static("accept"));
     Ok(response)
 }
 
