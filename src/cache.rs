@@ -228,3 +228,59 @@ impl VersionCache {
         self.cache.insert(key, version.into()).await;
     }
 }
+
+/// An encoded chunk of a compatibility view with its `ETag`, or the record that its stored
+/// data is missing.
+#[derive(Debug)]
+pub struct ViewEntry {
+    pub bytes: Option<bytes::Bytes>,
+    pub etag: String,
+    /// Whether the stored bytes are served as they are (not re-encoded).
+    pub passthrough: bool,
+}
+
+impl MaybeMissing for Arc<ViewEntry> {
+    fn is_missing(&self) -> bool {
+        self.bytes.is_none()
+    }
+}
+
+/// Encoded view chunks, weighed in bytes, so a chunk assembled and re-encoded once is served
+/// from memory afterwards; capacity 0 turns it off. Entries are keyed by the array's
+/// metadata digest, so a rewritten `zarr.json` never hits old chunks; a rewritten chunk is
+/// seen when its entry expires (the metadata TTL, or the missing TTL for a 404).
+#[derive(Clone)]
+pub struct ViewChunkCache {
+    cache: Option<Cache<ObjectKey, Arc<ViewEntry>>>,
+}
+
+impl ViewChunkCache {
+    pub fn new(capacity_bytes: u64, lifetimes: Lifetimes) -> Self {
+        let cache = (capacity_bytes > 0).then(|| {
+            Cache::builder()
+                .max_capacity(capacity_bytes)
+                .weigher(|k: &ObjectKey, v: &Arc<ViewEntry>| {
+                    let size = k.1.len() + v.etag.len() + v.bytes.as_ref().map_or(0, bytes::Bytes::len) + 96;
+                    u32::try_from(size).unwrap_or(u32::MAX)
+                })
+                .expire_after(lifetimes)
+                .build()
+        });
+        Self { cache }
+    }
+
+    /// The cached entry, or the result of `load` shared by concurrent callers.
+    pub async fn get_or_load<E, F>(&self, key: ObjectKey, load: F) -> Result<Arc<ViewEntry>, Arc<E>>
+    where
+        E: Send + Sync + 'static,
+        F: Future<Output = Result<Arc<ViewEntry>, E>>,
+    {
+        let Some(cache) = &self.cache else { return load.await.map_err(Arc::new) };
+        counted_load(cache, "view_chunk", key, load).await
+    }
+
+    /// Weighted size in bytes.
+    pub fn size(&self) -> u64 {
+        self.cache.as_ref().map_or(0, Cache::weighted_size)
+    }
+}

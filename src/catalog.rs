@@ -13,11 +13,12 @@ use object_store::path::Path;
 use serde_json::{Value, json};
 
 use crate::budget::MemoryBudget;
-use crate::cache::{ChunkCache, Lifetimes, ObjectKey, ShardIndexCache, VersionCache};
+use crate::cache::{ChunkCache, Lifetimes, ObjectKey, ShardIndexCache, VersionCache, ViewChunkCache};
 use crate::config::{Config, ConfigError, DatasetConfig};
 use crate::contained::ContainedFs;
 use crate::error::{Error, Result};
 use crate::store::Store;
+use crate::zarr::compat::{ViewNode, ViewTree, view_chunk_shape};
 use crate::zarr::metadata::Node;
 use crate::zarr::read::ArrayReader;
 use crate::zarr::v2;
@@ -33,12 +34,17 @@ pub struct Dataset {
     pub name: Arc<str>,
     pub title: Option<String>,
     pub store: Store,
+    /// Configured chunk shapes of arrays in the compatibility views, by array path.
+    pub compat: BTreeMap<String, Vec<u64>>,
 }
 
 pub struct Catalog {
     datasets: BTreeMap<String, Arc<Dataset>>,
     metadata: Cache<ObjectKey, Node>,
     trees: Cache<Arc<str>, Arc<Vec<Value>>>,
+    views: Cache<Arc<str>, Arc<ViewTree>>,
+    /// Encoded chunks of the compatibility views.
+    pub view_chunks: ViewChunkCache,
     pub indexes: ShardIndexCache,
     versions: VersionCache,
     pub chunks: ChunkCache,
@@ -105,7 +111,13 @@ impl Catalog {
             .iter()
             .map(|(name, ds)| Ok((name.clone(), open_store(name, ds)?, ds.title.clone())))
             .collect::<Result<Vec<_>, ConfigError>>()?;
-        Ok(Self::new(datasets, config))
+        let mut catalog = Self::new(datasets, config);
+        for (name, ds) in &config.datasets {
+            if let Some(dataset) = catalog.datasets.get_mut(name).and_then(Arc::get_mut) {
+                dataset.compat.clone_from(&ds.compat);
+            }
+        }
+        Ok(catalog)
     }
 
     /// A catalog over stores opened by the caller (tests use in-memory stores).
@@ -116,10 +128,15 @@ impl Catalog {
         Self {
             datasets: datasets
                 .into_iter()
-                .map(|(name, store, title)| (name.clone(), Arc::new(Dataset { name: name.into(), title, store })))
+                .map(|(name, store, title)| {
+                    let dataset = Dataset { name: name.as_str().into(), title, store, compat: BTreeMap::new() };
+                    (name, Arc::new(dataset))
+                })
                 .collect(),
             metadata: Cache::builder().max_capacity(10_000).time_to_live(ttl).build(),
             trees: Cache::builder().max_capacity(64).time_to_live(ttl).build(),
+            views: Cache::builder().max_capacity(64).time_to_live(ttl).build(),
+            view_chunks: ViewChunkCache::new(config.cache.compat_bytes, lifetimes),
             indexes: ShardIndexCache::new(
                 config.cache.shard_index_bytes,
                 Lifetimes { present: Duration::from_secs(config.cache.shard_index_ttl_secs), missing },
@@ -190,6 +207,37 @@ impl Catalog {
         self.trees
             // Boxed: walking a tree nests many node loads, too large a future to move around.
             .try_get_with(Arc::clone(&ds.name), async { Box::pin(self.discover(ds)).await.map(Arc::new) })
+            .await
+            .map_err(Arc::unwrap_or_clone)
+    }
+
+    /// The dataset as the compatibility views present it: every node of [`Self::tree`] that
+    /// zarrd can read (arrays with their view chunk shape), implicit groups made explicit.
+    /// Nodes zarrd cannot serve are left out, so clients never meet them.
+    pub async fn view_tree(&self, ds: &Dataset) -> Result<Arc<ViewTree>> {
+        self.views
+            .try_get_with(Arc::clone(&ds.name), async {
+                let nodes = Box::pin(self.tree(ds)).await?;
+                let mut tree = ViewTree::default();
+                for node in nodes.iter() {
+                    let Some(path) = node["path"].as_str() else { continue };
+                    match Box::pin(self.node(ds, path)).await {
+                        // Text arrays need the variable-length codec, which the views'
+                        // fixed `bytes` + `zstd` chain cannot express: left out for now.
+                        Ok(Node::Array(meta)) if meta.data_type.is_variable() => {}
+                        Ok(Node::Array(meta)) => {
+                            let chunk_shape = view_chunk_shape(&meta, ds.compat.get(path).map(Vec::as_slice));
+                            tree.insert(path.to_owned(), ViewNode::Array { meta, chunk_shape });
+                        }
+                        Ok(Node::Group(group)) => {
+                            tree.insert(path.to_owned(), ViewNode::Group(group.attributes.clone()));
+                        }
+                        Err(Error::NotFound(_) | Error::Unsupported(_) | Error::Corrupt(_)) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(Arc::new(tree))
+            })
             .await
             .map_err(Arc::unwrap_or_clone)
     }
@@ -348,6 +396,7 @@ mod tests {
             url: url.into(),
             title: None,
             options: options.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect(),
+            compat: BTreeMap::default(),
         }
     }
 

@@ -69,6 +69,8 @@ pub struct CacheConfig {
     pub shard_index_bytes: u64,
     /// Decoded chunks kept for hot tiles; 0 turns the cache off.
     pub chunk_bytes: u64,
+    /// Encoded chunks of the compatibility views (`/compat`); 0 turns the cache off.
+    pub compat_bytes: u64,
     pub shard_index_ttl_secs: u64,
     pub metadata_ttl_secs: u64,
     /// How long "this object does not exist" is remembered (and the `max-age` of responses
@@ -81,6 +83,7 @@ impl Default for CacheConfig {
         Self {
             shard_index_bytes: 64 * 1024 * 1024,
             chunk_bytes: 256 * 1024 * 1024,
+            compat_bytes: 64 * 1024 * 1024,
             shard_index_ttl_secs: 300,
             metadata_ttl_secs: 60,
             missing_ttl_secs: 5,
@@ -180,6 +183,10 @@ pub struct DatasetConfig {
     /// `object_store` options (credentials, region, endpoint…); never shown by the API.
     #[serde(default)]
     pub options: BTreeMap<String, String>,
+    /// The chunk shape of an array in the compatibility views (`/compat`), by array path,
+    /// overriding the default rule.
+    #[serde(default)]
+    pub compat: BTreeMap<String, Vec<u64>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -208,9 +215,11 @@ pub struct Overrides {
 impl Config {
     /// The memory budget in bytes: configured, or the documented default.
     pub fn memory_budget_bytes(&self) -> u64 {
-        self.limits
-            .memory_bytes
-            .unwrap_or_else(|| crate::budget::default_budget(self.cache.chunk_bytes + self.cache.shard_index_bytes))
+        self.limits.memory_bytes.unwrap_or_else(|| {
+            crate::budget::default_budget(
+                self.cache.chunk_bytes + self.cache.shard_index_bytes + self.cache.compat_bytes,
+            )
+        })
     }
 
     /// Loads the default or `file`, then the environment, then `overrides`.
@@ -237,9 +246,10 @@ impl Config {
         for pair in &overrides.datasets {
             let (name, url) =
                 pair.split_once('=').ok_or_else(|| invalid("--dataset", format!("`{pair}` is not NAME=URL")))?;
-            config
-                .datasets
-                .insert(name.to_owned(), DatasetConfig { url: url.to_owned(), title: None, options: BTreeMap::new() });
+            config.datasets.insert(
+                name.to_owned(),
+                DatasetConfig { url: url.to_owned(), title: None, options: BTreeMap::new(), compat: BTreeMap::new() },
+            );
         }
         config.validate()?;
         Ok(config)
@@ -258,6 +268,11 @@ impl Config {
             }
             if ds.url.trim().is_empty() {
                 return Err(invalid(&format!("datasets.{name}.url"), "is empty"));
+            }
+            for (path, shape) in &ds.compat {
+                if shape.contains(&0) {
+                    return Err(invalid(&format!("datasets.{name}.compat.{path}"), "chunk edges must be at least 1"));
+                }
             }
         }
         let l = &self.limits;

@@ -69,7 +69,16 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/chunks/{ds}/{*path}", get(api::chunks::list))
         .route("/v1/chunk/{ds}", get(api::chunks::chunk))
         .route("/v1/chunk/{ds}/{*path}", get(api::chunks::chunk))
+        // Listings (and their redirects) answer HEAD through `get`, like the other reads.
+        .route("/zarr/{ds}", get(api::zarr_store::root))
+        .route("/zarr/{ds}/", get(api::zarr_store::root))
         .route("/zarr/{ds}/{*key}", get(api::zarr_store::get).head(api::zarr_store::get))
+        .route("/compat/v3/{ds}", get(api::compat::v3_root))
+        .route("/compat/v3/{ds}/", get(api::compat::v3_root))
+        .route("/compat/v3/{ds}/{*key}", get(api::compat::v3).head(api::compat::v3))
+        .route("/compat/v2/{ds}", get(api::compat::v2_root))
+        .route("/compat/v2/{ds}/", get(api::compat::v2_root))
+        .route("/compat/v2/{ds}/{*key}", get(api::compat::v2).head(api::compat::v2))
         .fallback(|| async { error::Error::NotFound("no such route; see openapi.yaml for the API".into()) })
         .with_state(state);
     middleware::apply(router, &config)

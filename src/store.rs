@@ -242,6 +242,25 @@ impl Store {
     }
 }
 
+impl Store {
+    /// The entries directly under `prefix` ("" for the root): the names of its
+    /// "directories", and its objects with their sizes.
+    pub async fn list_entries(&self, prefix: &str) -> Result<(Vec<String>, Vec<(String, u64)>), StoreError> {
+        let path = if prefix.is_empty() { self.root.clone() } else { self.path(prefix)? };
+        metrics::storage_request();
+        let listing = match self.inner.list_with_delimiter(Some(&path)).await {
+            Ok(listing) => listing,
+            // A local directory that does not exist: nothing under it.
+            Err(object_store::Error::NotFound { .. }) => return Ok((Vec::new(), Vec::new())),
+            Err(e) => return Err(Self::backend_error(prefix, e)),
+        };
+        let dirs = listing.common_prefixes.iter().filter_map(|p| p.filename().map(str::to_owned)).collect();
+        let objects =
+            listing.objects.iter().filter_map(|o| o.location.filename().map(|n| (n.to_owned(), o.size))).collect();
+        Ok((dirs, objects))
+    }
+}
+
 /// What identifies a version of an object: its `ETag`, else size and modification time.
 pub fn object_version(meta: &ObjectMeta) -> String {
     meta.e_tag

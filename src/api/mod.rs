@@ -4,8 +4,10 @@
 pub mod arrays;
 pub mod body;
 pub mod chunks;
+pub mod compat;
 pub mod datasets;
 pub mod encode;
+pub mod listing;
 pub mod ops;
 pub mod slice;
 pub mod zarr_store;
@@ -13,11 +15,14 @@ pub mod zarr_store;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+
+use bytes::Bytes;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+use zarr_store::ByteRange;
 
 /// The `{ds}` and optional `{*path}` of a node route: the same handler serves
 /// `/v1/x/{ds}` (the dataset root, path "") and `/v1/x/{ds}/{*path}`.
@@ -172,6 +177,78 @@ pub fn not_modified(headers: &HeaderMap, etag: &str) -> bool {
         .flat_map(|v| v.split(','))
         .map(str::trim)
         .any(|tag| tag == "*" || tag.trim_start_matches("W/") == etag)
+}
+
+/// A response for `body`, honouring `Range` (one range, suffix too), HEAD and the
+/// conditional headers against `etag`, like the `/zarr` store.
+pub fn ranged(
+    body: &Bytes,
+    etag: &str,
+    content_type: &'static str,
+    headers: &HeaderMap,
+    head_only: bool,
+    cache_control: &str,
+    no_compress: bool,
+) -> Result<Response> {
+    let matches = |name: header::HeaderName| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(|list| list.split(',').map(str::trim).any(|t| t == "*" || t.trim_start_matches("W/") == etag))
+    };
+    let set = |response: &mut Response| {
+        let h = response.headers_mut();
+        if let Ok(v) = HeaderValue::from_str(etag) {
+            h.insert(header::ETAG, v);
+        }
+        if let Ok(v) = HeaderValue::from_str(cache_control) {
+            h.insert(header::CACHE_CONTROL, v);
+        }
+        h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    };
+    if matches(header::IF_MATCH) == Some(false) {
+        return Err(Error::PreconditionFailed(format!(
+            "the object has ETag {etag}, which the request's If-Match does not allow"
+        )));
+    }
+    if matches(header::IF_NONE_MATCH) == Some(true) {
+        let mut response = StatusCode::NOT_MODIFIED.into_response();
+        set(&mut response);
+        return Ok(response);
+    }
+    let size = body.len() as u64;
+    let range = headers.get(header::RANGE).and_then(|v| v.to_str().ok()).and_then(ByteRange::parse);
+    let (status, part) = match range {
+        None => (StatusCode::OK, 0..size),
+        Some(r) => {
+            let part = r.resolve(size).ok_or_else(|| {
+                Error::RangeNotSatisfiable(
+                    format!("the object has {size} bytes; ranges must start below that, and a suffix must be at least 1 byte"),
+                    size,
+                )
+            })?;
+            (StatusCode::PARTIAL_CONTENT, part)
+        }
+    };
+    let length = part.end - part.start;
+    let mut response = if head_only {
+        status.into_response()
+    } else {
+        (status, body.slice(part.start as usize..part.end as usize)).into_response()
+    };
+    set(&mut response);
+    let h = response.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+    if status == StatusCode::PARTIAL_CONTENT
+        && let Ok(v) = HeaderValue::from_str(&format!("bytes {}-{}/{size}", part.start, part.end.saturating_sub(1)))
+    {
+        h.insert(header::CONTENT_RANGE, v);
+    }
+    if no_compress || status == StatusCode::PARTIAL_CONTENT {
+        response.extensions_mut().insert(NoCompress);
+    }
+    Ok(response)
 }
 
 #[cfg(test)]

@@ -4,13 +4,14 @@
 //! RFC 9110; object bytes are passed through untouched (never re-compressed).
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use object_store::{GetOptions, GetRange, ObjectMeta};
 
 use super::NoCompress;
+use super::listing::{self, Entry};
 use crate::AppState;
 use crate::budget::MemoryBudget;
 use crate::error::{Error, Result};
@@ -85,11 +86,60 @@ impl ByteRange {
 pub async fn get(
     State(state): State<AppState>,
     method: Method,
+    uri: Uri,
     Path((ds, key)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response> {
     let dataset = state.catalog.dataset(&ds)?;
-    serve(&dataset.store, &state.catalog.budget, &key, &headers, method == Method::HEAD).await
+    let cache_control = state.config.http.cache_control.as_str();
+    if let Some(dir) = key.strip_suffix('/') {
+        return list(&dataset.store, dir, uri.path(), &headers, cache_control).await;
+    }
+    match serve(&dataset.store, &state.catalog.budget, &key, &headers, method == Method::HEAD).await {
+        // Not an object, but maybe a directory: redirected to its listing (the URL with a
+        // trailing slash), so relative links resolve. Missing chunks are asked for often
+        // and must stay one storage request, so keys that name a chunk (an all-digit last
+        // segment) or a metadata document are not looked up as directories.
+        Err(Error::NotFound(detail)) if may_be_directory(&key) => match dataset.store.list_entries(&key).await {
+            Ok((dirs, objects)) if !dirs.is_empty() || !objects.is_empty() => Ok(listing::to_directory(uri.path())),
+            _ => Err(Error::NotFound(detail)),
+        },
+        other => other,
+    }
+}
+
+/// Whether a key that is not an object may name a directory worth listing.
+fn may_be_directory(key: &str) -> bool {
+    let name = key.rsplit('/').next().unwrap_or(key);
+    !name.bytes().all(|b| b.is_ascii_digit()) && !name.contains('.') && name != "c"
+}
+
+/// `/zarr/{ds}` (redirected to the listing) and `/zarr/{ds}/` (the dataset root's listing).
+pub async fn root(
+    State(state): State<AppState>,
+    uri: Uri,
+    Path(ds): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response> {
+    let dataset = state.catalog.dataset(&ds)?;
+    if !uri.path().ends_with('/') {
+        return Ok(listing::to_directory(uri.path()));
+    }
+    list(&dataset.store, "", uri.path(), &headers, &state.config.http.cache_control).await
+}
+
+/// The listing of directory `dir` of the store; 404 when it holds nothing.
+async fn list(store: &Store, dir: &str, uri_path: &str, headers: &HeaderMap, cache_control: &str) -> Result<Response> {
+    let (dirs, objects) = store.list_entries(dir).await?;
+    if dirs.is_empty() && objects.is_empty() {
+        return Err(Error::NotFound(format!("no directory `{dir}/` in this dataset")));
+    }
+    let entries = dirs
+        .into_iter()
+        .map(Entry::directory)
+        .chain(objects.into_iter().map(|(name, size)| Entry::object(name, Some(size))))
+        .collect();
+    listing::respond(uri_path, entries, headers, cache_control)
 }
 
 /// Objects (or ranges) up to this size are read whole before the response head is sent;

@@ -4,6 +4,7 @@
 pub mod chunk_grid;
 pub mod chunk_key;
 pub mod codec;
+pub mod compat;
 pub mod copy;
 pub mod data_type;
 pub mod indexer;

@@ -1,0 +1,332 @@
+//! The compatibility views (`/compat/v3`, `/compat/v2`) and directory listings, in
+//! process: every fixture array is rebuilt from the view's own metadata and chunks with an
+//! independent decoder (the zstd crate and little-endian bytes, nothing of zarrd's) and
+//! compared bit for bit with the expected `.npy` written by the fixture writers; consolidated
+//! metadata, listings and the HTTP behaviour (ranges, HEAD, validators, CORS, 404) too.
+//! The real clients (zarr-python, `TensorStore`, xarray, `zarrita.js`) run in
+//! `.ci/compat_clients.sh`.
+
+#![allow(clippy::unwrap_used)] // test helpers panic on broken fixtures by design
+
+mod common;
+
+use axum::Router;
+use common::{expected, get, get_with};
+use serde_json::Value;
+
+const SETS: [&str; 6] = ["conformance", "extra", "zarr-v2", "zarr-v2-extra", "fanout", "fanout-extra"];
+
+fn manifest(set: &str) -> Value {
+    serde_json::from_slice(&std::fs::read(common::fixtures().join(set).join("manifest.json")).unwrap()).unwrap()
+}
+
+fn u64s(v: &Value) -> Vec<u64> {
+    v.as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect()
+}
+
+/// The fill value of a view document as little-endian bytes, parsed here (not by zarrd).
+fn fill_bytes(fill: &Value, descr: &str) -> Vec<u8> {
+    let kind = &descr[1..2];
+    let size: usize = descr[2..].parse().unwrap();
+    let float = |v: &Value, size: usize| -> Vec<u8> {
+        let x = match v {
+            Value::String(s) if s == "NaN" => f64::NAN,
+            Value::String(s) if s == "Infinity" => f64::INFINITY,
+            Value::String(s) if s == "-Infinity" => f64::NEG_INFINITY,
+            Value::String(s) if s.starts_with("0x") => {
+                let bits = u64::from_str_radix(&s[2..], 16).unwrap();
+                return bits.to_le_bytes()[..size].to_vec();
+            }
+            v => v.as_f64().unwrap(),
+        };
+        match size {
+            2 => half::f16::from_f64(x).to_le_bytes().to_vec(),
+            4 => (x as f32).to_le_bytes().to_vec(),
+            _ => x.to_le_bytes().to_vec(),
+        }
+    };
+    match kind {
+        "b" => vec![u8::from(fill.as_bool().unwrap())],
+        "i" => fill.as_i64().unwrap().to_le_bytes()[..size].to_vec(),
+        "u" => fill.as_u64().unwrap().to_le_bytes()[..size].to_vec(),
+        "f" => float(fill, size),
+        "c" => {
+            let pair = fill.as_array().unwrap();
+            [float(&pair[0], size / 2), float(&pair[1], size / 2)].concat()
+        }
+        other => panic!("kind {other}"),
+    }
+}
+
+/// Rebuilds a whole array from a view: its metadata document, then every chunk (404: fill),
+/// each decoded with the zstd crate and placed by the regular grid. Returns the elements
+/// and the chunk bodies by key.
+async fn rebuild(app: &Router, base: &str, descr: &str, v2: bool) -> (Vec<u8>, Vec<(String, Vec<u8>)>) {
+    let doc_key = if v2 { ".zarray" } else { "zarr.json" };
+    let reply = get(app, &format!("{base}/{doc_key}")).await;
+    assert_eq!(reply.status, 200, "{base}: {}", reply.describe());
+    let doc = reply.json();
+    let shape = u64s(&doc["shape"]);
+    let chunk = if v2 { u64s(&doc["chunks"]) } else { u64s(&doc["chunk_grid"]["configuration"]["chunk_shape"]) };
+    if v2 {
+        assert_eq!(doc["compressor"]["id"], "zstd", "{base}");
+        assert_eq!(doc["dimension_separator"], "/");
+        assert_eq!(doc["dtype"].as_str().unwrap().trim_start_matches(['<', '|']), &descr[1..]);
+    } else {
+        assert_eq!(doc["chunk_grid"]["name"], "regular", "{base}");
+        let codecs: Vec<&str> = doc["codecs"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+        assert_eq!(codecs, ["bytes", "zstd"], "{base}");
+    }
+    let item: usize = descr[2..].parse().unwrap();
+    let fill = fill_bytes(&doc["fill_value"], descr);
+    let n: u64 = shape.iter().product();
+    let mut out = fill.repeat(n as usize);
+    let grid: Vec<u64> = shape.iter().zip(&chunk).map(|(s, c)| s.div_ceil(*c)).collect();
+    let count: u64 = grid.iter().product();
+    let mut bodies = Vec::new();
+    for flat in 0..count {
+        let mut coords = vec![0u64; grid.len()];
+        let mut rest = flat;
+        for d in (0..grid.len()).rev() {
+            coords[d] = rest % grid[d];
+            rest /= grid[d];
+        }
+        let key = if v2 {
+            if coords.is_empty() {
+                "0".to_owned()
+            } else {
+                coords.iter().map(u64::to_string).collect::<Vec<_>>().join("/")
+            }
+        } else {
+            std::iter::once("c".to_owned()).chain(coords.iter().map(u64::to_string)).collect::<Vec<_>>().join("/")
+        };
+        let reply = get(app, &format!("{base}/{key}")).await;
+        if reply.status == 404 {
+            reply.assert_problem(404);
+            continue;
+        }
+        assert_eq!(reply.status, 200, "{base}/{key}: {}", reply.describe());
+        let data = zstd::decode_all(reply.body.as_ref()).unwrap();
+        let chunk_elems: u64 = chunk.iter().product();
+        assert_eq!(data.len() as u64, chunk_elems * item as u64, "{base}/{key}: a full chunk");
+        // Copy the part inside the array, element by element.
+        for e in 0..chunk_elems {
+            let mut rest = e;
+            let mut index = 0u64;
+            let mut stride = 1u64;
+            let mut inside = true;
+            for d in (0..chunk.len()).rev() {
+                let x = coords[d] * chunk[d] + rest % chunk[d];
+                rest /= chunk[d];
+                inside &= x < shape[d];
+                index += x * stride;
+                stride *= shape[d];
+            }
+            if inside {
+                let (src, dst) = (e as usize * item, index as usize * item);
+                out[dst..dst + item].copy_from_slice(&data[src..src + item]);
+            }
+        }
+        bodies.push((key, reply.body.to_vec()));
+    }
+    (out, bodies)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_array_reads_back_bit_exact_through_both_views() {
+    for set in SETS {
+        let dir = common::fixtures().join(set);
+        let local = common::local_store(&dir.join("data.zarr"));
+        let memory = common::memory_store(&dir.join("data.zarr")).await;
+        for (array, store) in manifest(set)["arrays"].as_array().unwrap().iter().zip([local, memory].iter().cycle()) {
+            // Arrays alternate between the local-file and the in-memory backend.
+            let app = common::app_with(vec![("conf", store.clone())], common::config(""));
+            let path = array["path"].as_str().unwrap();
+            let want = expected(&dir, path);
+            let (v3, v3_bodies) = rebuild(&app, &format!("/compat/v3/conf/{path}"), &want.descr, false).await;
+            assert!(v3 == want.data, "{set}/{path}: /compat/v3 values differ");
+            let (v2, v2_bodies) = rebuild(&app, &format!("/compat/v2/conf/{path}"), &want.descr, true).await;
+            assert!(v2 == want.data, "{set}/{path}: /compat/v2 values differ");
+            // Both views serve the same chunk bytes (one encoding, one cache).
+            let strip = |b: Vec<(String, Vec<u8>)>| b.into_iter().map(|(_, body)| body).collect::<Vec<_>>();
+            assert!(strip(v3_bodies) == strip(v2_bodies), "{set}/{path}: views differ in chunk bytes");
+        }
+    }
+}
+
+#[tokio::test]
+async fn group_documents_carry_the_subtree_as_consolidated_metadata() {
+    let dir = common::fixtures().join("extra");
+    let app = common::app_with(vec![("conf", common::local_store(&dir.join("data.zarr")))], common::config(""));
+    let root = get(&app, "/compat/v3/conf/zarr.json").await.json();
+    assert_eq!(root["node_type"], "group");
+    let consolidated = &root["consolidated_metadata"];
+    assert_eq!(consolidated["kind"], "inline");
+    assert_eq!(consolidated["must_understand"], false);
+    let metadata = consolidated["metadata"].as_object().unwrap();
+    for array in manifest("extra")["arrays"].as_array().unwrap() {
+        let path = array["path"].as_str().unwrap();
+        let own = get(&app, &format!("/compat/v3/conf/{path}/zarr.json")).await.json();
+        assert_eq!(metadata[path], own, "{path}: consolidated entry is the array's own document");
+        assert_eq!(u64s(&own["shape"]), u64s(&array["shape"]), "{path}");
+    }
+    // Implicit and explicit parent groups are groups, with an empty block of their own.
+    assert_eq!(metadata["groups/a"]["node_type"], "group");
+    assert_eq!(metadata["groups/a"]["consolidated_metadata"]["metadata"], serde_json::json!({}));
+    // A sub-group's own document consolidates its subtree, keyed relative to it.
+    let sub = get(&app, "/compat/v3/conf/groups/a/zarr.json").await.json();
+    let keys: Vec<&String> = sub["consolidated_metadata"]["metadata"].as_object().unwrap().keys().collect();
+    assert!(keys.contains(&&"b/f8_attrs".to_owned()) && keys.contains(&&"i4_dim_names_null".to_owned()), "{keys:?}");
+    // v2: .zmetadata with every .zarray.
+    let zmeta = get(&app, "/compat/v2/conf/.zmetadata").await.json();
+    assert_eq!(zmeta["zarr_consolidated_format"], 1);
+    assert_eq!(zmeta["metadata"]["groups/a/b/f8_attrs/.zarray"]["shape"], serde_json::json!([7, 9]));
+    let attrs = &zmeta["metadata"]["groups/a/b/f8_attrs/.zattrs"];
+    assert_eq!(attrs["_ARRAY_DIMENSIONS"].as_array().map(Vec::len), Some(2), "dimension names for v2 readers");
+}
+
+/// Every stored chunk of a zarr-python `bytes` + `zstd` array is served as it is.
+#[tokio::test]
+async fn chunks_already_in_the_view_encoding_are_served_as_stored() {
+    let dir = common::conformance_dir().join("data.zarr");
+    let app = common::app_with(vec![("conf", common::local_store(&dir))], common::config(""));
+    let stored = std::fs::read(dir.join("regular/f4_zstd_partial/c/0/1")).unwrap();
+    let served = get(&app, "/compat/v3/conf/regular/f4_zstd_partial/c/0/1").await;
+    assert_eq!(served.status, 200, "{}", served.describe());
+    assert_eq!(served.body.as_ref(), stored.as_slice());
+}
+
+#[tokio::test]
+async fn view_http_behaviour_matches_the_store() {
+    let app = common::conformance_app();
+    let uri = "/compat/v3/conf/rectilinear/f4/c/1/1";
+    let whole = get(&app, uri).await;
+    assert_eq!(whole.status, 200, "{}", whole.describe());
+    let etag = whole.header("etag").to_owned();
+    assert!(etag.starts_with('"'));
+    assert_eq!(whole.header("content-length"), whole.body.len().to_string());
+    let n = whole.body.len();
+    let suffix = get_with(&app, uri, &[("range", "bytes=-10")]).await;
+    assert_eq!(suffix.status, 206);
+    assert_eq!(suffix.body.as_ref(), &whole.body[n - 10..]);
+    assert_eq!(suffix.header("content-range"), format!("bytes {}-{}/{n}", n - 10, n - 1));
+    let bounded = get_with(&app, uri, &[("range", "bytes=2-5")]).await;
+    assert_eq!(bounded.body.as_ref(), &whole.body[2..6]);
+    get_with(&app, uri, &[("range", &format!("bytes={n}-"))]).await.assert_problem(416);
+    let again = get_with(&app, uri, &[("if-none-match", &etag)]).await;
+    assert_eq!(again.status, 304);
+    get_with(&app, uri, &[("if-match", "\"other\"")]).await.assert_problem(412);
+    let head = app.clone().oneshot_head(uri).await;
+    assert_eq!(head.0, 200);
+    assert_eq!(head.1, n.to_string());
+    // Missing keys are problem documents, with CORS.
+    let missing = get_with(&app, "/compat/v3/conf/rectilinear/f4/c/9/9", &[("origin", "https://viewer.example")]).await;
+    missing.assert_problem(404);
+    assert_eq!(missing.header("access-control-allow-origin"), "*");
+    get(&app, "/compat/v3/conf/no/such/zarr.json").await.assert_problem(404);
+    get(&app, "/compat/v2/conf/regular/f4_zstd_partial/zarr.json").await.assert_problem(404);
+    // A view chunk whose stored chunk is missing is 404 (clients read the fill value).
+    assert!(!common::conformance_dir().join("data.zarr/regular/f4_zstd_partial/c/3/0").exists());
+    get(&app, "/compat/v3/conf/regular/f4_zstd_partial/c/3/0").await.assert_problem(404);
+    let doc = get(&app, "/compat/v3/conf/zarr.json").await;
+    let doc_etag = doc.header("etag").to_owned();
+    assert_eq!(get_with(&app, "/compat/v3/conf/zarr.json", &[("if-none-match", &doc_etag)]).await.status, 304);
+}
+
+/// A rewritten array changes the view's documents and the `ETag`s of its chunks.
+#[tokio::test]
+async fn views_follow_rewritten_arrays() {
+    use object_store::ObjectStoreExt as _;
+    let dir = common::conformance_dir().join("data.zarr");
+    let (store, mem) = common::memory_store_handle(&dir).await;
+    let config = common::config("[cache]\nmetadata_ttl_secs = 1\ncompat_bytes = 0\n");
+    let app = common::app_with(vec![("conf", store)], config);
+    let chunk = "/compat/v3/conf/regular/f4_zstd_partial/c/0/1";
+    let before = get(&app, chunk).await.header("etag").to_owned();
+    let doc_before = get(&app, "/compat/v3/conf/regular/f4_zstd_partial/zarr.json").await.json();
+    // New attributes, and chunk (0,1) replaced by chunk (0,0)'s bytes.
+    let key = object_store::path::Path::from("regular/f4_zstd_partial/zarr.json");
+    let mut meta: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("regular/f4_zstd_partial/zarr.json")).unwrap()).unwrap();
+    meta["attributes"] = serde_json::json!({"rewritten": true});
+    mem.put(&key, serde_json::to_vec(&meta).unwrap().into()).await.unwrap();
+    let c00 = std::fs::read(dir.join("regular/f4_zstd_partial/c/0/0")).unwrap();
+    mem.put(&object_store::path::Path::from("regular/f4_zstd_partial/c/0/1"), c00.clone().into()).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let doc_after = get(&app, "/compat/v3/conf/regular/f4_zstd_partial/zarr.json").await.json();
+    assert_ne!(doc_before, doc_after);
+    assert_eq!(doc_after["attributes"]["rewritten"], true);
+    let after = get(&app, chunk).await;
+    assert_ne!(after.header("etag"), before);
+    assert_eq!(after.body.as_ref(), c00.as_slice());
+}
+
+#[tokio::test]
+async fn directory_urls_list_their_entries() {
+    let app = common::conformance_app();
+    // /zarr: the store's own listing.
+    let html = get(&app, "/zarr/conf/regular/").await;
+    assert_eq!(html.status, 200, "{}", html.describe());
+    assert!(html.header("content-type").starts_with("text/html"));
+    let text = String::from_utf8_lossy(&html.body);
+    assert!(text.contains("<a href=\"f4_zstd_partial/\">"), "{text}");
+    let json = get_with(&app, "/zarr/conf/regular/f4_zstd_partial/", &[("accept", "application/json")]).await;
+    let entries = json.json()["entries"].as_array().unwrap().clone();
+    assert!(entries.iter().any(|e| e["name"] == "zarr.json" && e["kind"] == "object" && e["size"].as_u64().is_some()));
+    assert!(entries.iter().any(|e| e["name"] == "c" && e["kind"] == "directory"));
+    // Without the trailing slash, a directory redirects to its listing.
+    let redirect = get(&app, "/zarr/conf/regular").await;
+    assert_eq!(redirect.status, 308);
+    assert_eq!(redirect.header("location"), "/zarr/conf/regular/");
+    assert_eq!(get(&app, "/zarr/conf").await.header("location"), "/zarr/conf/");
+    assert!(String::from_utf8_lossy(&get(&app, "/zarr/conf/").await.body).contains("href=\"zarr.json\""));
+    get(&app, "/zarr/conf/nothing/here/").await.assert_problem(404);
+    // Listings honour ranges and validators like the objects beside them.
+    let first = get_with(&app, "/zarr/conf/", &[("range", "bytes=0-0")]).await;
+    assert_eq!((first.status.as_u16(), first.body.as_ref()), (206, b"<".as_slice()));
+    let listing = get(&app, "/zarr/conf/").await;
+    let etag = listing.header("etag").to_owned();
+    assert_eq!(get_with(&app, "/zarr/conf/", &[("if-none-match", &etag)]).await.status, 304);
+    // The views list their own tree, down to chunk keys.
+    let root = get_with(&app, "/compat/v3/conf/", &[("accept", "application/json")]).await.json();
+    let names: Vec<&str> = root["entries"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["rectilinear", "regular", "sharded", "tensorstore", "zarr.json"]);
+    let level = get_with(&app, "/compat/v3/conf/rectilinear/f4/c/", &[("accept", "application/json")]).await.json();
+    assert_eq!(level["entries"].as_array().unwrap().len(), 2, "60 rows in view chunks of 30: {level}");
+    let v2 = get_with(&app, "/compat/v2/conf/", &[("accept", "application/json")]).await.json();
+    let names: Vec<&str> = v2["entries"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&".zmetadata") && names.contains(&".zgroup"), "{names:?}");
+    assert_eq!(get(&app, "/compat/v3/conf/regular").await.status, 308);
+}
+
+/// `datasets.NAME.compat` sets an array's view chunk shape.
+#[tokio::test]
+async fn configured_view_chunk_shapes() {
+    let dir = common::conformance_dir();
+    let config = common::config(&format!(
+        "[datasets.conf]\nurl = \"{}\"\ncompat = {{ \"rectilinear/f4\" = [7, 100] }}\n",
+        dir.join("data.zarr").display()
+    ));
+    let catalog = zarrd::catalog::Catalog::from_config(&config).unwrap();
+    let app = zarrd::app(zarrd::AppState::new(catalog, config));
+    let doc = get(&app, "/compat/v3/conf/rectilinear/f4/zarr.json").await.json();
+    assert_eq!(doc["chunk_grid"]["configuration"]["chunk_shape"], serde_json::json!([7, 100]));
+    let want = expected(&dir, "rectilinear/f4");
+    let (got, _) = rebuild(&app, "/compat/v3/conf/rectilinear/f4", &want.descr, false).await;
+    assert!(got == want.data);
+}
+
+trait HeadExt {
+    async fn oneshot_head(self, uri: &str) -> (u16, String);
+}
+
+impl HeadExt for Router {
+    async fn oneshot_head(self, uri: &str) -> (u16, String) {
+        use tower::ServiceExt as _;
+        let request = axum::http::Request::head(uri).body(axum::body::Body::empty()).unwrap();
+        let response = self.oneshot(request).await.unwrap();
+        let length =
+            response.headers().get("content-length").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
+        (response.status().as_u16(), length)
+    }
+}
