@@ -67,6 +67,8 @@ pub struct CacheConfig {
     pub shard_index_bytes: u64,
     /// Decoded chunks kept for hot tiles; 0 turns the cache off.
     pub chunk_bytes: u64,
+    /// Rendered IIIF images kept; 0 turns the cache off.
+    pub tile_bytes: u64,
     pub shard_index_ttl_secs: u64,
     pub metadata_ttl_secs: u64,
     /// How long "this object does not exist" is remembered (and the `max-age` of responses
@@ -79,6 +81,7 @@ impl Default for CacheConfig {
         Self {
             shard_index_bytes: 64 * 1024 * 1024,
             chunk_bytes: 256 * 1024 * 1024,
+            tile_bytes: 64 * 1024 * 1024,
             shard_index_ttl_secs: 300,
             metadata_ttl_secs: 60,
             missing_ttl_secs: 5,
@@ -190,9 +193,9 @@ pub struct Overrides {
 impl Config {
     /// The memory budget in bytes: configured, or the documented default.
     pub fn memory_budget_bytes(&self) -> u64 {
-        self.limits
-            .memory_bytes
-            .unwrap_or_else(|| crate::budget::default_budget(self.cache.chunk_bytes + self.cache.shard_index_bytes))
+        self.limits.memory_bytes.unwrap_or_else(|| {
+            crate::budget::default_budget(self.cache.chunk_bytes + self.cache.shard_index_bytes + self.cache.tile_bytes)
+        })
     }
 
     /// Loads the default or `file`, then the environment, then `overrides`.

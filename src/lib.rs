@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod config;
 pub mod contained;
 pub mod error;
+pub mod iiif;
 pub mod metrics;
 pub mod middleware;
 pub mod server;
@@ -29,13 +30,21 @@ use crate::config::Config;
 pub struct AppState {
     pub catalog: Arc<Catalog>,
     pub config: Arc<Config>,
+    /// IIIF windows and rendered images.
+    pub images: iiif::Images,
     /// Set when shutdown begins, so `/readyz` fails before the listener closes.
     pub shutting_down: Arc<AtomicBool>,
 }
 
 impl AppState {
     pub fn new(catalog: Catalog, config: Config) -> Self {
-        Self { catalog: Arc::new(catalog), config: Arc::new(config), shutting_down: Arc::new(AtomicBool::new(false)) }
+        let images = iiif::Images::new(&config);
+        Self {
+            catalog: Arc::new(catalog),
+            config: Arc::new(config),
+            images,
+            shutting_down: Arc::new(AtomicBool::new(false)),
+        }
     }
 }
 
@@ -57,6 +66,13 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/chunks/{ds}/{*path}", get(api::chunks::list))
         .route("/v1/chunk/{ds}", get(api::chunks::chunk))
         .route("/v1/chunk/{ds}/{*path}", get(api::chunks::chunk))
+        .route("/iiif/3/{identifier}", get(api::iiif::base))
+        .route("/iiif/3/{identifier}/info.json", get(api::iiif::info))
+        .route("/iiif/3/{identifier}/{region}/{size}/{rotation}/{quality}", get(api::iiif::image))
+        .route("/", get(api::viewer::index))
+        .route("/view/{ds}", get(api::viewer::index))
+        .route("/view/{ds}/{*path}", get(api::viewer::index))
+        .route("/viewer/{file}", get(api::viewer::asset))
         .route("/zarr/{ds}/{*key}", get(api::zarr_store::get).head(api::zarr_store::get))
         .fallback(|| async { error::Error::NotFound("no such route; see openapi.yaml for the API".into()) })
         .with_state(state);

@@ -6,8 +6,10 @@ pub mod body;
 pub mod chunks;
 pub mod datasets;
 pub mod encode;
+pub mod iiif;
 pub mod ops;
 pub mod slice;
+pub mod viewer;
 pub mod zarr_store;
 
 use std::borrow::Cow;
