@@ -136,11 +136,13 @@ pub struct Window {
 }
 
 impl Window {
-    /// The 8-bit level of `v` (clamped); a window of zero width splits at `hi`. The same
-    /// rule as `/v1/slice?format=png`, so a tile and a slice of the same data agree.
+    /// The 8-bit level of `v` (clamped); a window of zero width splits at `hi`. Also the
+    /// rule of `/v1/slice?format=png`, so a tile and a slice of the same data agree.
+    /// Multiplying before dividing keeps levels exact where the ratio is (a value halfway
+    /// between two levels rounds up, as `NumPy` computes it).
     pub fn level(&self, v: f64) -> u8 {
         if self.hi > self.lo {
-            ((v - self.lo) * (255.0 / (self.hi - self.lo))).round().clamp(0.0, 255.0) as u8
+            ((v - self.lo) * 255.0 / (self.hi - self.lo)).round().clamp(0.0, 255.0) as u8
         } else if v >= self.hi {
             255
         } else {
