@@ -10,7 +10,12 @@ function check(ok, what) {
   if (ok) { passed++; console.log(`ok   ${what}`); } else { failed++; console.log(`FAIL ${what}`); }
 }
 
+const frames = (page) => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+
 async function fullyLoaded(page) {
+  // A view change is picked up on the next frames; until then the old state says "loaded".
+  await frames(page);
+  await new Promise((r) => setTimeout(r, 300));
   await page.waitForFunction(() => {
     const v = window.zarrdViewer || window.bareViewer;
     return v && v.world.getItemCount() > 0 && v.world.getItemAt(0).getFullyLoaded();
@@ -41,7 +46,8 @@ function canvasPixels(page, spots, viewerName) {
   });
   try {
     const page = await browser.newPage();
-    await page.setViewport({ width: 1200, height: 800, deviceScaleFactor: 1 });
+    // Small enough that the home view shows a reduced level, so zooming in needs new tiles.
+    await page.setViewport({ width: 560, height: 520, deviceScaleFactor: 1 });
     const errors = [];
     const iiif = [];
     page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
@@ -51,13 +57,17 @@ function canvasPixels(page, spots, viewerName) {
     page.on("request", (r) => { if (r.url().includes("/iiif/3/")) iiif.push(r.url()); });
 
     await page.goto(`${base}/view/sample/terrain/elevation`, { waitUntil: "networkidle0" });
+    const before = iiif.length;
     await page.select("#colormap", "gray");
     await fullyLoaded(page);
+    const tiles = (urls) => urls.filter((u) => !u.includes("/info.json"));
     const tree = await page.$$eval("#datasets a", (as) => as.map((a) => a.textContent));
     check(tree.some((t) => t.includes("terrain/elevation")) && tree.some((t) => t.includes("climate/t2m")), "the dataset tree lists the arrays");
     check((await page.$eval("#info", (e) => e.textContent)).includes("uint16"), "the array's info is shown");
     const home = iiif.length;
-    check(home > 0 && iiif.every((u) => u.includes("colormap=gray")), `tiles come from the IIIF service (${home} requests)`);
+    const grayTiles = tiles(iiif.slice(before));
+    check(grayTiles.length > 0 && grayTiles.every((u) => u.includes("colormap=gray")),
+      `tiles come from the IIIF service with the chosen colormap (${grayTiles.length} requests)`);
 
     // Zoom to 4 screen pixels per image pixel around the first spot: full-resolution tiles.
     await page.evaluate(({ x, y }) => {
@@ -67,8 +77,8 @@ function canvasPixels(page, spots, viewerName) {
       v.viewport.panTo(center, true);
     }, expected[0]);
     await fullyLoaded(page);
-    const zoomed = iiif.slice(home);
-    check(zoomed.some((u) => /\/iiif\/3\/sample%2Fterrain%2Felevation\/\d+,\d+,256,256\/256,256\/0\/default\.png/.test(u)),
+    const zoomed = tiles(iiif.slice(home));
+    check(zoomed.some((u) => /\/iiif\/3\/sample%2Fterrain%2Felevation\/\d+,\d+,256,256\/256,256\/0\/default\.png\?colormap=gray$/.test(u)),
       `zooming in issues full-resolution IIIF tile requests (${zoomed.length} more)`);
     const near = expected.slice(0, 3);
     const got = await canvasPixels(page, near, "zarrdViewer");
@@ -87,6 +97,7 @@ function canvasPixels(page, spots, viewerName) {
     await page.waitForFunction((s) => document.getElementById("value").textContent.startsWith(s), { timeout: 10000 }, `[${y},${x}] = `);
     check(true, "the pixel value under the cursor is shown");
     if (process.env.SHOT) {
+      await page.setViewport({ width: 1200, height: 760, deviceScaleFactor: 1 });
       await page.evaluate(() => window.zarrdViewer.viewport.goHome(true));
       await page.select("#colormap", "viridis");
       await fullyLoaded(page);

@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${1:?usage: .ci/browser.sh path/to/zarrd [screenshot.png]}
 SHOT=${2:-}
-PUPPETEER_VERSION=25.16.0
+PUPPETEER_VERSION=24.43.1  # 25.x needs node >= 22.12; Debian 12 has 18 (this machine 20)
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/zarrd-ci
 NPM_DIR=$CACHE/npm
 VENV=${ZARR_CLIENT_VENV:-$CACHE/zarr-client-venv}
@@ -42,6 +42,7 @@ print(json.dumps([{"x": x, "y": y, "level": math.floor((a[y, x] - lo) * 255 / (h
 PY
 )
 
+[[ -z $SHOT ]] || mkdir -p "$(dirname "$SHOT")"
 PORT=$(( 20000 + RANDOM % 20000 ))
 "$BIN" serve --listen "127.0.0.1:$PORT" >"${TMPDIR:-/tmp}/zarrd-browser.log" 2>&1 &
 SERVER=$!

@@ -157,6 +157,7 @@ async fn info_json_describes_the_image_and_its_tiles() {
     assert_eq!((doc["width"].as_u64(), doc["height"].as_u64()), (Some(53), Some(37)));
     assert_eq!(doc["tiles"][0]["scaleFactors"], json!([1]));
     assert!(doc["extraFormats"].as_array().unwrap().contains(&json!("png")));
+    assert_eq!(doc["preferredFormats"], json!(["png"]));
     assert!(doc["extraQualities"].as_array().unwrap().contains(&json!("gray")));
     assert!(!r.header("etag").is_empty());
 

@@ -96,6 +96,8 @@ pub async fn info(
         "height": height,
         "tiles": [{"type": "Tile", "width": TILE_SIZE, "height": TILE_SIZE, "scaleFactors": scale_factors}],
         "sizes": sizes,
+        // PNG first: exact levels and transparent fill (JPEG is lossy and has no alpha).
+        "preferredFormats": ["png"],
         "extraFormats": ["png", "jpg"],
         "extraQualities": ["color", "gray", "bitonal"],
         "extraFeatures": ["mirroring", "sizeUpscaling", "rotationBy90s", "regionSquare", "sizeByConfinedWh"],
