@@ -71,6 +71,9 @@ pub struct CacheConfig {
     pub chunk_bytes: u64,
     /// Encoded chunks of the compatibility views (`/compat`); 0 turns the cache off.
     pub compat_bytes: u64,
+
+    /// Rendered IIIF images kept; 0 turns the cache off.
+    pub tile_bytes: u64,
     pub shard_index_ttl_secs: u64,
     pub metadata_ttl_secs: u64,
     /// How long "this object does not exist" is remembered (and the `max-age` of responses
@@ -84,6 +87,8 @@ impl Default for CacheConfig {
             shard_index_bytes: 64 * 1024 * 1024,
             chunk_bytes: 256 * 1024 * 1024,
             compat_bytes: 64 * 1024 * 1024,
+
+            tile_bytes: 64 * 1024 * 1024,
             shard_index_ttl_secs: 300,
             metadata_ttl_secs: 60,
             missing_ttl_secs: 5,
@@ -217,7 +222,7 @@ impl Config {
     pub fn memory_budget_bytes(&self) -> u64 {
         self.limits.memory_bytes.unwrap_or_else(|| {
             crate::budget::default_budget(
-                self.cache.chunk_bytes + self.cache.shard_index_bytes + self.cache.compat_bytes,
+                self.cache.chunk_bytes + self.cache.shard_index_bytes + self.cache.compat_bytes + self.cache.tile_bytes,
             )
         })
     }

@@ -10,6 +10,8 @@ pub mod config;
 pub mod contained;
 pub mod error;
 pub mod health;
+
+pub mod iiif;
 pub mod metrics;
 pub mod middleware;
 pub mod server;
@@ -30,6 +32,8 @@ use crate::config::Config;
 pub struct AppState {
     pub catalog: Arc<Catalog>,
     pub config: Arc<Config>,
+    /// IIIF windows and rendered images.
+    pub images: iiif::Images,
     /// Set when shutdown begins, so `/readyz` fails before the listener closes.
     pub shutting_down: Arc<AtomicBool>,
     /// Per-dataset health, checked in the background (never by `/readyz`).
@@ -42,9 +46,11 @@ impl AppState {
             std::time::Duration::from_secs(config.health.check_interval_secs),
             std::time::Duration::from_secs(config.health.check_timeout_secs),
         );
+        let images = iiif::Images::new(&config);
         Self {
             catalog: Arc::new(catalog),
             config: Arc::new(config),
+            images,
             shutting_down: Arc::new(AtomicBool::new(false)),
             health: Arc::new(health),
         }
@@ -72,6 +78,13 @@ pub fn app(state: AppState) -> Router {
         // Listings (and their redirects) answer HEAD through `get`, like the other reads.
         .route("/zarr/{ds}", get(api::zarr_store::root))
         .route("/zarr/{ds}/", get(api::zarr_store::root))
+        .route("/iiif/3/{identifier}", get(api::iiif::base))
+        .route("/iiif/3/{identifier}/info.json", get(api::iiif::info))
+        .route("/iiif/3/{identifier}/{region}/{size}/{rotation}/{quality}", get(api::iiif::image))
+        .route("/", get(api::viewer::index))
+        .route("/view/{ds}", get(api::viewer::index))
+        .route("/view/{ds}/{*path}", get(api::viewer::index))
+        .route("/viewer/{file}", get(api::viewer::asset))
         .route("/zarr/{ds}/{*key}", get(api::zarr_store::get).head(api::zarr_store::get))
         .route("/compat/v3/{ds}", get(api::compat::v3_root))
         .route("/compat/v3/{ds}/", get(api::compat::v3_root))

@@ -165,6 +165,8 @@ fn route_label(path: &str) -> &'static str {
         (Some("readyz"), None) => "/readyz",
         (Some("metrics"), None) => "/metrics",
         (Some("zarr"), Some(_)) => "/zarr",
+        (Some("iiif"), Some(_)) => "/iiif",
+        (Some("view" | "viewer"), Some(_)) | (Some(""), None) => "/viewer",
         (Some("v1"), Some("datasets")) => "/v1/datasets",
         (Some("v1"), Some("arrays")) => "/v1/arrays",
         (Some("v1"), Some("slice")) => "/v1/slice",
@@ -251,6 +253,8 @@ mod tests {
         assert_eq!(route_label("/v1/slice/sample/climate/t2m"), "/v1/slice");
         assert_eq!(route_label("/zarr/sample/zarr.json"), "/zarr");
         assert_eq!(route_label("/healthz"), "/healthz");
+        assert_eq!(route_label("/iiif/3/sample%2Fterrain%2Felevation/full/max/0/default.png"), "/iiif");
+        assert_eq!(route_label("/"), "/viewer");
         assert_eq!(route_label("/v1/unknown/x"), "other");
         assert_eq!(route_label("/random/junk/here"), "other");
     }

@@ -79,7 +79,7 @@ pub async fn chunk(
     let render = if decoded {
         Render::from_request(&params, &headers)?
     } else {
-        Render { format: super::encode::Format::Bin, vmin: None, vmax: None }
+        Render { format: super::encode::Format::Bin, vmin: None, vmax: None, colormap: None }
     };
     let dataset = state.catalog.dataset(&ds)?;
     let array = state.catalog.array(dataset, &path).await?;

@@ -322,8 +322,9 @@ pub fn element_f64(b: &[u8], data_type: DataType) -> Option<f64> {
 /// Working memory per element while encoding a PNG (value, pixel, compressed row share).
 pub const PNG_BYTES_PER_ELEMENT: u64 = 20;
 
-/// An 8-bit grayscale + alpha PNG of a 2-D result: values map linearly from
-/// `[vmin, vmax]` to 0–255 (clamped); fill values and NaN are fully transparent.
+/// An 8-bit grayscale + alpha PNG of a 2-D result (RGBA through `colormap` when given):
+/// values map linearly from `[vmin, vmax]` to 0–255 (clamped); fill values and NaN are
+/// fully transparent.
 pub fn png(
     data: &[u8],
     data_type: DataType,
@@ -331,6 +332,7 @@ pub fn png(
     fill: &[u8],
     vmin: Option<f64>,
     vmax: Option<f64>,
+    colormap: Option<crate::iiif::render::Colormap>,
 ) -> Result<Vec<u8>> {
     let [height, width] = *shape else {
         return Err(Error::NotAcceptable(format!(
@@ -354,24 +356,28 @@ pub fn png(
         values.iter().flatten().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| (lo.min(v), hi.max(v)));
     let lo = vmin.unwrap_or(lo);
     let hi = vmax.unwrap_or(hi);
-    let scale = if hi > lo && hi.is_finite() && lo.is_finite() { 255.0 / (hi - lo) } else { 0.0 };
-    let mut pixels = Vec::with_capacity(values.len() * 2);
+    let window = crate::iiif::render::Window { lo, hi };
+    let table = colormap.map(crate::iiif::render::Colormap::table);
+    let mut pixels = Vec::with_capacity(values.len() * if table.is_some() { 4 } else { 2 });
     for v in values {
         match v {
             Some(v) => {
-                let level = if scale == 0.0 {
-                    if v >= hi { 255.0 } else { 0.0 }
-                } else {
-                    ((v - lo) * scale).round().clamp(0.0, 255.0)
-                };
-                pixels.extend_from_slice(&[level as u8, 255]);
+                let level = window.level(v);
+                match &table {
+                    Some(table) => {
+                        pixels.extend_from_slice(&table[usize::from(level)]);
+                        pixels.push(255);
+                    }
+                    None => pixels.extend_from_slice(&[level, 255]),
+                }
             }
+            None if table.is_some() => pixels.extend_from_slice(&[0, 0, 0, 0]),
             None => pixels.extend_from_slice(&[0, 0]),
         }
     }
     let mut out = Vec::new();
     let mut encoder = png::Encoder::new(&mut out, width as u32, height as u32);
-    encoder.set_color(png::ColorType::GrayscaleAlpha);
+    encoder.set_color(if table.is_some() { png::ColorType::Rgba } else { png::ColorType::GrayscaleAlpha });
     encoder.set_depth(png::BitDepth::Eight);
     encoder.set_compression(png::Compression::Fast);
     let mut writer = encoder.write_header().map_err(|e| Error::Internal(format!("png: {e}")))?;

@@ -8,8 +8,11 @@ pub mod compat;
 pub mod datasets;
 pub mod encode;
 pub mod listing;
+
+pub mod iiif;
 pub mod ops;
 pub mod slice;
+pub mod viewer;
 pub mod zarr_store;
 
 use std::borrow::Cow;

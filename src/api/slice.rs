@@ -10,12 +10,13 @@ use super::{EtagBuilder, NodePath, Params, body, cache_control, not_modified};
 use crate::AppState;
 use crate::cache::MISSING;
 use crate::error::{Error, Result};
+use crate::iiif::render::Colormap;
 use crate::zarr::data_type::DataType;
 use crate::zarr::metadata::ArrayMetadata;
 use crate::zarr::read::Decoded;
 use crate::zarr::selection::{DimSelection, Selection, result_shape};
 
-const PARAMS: &[&str] = &["s", "format", "vmin", "vmax"];
+const PARAMS: &[&str] = &["s", "format", "vmin", "vmax", "colormap"];
 
 pub async fn slice(
     State(state): State<AppState>,
@@ -117,6 +118,8 @@ pub struct Render {
     pub format: Format,
     pub vmin: Option<f64>,
     pub vmax: Option<f64>,
+    /// PNG in colour through this colormap instead of gray.
+    pub colormap: Option<Colormap>,
 }
 
 impl Render {
@@ -127,6 +130,7 @@ impl Render {
             format: Format::negotiate(params.get("format"), accept)?,
             vmin: params.number("vmin")?,
             vmax: params.number("vmax")?,
+            colormap: params.get("colormap").map(Colormap::parse).transpose()?,
         })
     }
 
@@ -135,6 +139,7 @@ impl Render {
         for v in [self.vmin, self.vmax] {
             tag.number(v.map_or(u64::MAX, f64::to_bits));
         }
+        tag.text(self.colormap.map_or("", Colormap::name));
     }
 
     /// Whether the body may be streamed as it is assembled (raw elements only; JSON and
@@ -161,8 +166,8 @@ impl Render {
                     "png cannot show an empty result (shape {shape:?}); use npy, bin or json"
                 )));
             }
-        } else if self.vmin.is_some() || self.vmax.is_some() {
-            return Err(Error::BadRequest("`vmin` and `vmax` apply only to format=png".into()));
+        } else if self.vmin.is_some() || self.vmax.is_some() || self.colormap.is_some() {
+            return Err(Error::BadRequest("`vmin`, `vmax` and `colormap` apply only to format=png".into()));
         }
         let n: u128 = shape.iter().map(|&d| u128::from(d)).product();
         let (what, per_element) = match self.format {
@@ -187,8 +192,8 @@ impl Render {
                 self.format.name()
             )));
         }
-        if self.vmin.is_some() || self.vmax.is_some() {
-            return Err(Error::BadRequest("`vmin` and `vmax` apply only to format=png".into()));
+        if self.vmin.is_some() || self.vmax.is_some() || self.colormap.is_some() {
+            return Err(Error::BadRequest("`vmin`, `vmax` and `colormap` apply only to format=png".into()));
         }
         Ok(())
     }
@@ -251,7 +256,15 @@ impl Render {
             Format::Bin if reserve == 0 => buffer,
             Format::Bin => buffer[reserve..].to_vec(),
             Format::Json => encode::json(&buffer[reserve..], data_type, shape),
-            Format::Png => encode::png(&buffer[reserve..], data_type, shape, &meta.fill_value, self.vmin, self.vmax)?,
+            Format::Png => encode::png(
+                &buffer[reserve..],
+                data_type,
+                shape,
+                &meta.fill_value,
+                self.vmin,
+                self.vmax,
+                self.colormap,
+            )?,
         };
         self.with_data_headers(body.into_response(), data_type, shape)
     }

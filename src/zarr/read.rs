@@ -350,6 +350,13 @@ impl ArrayReader {
         Ok(walk)
     }
 
+    /// Checks, without reading anything, that a read of `selection` stays within the
+    /// per-request chunk limit (callers that read a region in several bands check the
+    /// whole region first).
+    pub fn check_chunks(&self, selection: &[DimSelection]) -> Result<(), ReadError> {
+        self.walk(selection).map(drop)
+    }
+
     /// The bytes of one decoded chunk of the read grid (or of a whole stored chunk when
     /// inner chunks cannot be read on their own), at its largest.
     fn decode_unit_bytes(&self) -> u64 {

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The viewer in a real browser: Debian's chromium driven by puppeteer-core opens the viewer
+# page on the bundled sample, and a bare OpenSeadragon page opens info.json alone
+# (.ci/browser.cjs). Expected pixels come from zarr-python + NumPy reading the sample store
+# directly (the venv .ci/zarr_client.sh caches), never from zarrd.
+# Usage: .ci/browser.sh path/to/zarrd [screenshot.png]
+# chromium comes from apt when missing; puppeteer-core is installed once into
+# ${XDG_CACHE_HOME:-$HOME/.cache}/zarrd-ci/npm (pinned below).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${1:?usage: .ci/browser.sh path/to/zarrd [screenshot.png]}
+SHOT=${2:-}
+PUPPETEER_VERSION=24.43.1  # 25.x needs node >= 22.12; Debian 12 has 18 (this machine 20)
+CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/zarrd-ci
+NPM_DIR=$CACHE/npm
+VENV=${ZARR_CLIENT_VENV:-$CACHE/zarr-client-venv}
+log() { printf '[browser] %s\n' "$*"; }
+
+if ! command -v chromium >/dev/null 2>&1; then
+    log "installing Debian chromium"
+    SUDO=(); [[ $EUID -ne 0 ]] && SUDO=(sudo)
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium \
+        || { "${SUDO[@]}" apt-get update && "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; }
+fi
+if [[ ! -f $NPM_DIR/node_modules/puppeteer-core/package.json ]] \
+    || ! grep -q "\"version\": \"$PUPPETEER_VERSION\"" "$NPM_DIR/node_modules/puppeteer-core/package.json"; then
+    log "installing puppeteer-core $PUPPETEER_VERSION into $NPM_DIR"
+    mkdir -p "$NPM_DIR"
+    npm install --prefix "$NPM_DIR" --no-audit --no-fund --no-save "puppeteer-core@$PUPPETEER_VERSION" >/dev/null
+fi
+[[ -x $VENV/bin/python ]] || { log "no zarr-python venv at $VENV: run .ci/zarr_client.sh first"; exit 1; }
+
+# Expected gray levels at known spots of terrain/elevation, from the store itself.
+EXPECTED=$("$VENV/bin/python" - <<'PY'
+import json, math
+import numpy as np, zarr
+a = zarr.open_array("data/sample.zarr/terrain/elevation", mode="r")[:].astype("f8")
+valid = a[a != 0]  # fill_value 0 is "no value", as the viewer shows it
+lo, hi = float(valid.min()), float(valid.max())
+spots = [(700, 300), (701, 300), (700, 303), (512, 512), (100, 900)]
+print(json.dumps([{"x": x, "y": y, "level": math.floor((a[y, x] - lo) * 255 / (hi - lo) + 0.5)} for y, x in spots]))
+PY
+)
+
+[[ -z $SHOT ]] || mkdir -p "$(dirname "$SHOT")"
+PORT=$(( 20000 + RANDOM % 20000 ))
+"$BIN" serve --listen "127.0.0.1:$PORT" >"${TMPDIR:-/tmp}/zarrd-browser.log" 2>&1 &
+SERVER=$!
+trap 'kill "$SERVER" 2>/dev/null || true' EXIT
+for _ in $(seq 50); do curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.2; done
+
+NODE_PATH=$NPM_DIR/node_modules EXPECTED=$EXPECTED SHOT=$SHOT \
+    timeout 150 node .ci/browser.cjs "http://127.0.0.1:$PORT"
