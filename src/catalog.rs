@@ -217,17 +217,26 @@ impl Catalog {
         self.views
             .try_get_with(Arc::clone(&ds.name), async {
                 let nodes = Box::pin(self.tree(ds)).await?;
+                // The tree's nodes are usually cached already (listing them read them); the
+                // rest are read 16 at a time.
+                let paths: Vec<String> = nodes.iter().filter_map(|n| n["path"].as_str().map(str::to_owned)).collect();
+                let found: Vec<(String, Result<Node>)> = futures::stream::iter(paths)
+                    .map(|path| async move {
+                        let node = Box::pin(self.node(ds, &path)).await;
+                        (path, node)
+                    })
+                    .buffered(16)
+                    .collect()
+                    .await;
                 let mut tree = ViewTree::default();
-                for node in nodes.iter() {
-                    let Some(path) = node["path"].as_str() else { continue };
-                    match Box::pin(self.node(ds, path)).await {
+                for (path, node) in found {
+                    match node {
                         Ok(Node::Array(meta)) => {
-                            let chunk_shape = view_chunk_shape(&meta, ds.compat.get(path).map(Vec::as_slice));
-                            tree.insert(path.to_owned(), ViewNode::Array { meta, chunk_shape });
+                            let chunk_shape = view_chunk_shape(&meta, ds.compat.get(&path).map(Vec::as_slice));
+                            tree.insert(path, ViewNode::Array { meta, chunk_shape });
                         }
-                        Ok(Node::Group(group)) => {
-                            tree.insert(path.to_owned(), ViewNode::Group(group.attributes.clone()));
-                        }
+                        Ok(Node::Group(group)) => tree.insert(path, ViewNode::Group(group.attributes.clone())),
+                        // Nodes zarrd cannot serve are left out of the views.
                         Err(Error::NotFound(_) | Error::Unsupported(_) | Error::Corrupt(_)) => {}
                         Err(e) => return Err(e),
                     }
