@@ -247,6 +247,29 @@ impl Catalog {
             .map_err(Arc::unwrap_or_clone)
     }
 
+    /// The part of the view along `key` when the whole tree cannot be had (a store that
+    /// can neither list nor has consolidated metadata): the node at every prefix of the
+    /// key, read directly. Marked incomplete, so groups claim no subtree.
+    pub async fn partial_view_tree(&self, ds: &Dataset, key: &str) -> Result<ViewTree> {
+        let mut tree = ViewTree { complete: false, ..ViewTree::default() };
+        let segments: Vec<&str> = key.split('/').filter(|s| !s.is_empty()).collect();
+        for end in 0..=segments.len() {
+            let path = segments[..end].join("/");
+            match Box::pin(self.node(ds, &path)).await {
+                Ok(Node::Array(meta)) => {
+                    let chunk_shape = view_chunk_shape(&meta, ds.compat.get(&path).map(Vec::as_slice));
+                    tree.insert(path, ViewNode::Array { meta, chunk_shape });
+                    // Nothing below an array is a node.
+                    break;
+                }
+                Ok(Node::Group(group)) => tree.insert(path, ViewNode::Group(group.attributes.clone())),
+                Err(Error::NotFound(_) | Error::Unsupported(_) | Error::Corrupt(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(tree)
+    }
+
     async fn discover(&self, ds: &Dataset) -> Result<Vec<Value>> {
         let root = self.node(ds, "").await?;
         let mut nodes = vec![describe("", &root)];
