@@ -218,20 +218,29 @@ impl Catalog {
         self.views
             .try_get_with(Arc::clone(&ds.name), async {
                 let nodes = Box::pin(self.tree(ds)).await?;
+                // The tree's nodes are usually cached already (listing them read them); the
+                // rest are read 16 at a time.
+                let paths: Vec<String> = nodes.iter().filter_map(|n| n["path"].as_str().map(str::to_owned)).collect();
+                let found: Vec<(String, Result<Node>)> = futures::stream::iter(paths)
+                    .map(|path| async move {
+                        let node = Box::pin(self.node(ds, &path)).await;
+                        (path, node)
+                    })
+                    .buffered(16)
+                    .collect()
+                    .await;
                 let mut tree = ViewTree::default();
-                for node in nodes.iter() {
-                    let Some(path) = node["path"].as_str() else { continue };
-                    match Box::pin(self.node(ds, path)).await {
+                for (path, node) in found {
+                    match node {
                         // Text arrays need the variable-length codec, which the views'
                         // fixed `bytes` + `zstd` chain cannot express: left out for now.
                         Ok(Node::Array(meta)) if meta.data_type.is_variable() => {}
                         Ok(Node::Array(meta)) => {
-                            let chunk_shape = view_chunk_shape(&meta, ds.compat.get(path).map(Vec::as_slice));
-                            tree.insert(path.to_owned(), ViewNode::Array { meta, chunk_shape });
+                            let chunk_shape = view_chunk_shape(&meta, ds.compat.get(&path).map(Vec::as_slice));
+                            tree.insert(path, ViewNode::Array { meta, chunk_shape });
                         }
-                        Ok(Node::Group(group)) => {
-                            tree.insert(path.to_owned(), ViewNode::Group(group.attributes.clone()));
-                        }
+                        Ok(Node::Group(group)) => tree.insert(path, ViewNode::Group(group.attributes.clone())),
+                        // Nodes zarrd cannot serve are left out of the views.
                         Err(Error::NotFound(_) | Error::Unsupported(_) | Error::Corrupt(_)) => {}
                         Err(e) => return Err(e),
                     }
@@ -240,6 +249,29 @@ impl Catalog {
             })
             .await
             .map_err(Arc::unwrap_or_clone)
+    }
+
+    /// The part of the view along `key` when the whole tree cannot be had (a store that
+    /// can neither list nor has consolidated metadata): the node at every prefix of the
+    /// key, read directly. Marked incomplete, so groups claim no subtree.
+    pub async fn partial_view_tree(&self, ds: &Dataset, key: &str) -> Result<ViewTree> {
+        let mut tree = ViewTree { complete: false, ..ViewTree::default() };
+        let segments: Vec<&str> = key.split('/').filter(|s| !s.is_empty()).collect();
+        for end in 0..=segments.len() {
+            let path = segments[..end].join("/");
+            match Box::pin(self.node(ds, &path)).await {
+                Ok(Node::Array(meta)) => {
+                    let chunk_shape = view_chunk_shape(&meta, ds.compat.get(&path).map(Vec::as_slice));
+                    tree.insert(path, ViewNode::Array { meta, chunk_shape });
+                    // Nothing below an array is a node.
+                    break;
+                }
+                Ok(Node::Group(group)) => tree.insert(path, ViewNode::Group(group.attributes.clone())),
+                Err(Error::NotFound(_) | Error::Unsupported(_) | Error::Corrupt(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(tree)
     }
 
     async fn discover(&self, ds: &Dataset) -> Result<Vec<Value>> {

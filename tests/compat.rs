@@ -299,6 +299,28 @@ async fn directory_urls_list_their_entries() {
     assert_eq!(get(&app, "/compat/v3/conf/regular").await.status, 308);
 }
 
+/// A store that can neither list nor has consolidated metadata (a plain HTTP server): the
+/// views still serve every node a key leads to, and groups claim no subtree.
+#[tokio::test]
+async fn views_over_a_store_that_cannot_list() {
+    let dir = common::conformance_dir();
+    let (store, _) = common::memory_store_handle(&dir.join("data.zarr")).await;
+    let counting = common::CountingStore::new(store.backend());
+    counting.no_listing.store(true, std::sync::atomic::Ordering::SeqCst);
+    let store = zarrd::store::Store::new(counting, object_store::path::Path::default());
+    let app = common::app_with(vec![("conf", store)], common::config(""));
+    for path in ["regular/f4_zstd_partial", "rectilinear/u1_months_3d", "sharded/u4_nested"] {
+        let want = expected(&dir, path);
+        let (got, _) = rebuild(&app, &format!("/compat/v3/conf/{path}"), &want.descr, false).await;
+        assert!(got == want.data, "{path}");
+    }
+    let root = get(&app, "/compat/v3/conf/zarr.json").await;
+    assert_eq!(root.status, 200, "{}", root.describe());
+    assert!(root.json().get("consolidated_metadata").is_none(), "an incomplete tree claims no subtree");
+    get(&app, "/compat/v2/conf/.zmetadata").await.assert_problem(404);
+    assert_eq!(get(&app, "/compat/v2/conf/.zgroup").await.status, 200);
+}
+
 /// `datasets.NAME.compat` sets an array's view chunk shape.
 #[tokio::test]
 async fn configured_view_chunk_shapes() {

@@ -82,7 +82,16 @@ async fn serve(
     head_only: bool,
 ) -> Result<Response> {
     let dataset = state.catalog.dataset(ds)?;
-    let tree = Box::pin(state.catalog.view_tree(dataset)).await?;
+    let tree = match Box::pin(state.catalog.view_tree(dataset)).await {
+        Ok(tree) => tree,
+        // The store cannot list and has no consolidated metadata: serve what the key itself
+        // leads to (documents and chunks of the nodes along it), without subtrees.
+        Err(Error::Storage(detail)) => {
+            tracing::debug!(%detail, "no view tree; serving the nodes along the key");
+            Arc::new(Box::pin(state.catalog.partial_view_tree(dataset, key)).await?)
+        }
+        Err(e) => return Err(e),
+    };
     let cache_control = state.config.http.cache_control.as_str();
     if key.is_empty() || key.ends_with('/') {
         let dir = key.trim_end_matches('/');

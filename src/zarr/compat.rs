@@ -64,9 +64,20 @@ pub enum ViewNode {
 
 /// Every node of a dataset's view, by path ("" is the root). Intermediate directories
 /// without metadata (implicit groups) become groups, since Zarr v3 has no implicit groups.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ViewTree {
     pub nodes: BTreeMap<String, ViewNode>,
+    /// Whether every node of the dataset is here. A tree of only the nodes along one key
+    /// (a store that can neither list nor has consolidated metadata) must not claim a
+    /// group's subtree: its groups then carry no consolidated metadata (and no `.zmetadata`),
+    /// so clients look for members themselves instead of trusting an incomplete list.
+    pub complete: bool,
+}
+
+impl Default for ViewTree {
+    fn default() -> Self {
+        Self { nodes: BTreeMap::new(), complete: true }
+    }
 }
 
 fn parent(path: &str) -> Option<&str> {
@@ -274,6 +285,7 @@ impl ViewTree {
     pub fn v3_document(&self, path: &str) -> Option<Value> {
         match self.nodes.get(path)? {
             ViewNode::Array { meta, chunk_shape } => Some(v3_array_document(meta, chunk_shape)),
+            ViewNode::Group(attributes) if !self.complete => Some(v3_group_document(attributes)),
             ViewNode::Group(attributes) => {
                 let mut metadata = Map::new();
                 for (rel, node) in self.below(path) {
@@ -303,7 +315,7 @@ impl ViewTree {
             (ViewNode::Array { meta, .. }, ".zattrs") => Some(Value::Object(v2_attributes(meta))),
             (ViewNode::Group(_), ".zgroup") => Some(json!({"zarr_format": 2})),
             (ViewNode::Group(attributes), ".zattrs") => Some(Value::Object(attributes.clone())),
-            (ViewNode::Group(attributes), ".zmetadata") => {
+            (ViewNode::Group(attributes), ".zmetadata") if self.complete => {
                 let mut metadata = Map::new();
                 metadata.insert(".zgroup".into(), json!({"zarr_format": 2}));
                 metadata.insert(".zattrs".into(), Value::Object(attributes.clone()));
@@ -331,7 +343,8 @@ impl ViewTree {
             (None, _) => &[],
             (Some(_), Flavor::V3) => &["zarr.json"],
             (Some(ViewNode::Array { .. }), Flavor::V2) => &[".zarray", ".zattrs"],
-            (Some(ViewNode::Group(_)), Flavor::V2) => &[".zattrs", ".zgroup", ".zmetadata"],
+            (Some(ViewNode::Group(_)), Flavor::V2) if self.complete => &[".zattrs", ".zgroup", ".zmetadata"],
+            (Some(ViewNode::Group(_)), Flavor::V2) => &[".zattrs", ".zgroup"],
         }
     }
 }

@@ -267,6 +267,8 @@ pub struct CountingStore {
     /// Fault injection: the next `n` GETs or HEADs of paths ending in the given suffix
     /// answer "not found" although the object exists (a transient 404 from storage).
     pub vanish: std::sync::Mutex<Option<(String, u32)>>,
+    /// When set, listing fails, as on a plain HTTP server.
+    pub no_listing: std::sync::atomic::AtomicBool,
 }
 
 impl CountingStore {
@@ -283,6 +285,7 @@ impl CountingStore {
             lists: 0.into(),
             delay,
             vanish: std::sync::Mutex::new(None),
+            no_listing: false.into(),
         })
     }
 
@@ -390,6 +393,9 @@ impl object_store::ObjectStore for CountingStore {
 
     async fn list_with_delimiter(&self, prefix: Option<&ObjectPath>) -> object_store::Result<object_store::ListResult> {
         self.lists.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if self.no_listing.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(object_store::Error::NotSupported { source: "this store cannot list".into() });
+        }
         self.inner.list_with_delimiter(prefix).await
     }
 
