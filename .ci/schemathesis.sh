@@ -491,7 +491,8 @@ def zarrd_byte_ranges(ctx, response, case):
 
 @schemathesis.check
 class zarrd_every_operation_succeeds:
-    """Every operation answered 2xx/304 at least once, so the run did not degrade into 404s."""
+    """Every operation answered 2xx/3xx at least once, so the run did not degrade into 404s
+    (a 3xx counts: some routes, like the IIIF base URI, only ever redirect)."""
 
     def __init__(self):
         self.tested, self.reached = set(), set()
@@ -499,13 +500,13 @@ class zarrd_every_operation_succeeds:
     def after_response(self, ctx, response, case):
         if response.request.method in ("GET", "HEAD"):
             self.tested.add(case.operation.label)
-            if 200 <= response.status_code < 300 or response.status_code == 304:
+            if 200 <= response.status_code < 400:
                 self.reached.add(case.operation.label)
 
     def after_run(self, ctx):
         missing = sorted(self.tested - self.reached)
         if missing:
-            raise AssertionError("never answered 2xx or 304: " + ", ".join(missing))
+            raise AssertionError("never answered 2xx or 3xx: " + ", ".join(missing))
 EOF
 
 # --- run ---------------------------------------------------------------------------------

@@ -3,10 +3,12 @@
 //! service; `GET /viewer/{file}` serves its script, style and the vendored `OpenSeadragon`
 //! (with its licence). Everything is compiled into the binary: no CDN, works offline.
 
-use axum::extract::Path;
+use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
+use super::NodePath;
+use crate::AppState;
 use crate::error::{Error, Result};
 
 const INDEX: &str = include_str!("../viewer/index.html");
@@ -23,6 +25,14 @@ const ASSETS: &[(&str, &str, &str)] = &[
 pub async fn index() -> Response {
     // The page is small and changes with the binary; revalidate rather than cache long.
     ([(header::CONTENT_TYPE, "text/html; charset=utf-8"), (header::CACHE_CONTROL, "no-cache")], INDEX).into_response()
+}
+
+/// A deep link: the page, once the dataset and node it names are known to exist (a link
+/// to nothing is a 404 problem document, not a page that fails later in the browser).
+pub async fn deep_link(State(state): State<AppState>, NodePath { ds, path }: NodePath) -> Result<Response> {
+    let dataset = state.catalog.dataset(&ds)?;
+    state.catalog.node(dataset, &path).await?;
+    Ok(index().await)
 }
 
 pub async fn asset(Path(file): Path<String>) -> Result<Response> {
