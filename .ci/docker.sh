@@ -49,6 +49,10 @@ CARGO_DIR=${CARGO_HOME:-$HOME/.cargo}
 # exec-root holds containerd's socket, whose path must stay short (108 bytes at most).
 RUN_DIR=$(mktemp -d /tmp/zarrd-docker.XXXXXX)
 SOCK=$RUN_DIR/docker.sock
+# Every curl here is bounded in time, also those inside `bash -c`.
+mkdir -p "$RUN_DIR/curl"
+echo 'max-time = 60' >"$RUN_DIR/curl/.curlrc"
+export CURL_HOME=$RUN_DIR/curl
 export DOCKER_HOST=unix://$SOCK
 # The classic builder: Debian's docker.io has no buildx.
 export DOCKER_BUILDKIT=0
@@ -205,14 +209,14 @@ free_port() {
 wait_ready() { # wait_ready CONTAINER PORT
     local i
     for ((i = 0; i < 150; i++)); do
-        curl -fsS -o /dev/null "http://127.0.0.1:$2/readyz" 2>/dev/null && return 0
+        curl -fsS --max-time 5 -o /dev/null "http://127.0.0.1:$2/readyz" 2>/dev/null && return 0
         [[ $("$DOCKER" inspect -f '{{.State.Running}}' "$1") == true ]] ||
             die "container $1 exited: $("$DOCKER" logs "$1" 2>&1 | tail -20)"
         sleep 0.2
     done
     die "container $1 not ready within 30 s: $("$DOCKER" logs "$1" 2>&1 | tail -20)"
 }
-status() { curl -s -o /dev/null -w '%{http_code}' "$1"; }
+status() { curl -s --max-time 10 -o /dev/null -w '%{http_code}' "$1"; }
 check() { # check DESCRIPTION CONDITION...
     local what=$1
     shift
@@ -261,8 +265,8 @@ check "the HEALTHCHECK turns healthy (was: $health)" test "$health" = healthy
 # The whole of climate/t2m, 15 MB, read at 3 MB/s: more than socket buffers hold, so the
 # response is still being written when the signal comes.
 bigslice="/v1/slice/sample/climate/t2m?format=npy"
-curl -fsS -o "$RUN_DIR/bigslice.full" "$B1$bigslice"
-(curl -sS --limit-rate 3000k -o "$RUN_DIR/bigslice.slow" -w '%{http_code}' "$B1$bigslice" >"$RUN_DIR/slow.status" 2>&1) &
+curl -fsS --max-time 30 -o "$RUN_DIR/bigslice.full" "$B1$bigslice"
+(curl -sS --max-time 60 --limit-rate 3000k -o "$RUN_DIR/bigslice.slow" -w '%{http_code}' "$B1$bigslice" >"$RUN_DIR/slow.status" 2>&1) &
 slow_pid=$!
 sleep 0.5
 stop_start=$SECONDS

@@ -48,6 +48,9 @@ NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 rm -rf "$STATE"
 mkdir -p "$STATE/nginx/tmp"
+# Every curl here is bounded in time.
+echo 'max-time = 30' >"$STATE/.curlrc"
+export CURL_HOME=$STATE
 
 # ---------------------------------------------------------------- processes
 declare -a PID=("" "" "" "")
