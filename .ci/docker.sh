@@ -122,8 +122,10 @@ done
 if [[ ! -s $DEBOOTSTRAP_TAR ]]; then
     log "debootstrap bookworm (minbase) from $MIRROR"
     rootfs=$RUN_DIR/rootfs
-    timed "debootstrap" debootstrap --variant=minbase bookworm "$rootfs" "$MIRROR" >"$RUN_DIR/debootstrap.log" 2>&1 ||
+    t0=$SECONDS
+    debootstrap --variant=minbase bookworm "$rootfs" "$MIRROR" >"$RUN_DIR/debootstrap.log" 2>&1 ||
         die "debootstrap failed: $(tail -20 "$RUN_DIR/debootstrap.log")"
+    log "debootstrap: $((SECONDS - t0)) s"
     # What debian:*-slim leaves out (its dpkg path-exclude list), and apt's caches.
     rm -rf "$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/* \
         "$rootfs"/usr/share/locale/* "$rootfs"/var/cache/apt/*.bin "$rootfs"/var/cache/apt/archives/*.deb \
@@ -160,7 +162,8 @@ if [[ $("$DOCKER" image inspect -f '{{index .Config.Labels "zarrd.ci.key"}}' "$B
     # The toolchain, registry and build keep the host's paths (/root/.rustup/..., 
     # /root/.cargo): cargo's fingerprints of registry crates name their source paths, so
     # the copied dependencies are only fresh at the same paths.
-    timed "builder stand-in" "$DOCKER" run --name zarrd-ci-builder --network host \
+    t0=$SECONDS
+    "$DOCKER" run --name zarrd-ci-builder --network host \
         -v "$TOOLCHAIN:/mnt/toolchain:ro" -v "$CARGO_DIR/registry:/mnt/registry:ro" \
         -v "$REPO_ROOT/target/release:/mnt/release:ro" \
         -e TOOLCHAIN="$TOOLCHAIN" -e CARGO_DIR="$CARGO_DIR" "$RUNTIME_BASE" bash -euc '
@@ -182,6 +185,7 @@ if [[ $("$DOCKER" image inspect -f '{{index .Config.Labels "zarrd.ci.key"}}' "$B
         --change "ENV CARGO_HOME=$CARGO_DIR" --change "LABEL zarrd.ci.key=$builder_key" \
         --change 'CMD ["bash"]' zarrd-ci-builder "$BUILDER_BASE" >/dev/null
     "$DOCKER" rm zarrd-ci-builder >/dev/null
+    log "builder stand-in: $((SECONDS - t0)) s"
 fi
 
 # ---------------------------------------------------------------- build
