@@ -169,7 +169,7 @@ pub async fn chunk(
         .headers_mut()
         .insert("zarr-chunk-key", HeaderValue::from_str(&key).map_err(|e| Error::Internal(e.to_string()))?);
     let body = std::mem::take(response.body_mut());
-    *response.body_mut() = super::body::held(body, held);
+    *response.body_mut() = super::budget_body::held(body, held);
     Ok(with_validators(response, &etag, cache_control))
 }
 

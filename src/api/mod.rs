@@ -2,7 +2,7 @@
 //! catalog and the read path, and encode; they never parse Zarr bytes.
 
 pub mod arrays;
-pub mod body;
+pub mod budget_body;
 pub mod chunks;
 pub mod compat;
 pub mod datasets;

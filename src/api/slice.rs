@@ -6,7 +6,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::encode::{self, Format};
-use super::{EtagBuilder, NodePath, Params, body, cache_control, not_modified};
+use super::{EtagBuilder, NodePath, Params, budget_body, cache_control, not_modified};
 use crate::AppState;
 use crate::cache::MISSING;
 use crate::error::{Error, Result};
@@ -64,14 +64,17 @@ pub async fn slice(
                 Vec::new()
             };
             let length = head.len() as u64 + shape.iter().product::<u64>() * array.meta.data_type.size() as u64;
-            let mut response =
-                render.with_data_headers(body::streamed(head, bands).into_response(), array.meta.data_type, &shape)?;
+            let mut response = render.with_data_headers(
+                budget_body::streamed(head, bands).into_response(),
+                array.meta.data_type,
+                &shape,
+            )?;
             response.headers_mut().insert(header::CONTENT_LENGTH, HeaderValue::from(length));
             response
         }
     };
     let body = std::mem::take(response.body_mut());
-    *response.body_mut() = body::held(body, held);
+    *response.body_mut() = budget_body::held(body, held);
     Ok(with_validators(response, &etag, &cache_control))
 }
 
@@ -108,7 +111,7 @@ async fn text_slice(
     drop(output.elements);
     let mut response = response;
     let body = std::mem::take(response.body_mut());
-    *response.body_mut() = body::held(body, held);
+    *response.body_mut() = budget_body::held(body, held);
     Ok(with_validators(response, &etag, &cache_control))
 }
 
