@@ -106,6 +106,10 @@ command -v debootstrap >/dev/null || die "debootstrap is missing (apt-get instal
 # ---------------------------------------------------------------- dockerd
 start=$SECONDS
 mkdir -p "$DATA_ROOT"
+# One dockerd per data root: another run of this script on the same machine (another work
+# tree, say) waits for this one instead of corrupting the shared image store.
+exec 9>"$CACHE/docker.lock"
+flock -w 1800 9 || die "another .ci/docker.sh held $CACHE/docker.lock for 30 min"
 dockerd --host "$DOCKER_HOST" --data-root "$DATA_ROOT" --exec-root "$RUN_DIR/exec" \
     --pidfile "$RUN_DIR/dockerd.pid" --bridge none --iptables=false --ip6tables=false --ip-masq=false \
     --userland-proxy=false --log-level warn </dev/null >"$RUN_DIR/dockerd.log" 2>&1 &
