@@ -375,13 +375,19 @@ pub fn png(
             None => pixels.extend_from_slice(&[0, 0]),
         }
     }
+    png_image(&pixels, width as u32, height as u32, table.is_some())
+}
+
+/// An 8-bit PNG of `pixels`: RGBA when `color`, else gray + alpha (alpha 0 for pixels that
+/// hold no value), compressed for speed.
+pub fn png_image(pixels: &[u8], width: u32, height: u32, color: bool) -> Result<Vec<u8>> {
     let mut out = Vec::new();
-    let mut encoder = png::Encoder::new(&mut out, width as u32, height as u32);
-    encoder.set_color(if table.is_some() { png::ColorType::Rgba } else { png::ColorType::GrayscaleAlpha });
+    let mut encoder = png::Encoder::new(&mut out, width, height);
+    encoder.set_color(if color { png::ColorType::Rgba } else { png::ColorType::GrayscaleAlpha });
     encoder.set_depth(png::BitDepth::Eight);
     encoder.set_compression(png::Compression::Fast);
     let mut writer = encoder.write_header().map_err(|e| Error::Internal(format!("png: {e}")))?;
-    writer.write_image_data(&pixels).map_err(|e| Error::Internal(format!("png: {e}")))?;
+    writer.write_image_data(pixels).map_err(|e| Error::Internal(format!("png: {e}")))?;
     writer.finish().map_err(|e| Error::Internal(format!("png: {e}")))?;
     Ok(out)
 }

@@ -243,17 +243,7 @@ pub fn encode(plane: &Plane, style: &Style, format: ImageFormat) -> Result<Vec<u
         }
     }
     match format {
-        ImageFormat::Png => {
-            let mut out = Vec::new();
-            let mut encoder = png::Encoder::new(&mut out, plane.width as u32, plane.height as u32);
-            encoder.set_color(if color { png::ColorType::Rgba } else { png::ColorType::GrayscaleAlpha });
-            encoder.set_depth(png::BitDepth::Eight);
-            encoder.set_compression(png::Compression::Fast);
-            let mut writer = encoder.write_header().map_err(|e| Error::Internal(format!("png: {e}")))?;
-            writer.write_image_data(&pixels).map_err(|e| Error::Internal(format!("png: {e}")))?;
-            writer.finish().map_err(|e| Error::Internal(format!("png: {e}")))?;
-            Ok(out)
-        }
+        ImageFormat::Png => crate::api::encode::png_image(&pixels, plane.width as u32, plane.height as u32, color),
         ImageFormat::Jpg => {
             let (Ok(w), Ok(h)) = (u16::try_from(plane.width), u16::try_from(plane.height)) else {
                 return Err(Error::BadRequest(format!(
