@@ -137,7 +137,7 @@ impl ShardIndexCache {
 /// that an unsharded chunk object does not exist, with the version it was read from.
 #[derive(Debug)]
 pub struct DecodedChunk {
-    pub data: Option<Vec<u8>>,
+    pub data: Option<bytes::Bytes>,
     pub version: String,
 }
 
@@ -154,7 +154,7 @@ impl ChunkCache {
             Cache::builder()
                 .max_capacity(capacity_bytes)
                 .weigher(|k: &ObjectKey, v: &Arc<DecodedChunk>| {
-                    let size = k.1.len() + v.version.len() + v.data.as_ref().map_or(0, Vec::len) + 96;
+                    let size = k.1.len() + v.version.len() + v.data.as_ref().map_or(0, bytes::Bytes::len) + 96;
                     u32::try_from(size).unwrap_or(u32::MAX)
                 })
                 .expire_after(lifetimes)

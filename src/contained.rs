@@ -12,7 +12,7 @@
 //! full control over what zarrd serves.
 
 use std::io::ErrorKind;
-use std::path::PathBuf;
+use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -21,8 +21,8 @@ use futures::stream::BoxStream;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, PutMultipartOptions,
-    PutOptions, PutPayload, PutResult, Result,
+    Attributes, CopyOptions, Extensions, GetOptions, GetRange, GetResult, GetResultPayload, ListResult,
+    MultipartUpload, ObjectMeta, ObjectStore, PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
 };
 
 /// Longest file name component on the file systems zarrd runs on (`NAME_MAX`).
@@ -32,7 +32,7 @@ const NAME_MAX: usize = 255;
 pub struct ContainedFs {
     inner: Arc<LocalFileSystem>,
     /// The dataset directory, canonical (symlinks in the configured path itself resolved).
-    root: PathBuf,
+    root: Arc<std::path::Path>,
 }
 
 impl std::fmt::Display for ContainedFs {
@@ -50,35 +50,118 @@ impl ContainedFs {
     pub fn new(root: &std::path::Path) -> std::io::Result<Self> {
         let root = std::fs::canonicalize(root)?;
         let inner = LocalFileSystem::new_with_prefix(&root).map_err(std::io::Error::other)?;
-        Ok(Self { inner: Arc::new(inner), root })
+        Ok(Self { inner: Arc::new(inner), root: root.into() })
     }
 
     /// Fails with "not found" unless `location` resolves to a path inside the root.
     /// (A few metadata system calls answered from the kernel's caches, so done inline.)
     fn check(&self, location: &Path) -> Result<()> {
-        if location.as_ref().is_empty() {
-            return Ok(()); // the root itself
-        }
-        if location.parts().any(|p| p.as_ref().len() > NAME_MAX) {
-            return Err(not_found(location, "a path component is longer than any file name"));
-        }
-        let path = self.inner.path_to_filesystem(location)?;
-        let real = match std::fs::canonicalize(&path) {
-            Ok(real) => real,
-            Err(e) if cannot_exist(&e) => return Err(not_found(location, "no such file")),
-            // Anything else (permissions, I/O) is reported by the read itself.
-            Err(_) => return Ok(()),
-        };
-        if real.starts_with(&self.root) {
-            Ok(())
-        } else {
-            tracing::warn!(key = %location, "refused a path that resolves outside the dataset root (symlink)");
-            Err(not_found(location, "resolves outside the dataset"))
-        }
+        check_in(&self.inner, &self.root, location)
     }
 
     fn contained(&self, location: &Path) -> bool {
         self.check(location).is_ok()
+    }
+
+    /// A bounded range of at most [`EAGER_MAX`] bytes, read in one blocking task: the
+    /// containment check, open, `fstat` (`ETag`, preconditions) and `pread` together.
+    /// `LocalFileSystem` takes two blocking-pool hops for the same (open and stat, then
+    /// the read), each a thread wake-up that costs as much as reading a tile's bytes from
+    /// the page cache. `None` when the range is not within the file (the general path
+    /// then reports it as `LocalFileSystem` does).
+    async fn get_range_eagerly(
+        &self,
+        location: &Path,
+        options: GetOptions,
+        range: Range<u64>,
+    ) -> Result<Option<GetResult>> {
+        let (inner, root, location) = (Arc::clone(&self.inner), Arc::clone(&self.root), location.clone());
+        let read = tokio::task::spawn_blocking(move || {
+            check_in(&inner, &root, &location)?;
+            let path = inner.path_to_filesystem(&location)?;
+            let file = std::fs::File::open(&path).map_err(|e| io_error(&location, e))?;
+            let metadata = file.metadata().map_err(|e| io_error(&location, e))?;
+            if metadata.is_dir() {
+                return Err(not_found(&location, "is a directory"));
+            }
+            if range.end > metadata.len() {
+                return Ok(None);
+            }
+            let meta = object_meta(location.clone(), &metadata);
+            options.check_preconditions(&meta)?;
+            // Read into spare capacity (no zeroing of a buffer about to be overwritten).
+            let len = range.end - range.start;
+            let mut buf = Vec::with_capacity(len as usize);
+            let mut file = file;
+            std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(range.start))
+                .map_err(|e| io_error(&location, e))?;
+            std::io::Read::read_to_end(&mut std::io::Read::take(file, len), &mut buf)
+                .map_err(|e| io_error(&location, e))?;
+            if buf.len() as u64 != len {
+                let short = std::io::Error::new(ErrorKind::UnexpectedEof, "the file shrank while it was read");
+                return Err(io_error(&location, short));
+            }
+            let bytes = Bytes::from(buf);
+            Ok(Some(GetResult {
+                payload: GetResultPayload::Stream(futures::stream::once(async move { Ok(bytes) }).boxed()),
+                attributes: Attributes::default(),
+                range,
+                meta,
+                extensions: Extensions::default(),
+            }))
+        });
+        read.await.map_err(|e| object_store::Error::Generic { store: "ContainedFs", source: Box::new(e) })?
+    }
+}
+
+/// Bounded ranges up to this size are read by [`ContainedFs::get_range_eagerly`]; larger
+/// ones (whole objects streamed by `/zarr`) go through `LocalFileSystem`, which streams them.
+const EAGER_MAX: u64 = 16 << 20;
+
+/// `ObjectMeta` exactly as `LocalFileSystem` makes it (its `ETag` is
+/// `"{inode:x}-{mtime µs:x}-{size:x}"`, quotes included), so validators are the same whichever path read a file.
+fn object_meta(location: Path, metadata: &std::fs::Metadata) -> ObjectMeta {
+    let modified = metadata.modified().unwrap_or(std::time::UNIX_EPOCH);
+    let mtime = modified.duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_micros();
+    let inode = std::os::unix::fs::MetadataExt::ino(metadata);
+    ObjectMeta {
+        location,
+        last_modified: modified.into(),
+        size: metadata.len(),
+        e_tag: Some(format!("\"{inode:x}-{mtime:x}-{:x}\"", metadata.len())),
+        version: None,
+    }
+}
+
+fn io_error(location: &Path, e: std::io::Error) -> object_store::Error {
+    if cannot_exist(&e) {
+        object_store::Error::NotFound { path: location.to_string(), source: Box::new(e) }
+    } else {
+        object_store::Error::Generic { store: "ContainedFs", source: Box::new(e) }
+    }
+}
+
+/// Fails with "not found" unless `location` resolves to a path inside `root`.
+/// (A few metadata system calls answered from the kernel's caches.)
+fn check_in(inner: &LocalFileSystem, root: &std::path::Path, location: &Path) -> Result<()> {
+    if location.as_ref().is_empty() {
+        return Ok(()); // the root itself
+    }
+    if location.parts().any(|p| p.as_ref().len() > NAME_MAX) {
+        return Err(not_found(location, "a path component is longer than any file name"));
+    }
+    let path = inner.path_to_filesystem(location)?;
+    let real = match std::fs::canonicalize(&path) {
+        Ok(real) => real,
+        Err(e) if cannot_exist(&e) => return Err(not_found(location, "no such file")),
+        // Anything else (permissions, I/O) is reported by the read itself.
+        Err(_) => return Ok(()),
+    };
+    if real.starts_with(root) {
+        Ok(())
+    } else {
+        tracing::warn!(key = %location, "refused a path that resolves outside the dataset root (symlink)");
+        Err(not_found(location, "resolves outside the dataset"))
     }
 }
 
@@ -99,6 +182,16 @@ impl ObjectStore for ContainedFs {
     }
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+        if let Some(GetRange::Bounded(range)) = &options.range
+            && !options.head
+            && range.start < range.end
+            && range.end - range.start <= EAGER_MAX
+        {
+            let range = range.clone();
+            if let Some(result) = self.get_range_eagerly(location, options.clone(), range).await? {
+                return Ok(result);
+            }
+        }
         self.check(location)?;
         self.inner.get_opts(location, options).await
     }
@@ -113,7 +206,7 @@ impl ObjectStore for ContainedFs {
     }
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
-        let this = Self { inner: Arc::clone(&self.inner), root: self.root.clone() };
+        let this = Self { inner: Arc::clone(&self.inner), root: Arc::clone(&self.root) };
         self.inner
             .list(prefix)
             .filter(move |m| std::future::ready(m.as_ref().map_or(true, |m| this.contained(&m.location))))
@@ -121,7 +214,7 @@ impl ObjectStore for ContainedFs {
     }
 
     fn list_with_offset(&self, prefix: Option<&Path>, offset: &Path) -> BoxStream<'static, Result<ObjectMeta>> {
-        let this = Self { inner: Arc::clone(&self.inner), root: self.root.clone() };
+        let this = Self { inner: Arc::clone(&self.inner), root: Arc::clone(&self.root) };
         self.inner
             .list_with_offset(prefix, offset)
             .filter(move |m| std::future::ready(m.as_ref().map_or(true, |m| this.contained(&m.location))))
@@ -182,5 +275,37 @@ mod tests {
         assert_eq!(names, ["zarr.json"]);
         let all: Vec<ObjectMeta> = fs.list(None).map(|m| m.unwrap()).collect().await;
         assert!(all.iter().all(|m| !m.location.as_ref().contains("secret")), "{all:?}");
+        // The one-hop range read refuses escaping links too.
+        let ranged = GetOptions { range: Some(GetRange::Bounded(0..2)), ..GetOptions::default() };
+        let err = fs.get_opts(&Path::from("filelink"), ranged).await.unwrap_err();
+        assert!(matches!(err, object_store::Error::NotFound { .. }), "{err}");
+    }
+
+    #[tokio::test]
+    async fn range_reads_agree_with_local_file_system() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("shard"), b"0123456789").unwrap();
+        let fs = ContainedFs::new(root.path()).unwrap();
+        let location = Path::from("shard");
+        // `head` goes through LocalFileSystem; bounded ranges are read in one hop.
+        let head = fs.head(&location).await.unwrap();
+        let ranged = |if_match: Option<&str>| GetOptions {
+            range: Some(GetRange::Bounded(2..5)),
+            if_match: if_match.map(str::to_owned),
+            ..GetOptions::default()
+        };
+        let result = fs.get_opts(&location, ranged(head.e_tag.as_deref())).await.unwrap();
+        assert_eq!(result.meta.e_tag, head.e_tag);
+        assert_eq!(result.meta.last_modified, head.last_modified);
+        assert_eq!((result.range.clone(), result.meta.size), (2..5, 10));
+        assert_eq!(result.bytes().await.unwrap().as_ref(), b"234");
+        let err = fs.get_opts(&location, ranged(Some("\"other\""))).await.unwrap_err();
+        assert!(matches!(err, object_store::Error::Precondition { .. }), "{err}");
+        // Past the end: the general path's error, as before.
+        let past = GetOptions { range: Some(GetRange::Bounded(8..20)), ..GetOptions::default() };
+        let general = fs.inner.get_opts(&location, past.clone()).await.map(|r| r.range);
+        assert_eq!(fs.get_opts(&location, past).await.map(|r| r.range).ok(), general.ok());
+        let missing = fs.get_opts(&Path::from("nothing"), ranged(None)).await.unwrap_err();
+        assert!(matches!(missing, object_store::Error::NotFound { .. }), "{missing}");
     }
 }

@@ -8,6 +8,7 @@ pub mod cache;
 pub mod catalog;
 pub mod config;
 pub mod contained;
+pub mod cpu;
 pub mod error;
 pub mod health;
 

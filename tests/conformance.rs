@@ -534,3 +534,60 @@ async fn conformance_over_http() {
         }
     }
 }
+
+/// Every numeric array with the decoded-chunk cache off: each read decodes for its own
+/// request, so chunks that fill whole output rows are decoded straight into the output and
+/// a single-chunk output is sent as decoded — paths the cached reads above never take.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_with_the_chunk_cache_off() {
+    for set in SETS.iter().filter(|s| !TEXT_SETS.contains(s)) {
+        let store = common::local_store(&set_dir(set).join("data.zarr"));
+        let app = common::app_with(vec![("conf", store)], common::config("[cache]\nchunk_bytes = 0"));
+        check_all_arrays(&app, set).await;
+    }
+}
+
+/// The flat C-order indices of the box `start..start + count` in an array of `shape`.
+fn box_indices(shape: &[u64], start: &[u64], count: &[u64]) -> Vec<u64> {
+    let mut indices = vec![0u64];
+    for d in 0..shape.len() {
+        indices =
+            indices.iter().flat_map(|&i| (start[d]..start[d] + count[d]).map(move |j| i * shape[d] + j)).collect();
+    }
+    indices
+}
+
+/// The first read-grid chunk of every numeric array, requested exactly (the hot-tile
+/// request of a viewer), in every format, with the chunk cache off and on, twice each (the
+/// repeat is sent from the cache as it is when the cache is on).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exact_chunks_are_served_whole() {
+    for cache in ["", "[cache]\nchunk_bytes = 0"] {
+        for set in SETS.iter().filter(|s| !TEXT_SETS.contains(s)) {
+            let store = common::local_store(&set_dir(set).join("data.zarr"));
+            let app = common::app_with(vec![("conf", store)], common::config(cache));
+            let manifest: Value =
+                serde_json::from_slice(&std::fs::read(set_dir(set).join("manifest.json")).unwrap()).unwrap();
+            for array in manifest["arrays"].as_array().unwrap() {
+                let path = array["path"].as_str().unwrap();
+                let info = get(&app, &format!("/v1/arrays/conf/{path}")).await.json();
+                let Some(chunk) = info["read_chunk_shape"].as_array() else { continue };
+                let want = expected(&set_dir(set), path);
+                let count: Vec<u64> = chunk.iter().zip(&want.shape).map(|(c, &n)| c.as_u64().unwrap().min(n)).collect();
+                if count.contains(&0) {
+                    continue;
+                }
+                let s = count.iter().map(|c| format!("0:{c}")).collect::<Vec<_>>().join(",");
+                let want_data = gather(&want, &box_indices(&want.shape, &vec![0; count.len()], &count));
+                for _ in 0..2 {
+                    let (_, got) = read_npy(&app, &format!("/v1/slice/conf/{path}?s={}", encode_s(&s))).await;
+                    assert_eq!(got.shape, count, "{set}/{path} s={s}");
+                    assert_same_bits(path, &s, &got.data, &want_data);
+                    let bin = get(&app, &format!("/v1/slice/conf/{path}?s={}&format=bin", encode_s(&s))).await;
+                    assert_eq!(bin.status, 200, "{}", bin.describe());
+                    assert_same_bits(path, &s, &bin.body, &want_data);
+                }
+            }
+        }
+    }
+}

@@ -50,3 +50,31 @@ pub fn streamed(head: Vec<u8>, bands: tokio::sync::mpsc::Receiver<Result<Bytes, 
     let rest = futures::stream::unfold(bands, |mut rx| async move { rx.recv().await.map(|band| (band, rx)) });
     Body::from_stream(futures::StreamExt::chain(first, rest))
 }
+
+/// `head` then `data`, sent without copying `data` (a cached chunk's bytes), with its
+/// exact length known up front (so hyper sends `Content-Length`).
+pub fn head_and(head: Vec<u8>, data: Bytes) -> Body {
+    Body::new(HeadAnd { frames: [Some(Bytes::from(head)), Some(data)] })
+}
+
+struct HeadAnd {
+    frames: [Option<Bytes>; 2],
+}
+
+impl HttpBody for HeadAnd {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        let next = self.get_mut().frames.iter_mut().find_map(Option::take);
+        Poll::Ready(next.map(|b| Ok(Frame::data(b))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.frames.iter().all(Option::is_none)
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.frames.iter().flatten().map(|b| b.len() as u64).sum())
+    }
+}

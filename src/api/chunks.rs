@@ -129,7 +129,7 @@ pub async fn chunk(
         let chain = array.read_chain().clone();
         let clipped_shape = data_shape.clone();
         let chunk_key = key.clone();
-        let data = tokio::task::spawn_blocking(move || -> Result<Vec<u8>> {
+        let data = crate::cpu::run(move || -> Result<Vec<u8>> {
             let full = chain
                 .decode(&bytes, &chunk_shape, meta.data_type, &meta.fill_value)
                 .map_err(|source| Error::from(ReadError::Corrupt { key: chunk_key, source }))?;
@@ -152,7 +152,7 @@ pub async fn chunk(
             Ok(out)
         })
         .await
-        .map_err(|e| Error::Internal(e.to_string()))??;
+        .map_err(Error::Internal)??;
         render.respond(data, 0, &array.meta, &data_shape)?
     } else {
         let mut r = bytes.into_response();
@@ -193,11 +193,11 @@ async fn decoded_text(
     let cost = strings::decode_cost(&chain, &bytes, elements, limit.min(array.budget.total() / 4));
     let scratch = array.budget.reserve(cost.reserve).await?;
     let (task_key, task_shape) = (key.to_owned(), chunk_shape.to_vec());
-    let chunk = tokio::task::spawn_blocking(move || {
+    let chunk = crate::cpu::run(move || {
         strings::decode_chunk(&chain, &bytes, &task_shape, cost, &task_key).map_err(Error::from)
     })
     .await
-    .map_err(|e| Error::Internal(e.to_string()))??;
+    .map_err(Error::Internal)??;
     let n = data_shape.iter().product::<u64>();
     let size = strings::clipped_text_bytes(&chunk, chunk_shape, data_shape) + n * strings::ELEMENT_BYTES;
     if size > limit {

@@ -1,6 +1,7 @@
 //! `GET /v1/slice/{ds}/{*path}?s=SELECTION&format=FORMAT`: a region of an array,
 //! decoded server-side.
 
+use axum::body::{Body, Bytes};
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -57,6 +58,7 @@ pub async fn slice(
     }
     let mut response = match output.data {
         Decoded::Whole(data) => render.respond(data, reserve, &array.meta, &shape)?,
+        Decoded::Elements(data) => render.respond_elements(data, &array.meta, &shape)?,
         Decoded::Bands(bands) => {
             let head = if render.format == Format::Npy {
                 encode::npy_header(array.meta.data_type, &shape)
@@ -258,18 +260,28 @@ impl Render {
             }
             Format::Bin if reserve == 0 => buffer,
             Format::Bin => buffer[reserve..].to_vec(),
-            Format::Json => encode::json(&buffer[reserve..], data_type, shape),
-            Format::Png => encode::png(
-                &buffer[reserve..],
-                data_type,
-                shape,
-                &meta.fill_value,
-                self.vmin,
-                self.vmax,
-                self.colormap,
-            )?,
+            Format::Json | Format::Png => self.rendered(&buffer[reserve..], meta, shape)?,
         };
         self.with_data_headers(body.into_response(), data_type, shape)
+    }
+
+    /// The body for `data`, the elements of one chunk: sent as they are for `bin` and `npy`
+    /// (behind its header), with no copy.
+    pub fn respond_elements(&self, data: Bytes, meta: &ArrayMetadata, shape: &[u64]) -> Result<Response> {
+        let body = match self.format {
+            Format::Bin => Body::from(data),
+            Format::Npy => budget_body::head_and(encode::npy_header(meta.data_type, shape), data),
+            Format::Json | Format::Png => Body::from(self.rendered(&data, meta, shape)?),
+        };
+        self.with_data_headers(body.into_response(), meta.data_type, shape)
+    }
+
+    /// JSON or PNG made from `elements`.
+    fn rendered(&self, elements: &[u8], meta: &ArrayMetadata, shape: &[u64]) -> Result<Vec<u8>> {
+        match self.format {
+            Format::Json => Ok(encode::json(elements, meta.data_type, shape)),
+            _ => encode::png(elements, meta.data_type, shape, &meta.fill_value, self.vmin, self.vmax, self.colormap),
+        }
     }
 
     /// `Content-Type`, `Zarr-Shape` and `Zarr-Data-Type`.

@@ -119,12 +119,12 @@ pub async fn render(image: &Image, request: &ImageRequest, style: Style) -> Resu
     let k = reduction(rect, width, height);
     let pixels = image.reduced(rect, k).await?;
     let (rotation, format) = (request.rotation, request.format);
-    let bytes = tokio::task::spawn_blocking(move || {
+    let bytes = crate::cpu::run(move || {
         let plane = pixels.plane.resample(width as usize, height as usize).orient(rotation);
         render::encode(&plane, &style, format)
     })
     .await
-    .map_err(|e| Error::Internal(e.to_string()))??;
+    .map_err(Error::Internal)??;
     Ok((bytes, pixels.versions))
 }
 

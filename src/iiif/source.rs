@@ -15,7 +15,7 @@ use super::render::{Plane, Reducer, Window};
 use crate::catalog::{Catalog, Dataset};
 use crate::error::{Error, Result};
 use crate::zarr::metadata::Node;
-use crate::zarr::read::{ArrayReader, Decoded, ReadError};
+use crate::zarr::read::{ArrayReader, ReadError};
 use crate::zarr::selection::DimSelection;
 
 /// Bytes of decoded elements read per band: large enough that a band spans whole chunk
@@ -143,7 +143,7 @@ impl Image {
         while y < y1 {
             let end = (y + band_rows).min(y1);
             let output = reader.read(&self.selection(y..end, x0..x1), 0, false).await?;
-            let Decoded::Whole(data) = output.data else {
+            let Some(data) = output.data.into_bytes() else {
                 return Err(Error::Internal("an unstreamed read gave bands".into()));
             };
             reducer.add_rows(y - y0, &data, x1 - x0, reader.meta.data_type, &reader.meta.fill_value);
@@ -249,7 +249,7 @@ async fn scan_range(reader: &ArrayReader) -> Result<Window> {
         let mut selection: Vec<DimSelection> = shape.iter().map(|&n| DimSelection::all(n)).collect();
         selection[0] = DimSelection { start, step: 1, count: end - start, drop: false };
         let output = reader.read(&selection, 0, false).await?;
-        let Decoded::Whole(data) = output.data else {
+        let Some(data) = output.data.into_bytes() else {
             return Err(Error::Internal("an unstreamed read gave bands".into()));
         };
         for element in data.chunks_exact(item) {

@@ -31,7 +31,7 @@ use super::copy::{Region, copy_region, filled};
 use super::data_type::DataType;
 use super::locate::Located;
 use super::metadata::ArrayMetadata;
-use super::read::{ArrayReader, Decoded, ReadError};
+use super::read::{ArrayReader, ReadError};
 use super::selection::DimSelection;
 use crate::cache::MISSING;
 
@@ -448,9 +448,7 @@ async fn filled_chunk(reader: &ArrayReader, chunk_shape: &[u64]) -> Result<Optio
     let n = chunk_shape.iter().product::<u64>() as usize;
     let _held = reader.budget.reserve((n * reader.meta.data_type.size()) as u64 * 2).await?;
     let meta = Arc::clone(&reader.meta);
-    let bytes = tokio::task::spawn_blocking(move || encode(&filled(n, &meta.fill_value)))
-        .await
-        .map_err(|e| ReadError::Task(e.to_string()))??;
+    let bytes = crate::cpu::run(move || encode(&filled(n, &meta.fill_value))).await.map_err(ReadError::Task)??;
     Ok(Some(ViewChunk { bytes, versions: vec![(String::new(), MISSING.to_owned())], passthrough: false }))
 }
 
@@ -484,14 +482,14 @@ pub async fn view_chunk(
         let decoded_bytes = chunk_shape.iter().product::<u64>() * meta.data_type.size() as u64;
         let _held = reader.budget.reserve(decoded_bytes.saturating_mul(2)).await?;
         let (chain, meta, shape) = (chain.clone(), Arc::clone(meta), chunk_shape.to_vec());
-        let encoded = tokio::task::spawn_blocking(move || {
+        let encoded = crate::cpu::run(move || {
             let data = chain
                 .decode(&bytes, &shape, meta.data_type, &meta.fill_value)
                 .map_err(|source| ReadError::Corrupt { key, source })?;
             encode(&data)
         })
         .await
-        .map_err(|e| ReadError::Task(e.to_string()))??;
+        .map_err(ReadError::Task)??;
         return Ok(Some(ViewChunk { bytes: encoded, versions, passthrough: false }));
     }
     // Otherwise the view chunk is a region of the array, read like any slice and padded to
@@ -509,7 +507,7 @@ pub async fn view_chunk(
     if output.versions.iter().all(|(_, v)| v == MISSING) {
         return filled_chunk(reader, chunk_shape).await;
     }
-    let Decoded::Whole(data) = output.data else {
+    let Some(data) = output.data.into_bytes() else {
         return Err(ReadError::Task("a view chunk was read as a stream".into()));
     };
     let clipped: Vec<u64> = selection.iter().map(|s| s.count).collect();
@@ -518,7 +516,7 @@ pub async fn view_chunk(
     let _held = reader.budget.reserve(full_bytes as u64 * 2).await?;
     let (meta, shape) = (Arc::clone(meta), chunk_shape.to_vec());
     let reservation = output.reservation;
-    let encoded = tokio::task::spawn_blocking(move || {
+    let encoded = crate::cpu::run(move || {
         let _reservation = reservation;
         if clipped == shape {
             return encode(&data);
@@ -538,7 +536,7 @@ pub async fn view_chunk(
         encode(&full)
     })
     .await
-    .map_err(|e| ReadError::Task(e.to_string()))??;
+    .map_err(ReadError::Task)??;
     Ok(Some(ViewChunk { bytes: encoded, versions: output.versions, passthrough: false }))
 }
 

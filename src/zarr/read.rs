@@ -150,7 +150,7 @@ fn elements_of(meta: &ArrayMetadata, job: &DecodeJob) -> Result<Option<Arc<Decod
         Source::Decoded(chunk) => Ok(Some(Arc::clone(chunk))),
         Source::Encoded { bytes, chain, version, .. } => chain
             .decode(bytes, &job.shape, meta.data_type, &meta.fill_value)
-            .map(|data| Some(Arc::new(DecodedChunk { data: Some(data), version: version.clone() })))
+            .map(|data| Some(Arc::new(DecodedChunk { data: Some(Bytes::from(data)), version: version.clone() })))
             .map_err(|source| ReadError::Corrupt { key: job.key.to_string(), source }),
     }
 }
@@ -249,20 +249,84 @@ impl Assembly {
         let mut fresh = Vec::new();
         for members in band.members.chunks(group) {
             let encoded = members.iter().filter(|&&i| matches!(self.jobs[i].source, Source::Encoded { .. })).count();
-            let decoded: Vec<Option<Arc<DecodedChunk>>> = if encoded > 1 {
-                members.par_iter().map(|&i| elements_of(&self.meta, &self.jobs[i])).collect::<Result<_, _>>()?
-            } else {
-                members.iter().map(|&i| elements_of(&self.meta, &self.jobs[i])).collect::<Result<_, _>>()?
-            };
-            for (&i, chunk) in members.iter().zip(decoded) {
-                let job = &self.jobs[i];
-                place(&self.meta, &self.layout, buf, band.start, job, chunk.as_deref());
-                if let (Source::Encoded { cache_key: Some(key), .. }, Some(chunk)) = (&job.source, chunk) {
-                    fresh.push((chunk, key.clone()));
+            if encoded <= 1 {
+                for &i in members {
+                    self.fill_one(band, buf, i, &mut fresh)?;
                 }
+                continue;
+            }
+            let decoded: Vec<Option<Arc<DecodedChunk>>> =
+                members.par_iter().map(|&i| elements_of(&self.meta, &self.jobs[i])).collect::<Result<_, _>>()?;
+            for (&i, chunk) in members.iter().zip(decoded) {
+                self.place_decoded(band, buf, i, chunk, &mut fresh);
             }
         }
         Ok(fresh)
+    }
+
+    /// Writes job `i` into `buf` (the rows of `band`): a chunk nobody caches whose
+    /// elements are one contiguous run of the band (a whole chunk spanning full output
+    /// rows, such as a tile) is decoded straight into place; anything else is decoded on
+    /// its own, then copied.
+    fn fill_one(&self, band: &Band, buf: &mut [u8], i: usize, fresh: &mut Fresh) -> Result<(), ReadError> {
+        let job = &self.jobs[i];
+        if let Source::Encoded { bytes, chain, cache_key: None, .. } = &job.source
+            && let Some(run) = self.contiguous_run(band, job)
+            && let Some(out) = buf.get_mut(run)
+        {
+            return chain
+                .decode_into(bytes, &job.shape, self.meta.data_type, &self.meta.fill_value, out)
+                .map_err(|source| ReadError::Corrupt { key: job.key.to_string(), source });
+        }
+        let chunk = elements_of(&self.meta, job)?;
+        self.place_decoded(band, buf, i, chunk, fresh);
+        Ok(())
+    }
+
+    fn place_decoded(
+        &self,
+        band: &Band,
+        buf: &mut [u8],
+        i: usize,
+        chunk: Option<Arc<DecodedChunk>>,
+        fresh: &mut Fresh,
+    ) {
+        let job = &self.jobs[i];
+        place(&self.meta, &self.layout, buf, band.start, job, chunk.as_deref());
+        if let (Source::Encoded { cache_key: Some(key), .. }, Some(chunk)) = (&job.source, chunk) {
+            fresh.push((chunk, key.clone()));
+        }
+    }
+
+    /// The bytes of `band`'s buffer that job `j` fills, when they are one contiguous run
+    /// holding the whole chunk in its own order: the job takes every element of its chunk
+    /// (step 1), and its chunk spans whole output rows (every dimension but the first is
+    /// taken in full by both).
+    fn contiguous_run(&self, band: &Band, job: &DecodeJob) -> Option<Range<usize>> {
+        let part = &job.part;
+        let whole_chunk = job.shape.len() == part.count.len()
+            && part.start.iter().all(|&s| s == 0)
+            && part.count == job.shape
+            && self.layout.steps.iter().all(|&s| s == 1);
+        let full_rows = self.layout.shape.iter().zip(&part.count).skip(1).all(|(out, count)| out == count);
+        if !(whole_chunk && full_rows) {
+            return None;
+        }
+        let Some((&first, &rows)) = part.out.first().zip(part.count.first()) else {
+            return Some(0..self.row_bytes()); // a 0-d array: one element
+        };
+        let start = usize::try_from(first.checked_sub(band.start)?).ok()?.checked_mul(self.row_bytes())?;
+        Some(start..start + rows as usize * self.row_bytes())
+    }
+
+    /// Whether the output is exactly the one stored chunk of the only job, in the chunk's
+    /// own order: then the chunk's decoded bytes are the output, sent as they are (no
+    /// output buffer to zero, no copy).
+    fn is_single_chunk(&self) -> bool {
+        let ([job], Some(band)) = (self.jobs.as_slice(), self.bands.first()) else { return false };
+        job.part.count == self.layout.shape
+            && !matches!(job.source, Source::Fill)
+            && self.contiguous_run(band, job).is_some_and(|run| run.start == 0)
     }
 
     /// Assembles the whole output after `reserve` bytes of `data`, the bands in parallel,
@@ -278,6 +342,10 @@ impl Assembly {
             slices.push((band, buf));
             rest = tail;
             at = band.start + band.rows;
+        }
+        if let [(band, buf)] = slices.as_mut_slice() {
+            let fresh = self.fill_band(band, buf)?;
+            return Ok((data, fresh));
         }
         let fresh: Vec<Fresh> =
             slices.into_par_iter().map(|(band, buf)| self.fill_band(band, buf)).collect::<Result<_, ReadError>>()?;
@@ -308,16 +376,32 @@ struct Layout {
 pub enum Decoded {
     /// `reserve` header bytes, then the elements.
     Whole(Vec<u8>),
+    /// The elements alone (no room for a header): the output was exactly one chunk, and
+    /// these are its decoded bytes (shared with the chunk cache when it holds them).
+    Elements(Bytes),
     /// The elements, a band of rows at a time, assembled as the receiver takes them. The
     /// stream ends early with an error if decoding fails, and is abandoned (freeing its
     /// memory) if the receiver takes no band for the idle timeout.
     Bands(tokio::sync::mpsc::Receiver<Result<Bytes, ReadError>>),
 }
 
+impl Decoded {
+    /// The elements of a read made without a header reserve and without streaming (a
+    /// stream is `None`): owned or shared, as bytes.
+    pub fn into_bytes(self) -> Option<Bytes> {
+        match self {
+            Self::Whole(data) => Some(Bytes::from(data)),
+            Self::Elements(data) => Some(data),
+            Self::Bands(_) => None,
+        }
+    }
+}
+
 impl std::fmt::Debug for Decoded {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Whole(data) => write!(f, "Whole({} bytes)", data.len()),
+            Self::Elements(data) => write!(f, "Elements({} bytes)", data.len()),
             Self::Bands(_) => write!(f, "Bands"),
         }
     }
@@ -453,6 +537,23 @@ impl ArrayReader {
             let data = Decoded::Bands(self.stream_bands(assembly, reservation, in_flight));
             return Ok(ReadOutput { data, reservation: Reservation::default(), versions });
         }
+        if assembly.is_single_chunk() {
+            let assembly = Arc::new(assembly);
+            let job = Arc::clone(&assembly);
+            let chunk = match &assembly.jobs[0].source {
+                Source::Decoded(chunk) => Some(Arc::clone(chunk)),
+                _ => crate::cpu::run(move || elements_of(&job.meta, &job.jobs[0])).await.map_err(ReadError::Task)??,
+            };
+            if let Some(chunk) = chunk
+                && let Some(data) = chunk.data.clone()
+            {
+                if let Source::Encoded { cache_key: Some(key), .. } = &assembly.jobs[0].source {
+                    self.chunks.insert(key.clone(), chunk).await;
+                }
+                return Ok(ReadOutput { data: Decoded::Elements(data), reservation, versions });
+            }
+            return Err(ReadError::Task("a single-chunk read decoded to nothing".into()));
+        }
         reservation.merge(self.budget.reserve(out_bytes.saturating_sub(assembly_estimate) as u64).await?);
         // Zeroed memory comes from the allocator untouched; every element is then written
         // exactly once, by its chunk or as fill.
@@ -461,9 +562,7 @@ impl ArrayReader {
             // Cached tiles: a small copy is cheaper here than a hop to the blocking pool.
             assembly.whole(data, reserve)?
         } else {
-            tokio::task::spawn_blocking(move || assembly.whole(data, reserve))
-                .await
-                .map_err(|e| ReadError::Task(e.to_string()))??
+            crate::cpu::run(move || assembly.whole(data, reserve)).await.map_err(ReadError::Task)??
         };
         for (chunk, cache_key) in decoded {
             self.chunks.insert(cache_key, chunk).await;
@@ -488,7 +587,7 @@ impl ArrayReader {
             let mut bands = futures::stream::iter(0..assembly.bands.len())
                 .map(|b| {
                     let assembly = Arc::clone(&assembly);
-                    tokio::task::spawn_blocking(move || {
+                    crate::cpu::run(move || {
                         let band = &assembly.bands[b];
                         let mut buf = vec![0u8; assembly.band_bytes(band)];
                         let fresh = assembly.fill_band(band, &mut buf)?;
@@ -505,7 +604,7 @@ impl ArrayReader {
                         Ok(bytes)
                     }
                     Ok(Err(e)) => Err(e),
-                    Err(e) => Err(ReadError::Task(e.to_string())),
+                    Err(e) => Err(ReadError::Task(e)),
                 };
                 let failed = item.is_err();
                 if !matches!(tokio::time::timeout(idle, tx.send(item)).await, Ok(Ok(()))) || failed {
@@ -584,7 +683,7 @@ impl ArrayReader {
                     return Ok(Arc::new(DecodedChunk { data: None, version: MISSING.into() }));
                 };
                 let data = self.decode_off_runtime(&key, object.bytes, Arc::clone(chain), shape.clone()).await?;
-                Ok(Arc::new(DecodedChunk { data: Some(data), version: object.version }))
+                Ok(Arc::new(DecodedChunk { data: Some(Bytes::from(data)), version: object.version }))
             })
             .await
             .map_err(ReadError::unshare)?;
@@ -619,13 +718,13 @@ impl ArrayReader {
     ) -> Result<Vec<u8>, ReadError> {
         let meta = Arc::clone(&self.meta);
         let key = key.to_owned();
-        tokio::task::spawn_blocking(move || {
+        crate::cpu::run(move || {
             chain
                 .decode(&bytes, &shape, meta.data_type, &meta.fill_value)
                 .map_err(|source| ReadError::Corrupt { key, source })
         })
         .await
-        .map_err(|e| ReadError::Task(e.to_string()))?
+        .map_err(ReadError::Task)?
     }
 
     /// The index of the shard at `key` with declared `shard_shape`, from the cache.
@@ -755,7 +854,7 @@ impl ArrayReader {
                             self.read_ranges(&key, index.e_tag.as_deref(), std::slice::from_ref(&range)).await?;
                         let bytes = parts.pop().unwrap_or_default();
                         let data = self.decode_off_runtime(&key, bytes, Arc::clone(&chain), shape.clone()).await?;
-                        Ok(Arc::new(DecodedChunk { data: Some(data), version: version.clone() }))
+                        Ok(Arc::new(DecodedChunk { data: Some(Bytes::from(data)), version: version.clone() }))
                     })
                     .await
                     .map_err(ReadError::unshare)?;

@@ -284,10 +284,9 @@ impl ArrayReader {
                 let cost = decode_cost(&chain, &bytes, chunk_elements, self.text_fallback(ctx.limit));
                 scratch = self.budget.reserve(cost.reserve).await?;
                 let (task_key, task_shape) = (key.clone(), shape.clone());
-                let chunk =
-                    tokio::task::spawn_blocking(move || decode_chunk(&chain, &bytes, &task_shape, cost, &task_key))
-                        .await
-                        .map_err(|e| ReadError::Task(e.to_string()))??;
+                let chunk = crate::cpu::run(move || decode_chunk(&chain, &bytes, &task_shape, cost, &task_key))
+                    .await
+                    .map_err(ReadError::Task)??;
                 Some(chunk)
             }
         };

@@ -33,6 +33,25 @@ pub fn decode(input: &[u8], max_len: usize) -> Result<Vec<u8>, CodecError> {
     read_capped(decoder, max_len, "zstd")
 }
 
+/// Decodes a single frame that records its content size of exactly `out.len()` straight
+/// into `out`, with this thread's context. `Ok(false)` (nothing decided) for any other
+/// input, which the caller then decodes the general way, errors included.
+pub fn decode_into(input: &[u8], out: &mut [u8]) -> Result<bool, CodecError> {
+    if !matches!(::zstd::zstd_safe::get_frame_content_size(input), Ok(Some(size)) if size == out.len() as u64) {
+        return Ok(false);
+    }
+    let decoded = DECOMPRESSOR.with_borrow_mut(|d| match d {
+        Some(d) => d.decompress_to_buffer(input, out),
+        None => ::zstd::bulk::decompress_to_buffer(input, out),
+    });
+    match decoded {
+        Ok(n) if n == out.len() => Ok(true),
+        Ok(n) => Err(CodecError::corrupt("zstd", format!("frame decoded to {n} bytes, its header says {}", out.len()))),
+        // Several frames, or a frame that does not decode: the general path reports it.
+        Err(_) => Ok(false),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -53,5 +72,22 @@ mod tests {
         assert!(matches!(decode(&framed, 100), Err(CodecError::TooLarge { .. })));
         assert!(decode(b"not zstd at all", 100).is_err());
         assert!(decode(&framed[..framed.len() / 2], data.len()).is_err());
+    }
+
+    #[test]
+    fn decodes_into_a_buffer_only_when_the_frame_says_its_size() {
+        let data: Vec<u8> = (0..10_000u32).flat_map(|v| (v % 251).to_le_bytes()).collect();
+        let framed = ::zstd::bulk::compress(&data, 3).unwrap();
+        let mut out = vec![0u8; data.len()];
+        assert!(decode_into(&framed, &mut out).unwrap());
+        assert_eq!(out, data);
+        // A different size than the frame declares, or no declared size: not decided here.
+        let mut short = vec![0u8; data.len() - 1];
+        assert!(!decode_into(&framed, &mut short).unwrap());
+        let mut enc = ::zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+        enc.include_contentsize(false).unwrap();
+        std::io::Write::write_all(&mut enc, &data).unwrap();
+        assert!(!decode_into(&enc.finish().unwrap(), &mut out).unwrap());
+        assert!(!decode_into(&framed[..framed.len() / 2], &mut out).unwrap());
     }
 }

@@ -1,0 +1,45 @@
+//! CPU-bound work (decoding, assembling, encoding) off the async runtime, on rayon's pool.
+//!
+//! One hop: the task is pushed to rayon and the awaiting request is woken when it is done.
+//! `spawn_blocking` would add a second one whenever the work fans out with rayon (a
+//! blocking-pool thread waits on a latch while rayon works), and each hop is a futex wake
+//! and a context switch — measurable next to a 250 µs tile decode (BENCHMARKS.md). Work
+//! started here that uses rayon's parallel iterators joins the pool's work stealing
+//! instead of blocking a thread.
+
+use std::panic::AssertUnwindSafe;
+
+/// Runs `work` on rayon's pool and waits for it without blocking the runtime. A panic in
+/// `work` (a bug) comes back as `Err` with its message instead of aborting the process,
+/// which is what a panic in `rayon::spawn` would otherwise do.
+pub async fn run<T, F>(work: F) -> Result<T, String>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    rayon::spawn(move || {
+        let result = std::panic::catch_unwind(AssertUnwindSafe(work)).map_err(|panic| {
+            panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a CPU task panicked".to_owned())
+        });
+        // The request may have gone away (client disconnected): nothing to tell then.
+        let _ = tx.send(result);
+    });
+    rx.await.unwrap_or_else(|_| Err("a CPU task was dropped".to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    #[tokio::test]
+    async fn returns_results_and_reports_panics() {
+        assert_eq!(super::run(|| 6 * 7).await, Ok(42));
+        let err = super::run(|| -> u8 { panic!("boom") }).await.unwrap_err();
+        assert!(err.contains("boom"), "{err}");
+        // The pool survives a panicking task.
+        assert_eq!(super::run(|| 1).await, Ok(1));
+    }
+}
