@@ -469,8 +469,13 @@ log "3. large slice: $CONC at once, chunk cache off"
 CONC_T=()
 for r in $(seq "$ROUNDS"); do
   t0=$(date +%s.%N)
-  for _ in $(seq "$CONC"); do curl -fs -o /dev/null "$ZN$LARGE_PATH" & done
-  wait
+  cpids=()
+  for _ in $(seq "$CONC"); do
+    curl -fs -o /dev/null "$ZN$LARGE_PATH" &
+    cpids+=($!)
+  done
+  # Only the downloads: a bare `wait` would also wait for the servers.
+  for p in "${cpids[@]}"; do wait "$p" || die "a concurrent large slice failed"; done
   CONC_T+=("$(calc %.4f "$(date +%s.%N) - $t0")")
 done
 CONC_WALL=$(med "${CONC_T[@]}")
