@@ -154,6 +154,137 @@ async fn every_array_reads_back_bit_exact_through_both_views() {
     }
 }
 
+/// The elements of one `vlen-utf8` frame, parsed here (not by zarrd): a u32 LE count, then
+/// each element's u32 LE length and UTF-8 bytes.
+fn parse_vlen(frame: &[u8]) -> Vec<String> {
+    let u32_at = |at: usize| u32::from_le_bytes(frame[at..at + 4].try_into().unwrap()) as usize;
+    let n = u32_at(0);
+    let mut at = 4;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let len = u32_at(at);
+        out.push(String::from_utf8(frame[at + 4..at + 4 + len].to_vec()).unwrap());
+        at += 4 + len;
+    }
+    assert_eq!(at, frame.len(), "bytes after the last element");
+    out
+}
+
+/// Rebuilds a whole text array from a view (chunks: zstd, then `vlen-utf8` framing; 404:
+/// the fill value). Returns the elements in C order, the chunk bodies and how many chunks
+/// were missing.
+async fn rebuild_text(app: &Router, base: &str, v2: bool) -> (Vec<String>, Vec<Vec<u8>>, usize) {
+    let doc_key = if v2 { ".zarray" } else { "zarr.json" };
+    let reply = get(app, &format!("{base}/{doc_key}")).await;
+    assert_eq!(reply.status, 200, "{base}: {}", reply.describe());
+    let doc = reply.json();
+    let shape = u64s(&doc["shape"]);
+    let chunk = if v2 { u64s(&doc["chunks"]) } else { u64s(&doc["chunk_grid"]["configuration"]["chunk_shape"]) };
+    if v2 {
+        // What numcodecs writes for object strings.
+        assert_eq!(doc["dtype"], "|O", "{base}");
+        assert_eq!(doc["filters"], serde_json::json!([{"id": "vlen-utf8"}]), "{base}");
+        assert_eq!(doc["compressor"]["id"], "zstd", "{base}");
+        assert_eq!(doc["dimension_separator"], "/");
+    } else {
+        // zarr-python 3's default chain of a `string` array, exactly.
+        assert_eq!(doc["data_type"], "string", "{base}");
+        assert_eq!(doc["chunk_grid"]["name"], "regular", "{base}");
+        assert_eq!(
+            doc["codecs"],
+            serde_json::json!([{"name": "vlen-utf8", "configuration": {}},
+                {"name": "zstd", "configuration": {"level": 0, "checksum": false}}]),
+            "{base}"
+        );
+    }
+    let fill = doc["fill_value"].as_str().unwrap().to_owned();
+    let n: u64 = shape.iter().product();
+    let mut out = vec![fill; n as usize];
+    let grid: Vec<u64> = shape.iter().zip(&chunk).map(|(s, c)| s.div_ceil(*c)).collect();
+    let (mut bodies, mut missing) = (Vec::new(), 0);
+    for flat in 0..grid.iter().product::<u64>() {
+        let mut coords = vec![0u64; grid.len()];
+        let mut rest = flat;
+        for d in (0..grid.len()).rev() {
+            coords[d] = rest % grid[d];
+            rest /= grid[d];
+        }
+        let indices: Vec<String> = coords.iter().map(u64::to_string).collect();
+        let key = match (v2, indices.is_empty()) {
+            (true, true) => "0".to_owned(),
+            (true, false) => indices.join("/"),
+            (false, _) => std::iter::once("c".to_owned()).chain(indices).collect::<Vec<_>>().join("/"),
+        };
+        let reply = get(app, &format!("{base}/{key}")).await;
+        if reply.status == 404 {
+            reply.assert_problem(404);
+            missing += 1;
+            continue;
+        }
+        assert_eq!(reply.status, 200, "{base}/{key}: {}", reply.describe());
+        let elements = parse_vlen(&zstd::decode_all(reply.body.as_ref()).unwrap());
+        let chunk_elems: u64 = chunk.iter().product();
+        assert_eq!(elements.len() as u64, chunk_elems, "{base}/{key}: a full chunk");
+        for (e, text) in elements.into_iter().enumerate() {
+            let (mut rest, mut index, mut stride, mut inside) = (e as u64, 0u64, 1u64, true);
+            for d in (0..chunk.len()).rev() {
+                let x = coords[d] * chunk[d] + rest % chunk[d];
+                rest /= chunk[d];
+                inside &= x < shape[d];
+                index += x * stride;
+                stride *= shape[d];
+            }
+            if inside {
+                out[index as usize] = text;
+            }
+        }
+        bodies.push(reply.body.to_vec());
+    }
+    (out, bodies, missing)
+}
+
+/// String arrays (v3 `string`, v2 `|O`; plain, compressed, sharded, 0-d, with missing
+/// chunks) read back through both views as the fixture writer's expected text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn string_arrays_read_back_through_both_views() {
+    let dir = common::fixtures().join("strings");
+    let data = dir.join("data.zarr");
+    // The view's own chunk shapes, and ones that straddle stored chunks (the region path,
+    // with boundary padding) for every array with a dimension.
+    let configured = "compat = { \"words_1d_zstd\" = [7], \"grid_2d_missing\" = [5, 5], \"sharded_2d\" = [4, 5], \
+                      \"v2_objects_2d\" = [4, 4] }";
+    let config = common::config(&format!(
+        "[datasets.s]\nurl = \"{}\"\n[datasets.r]\nurl = \"{}\"\n{configured}\n",
+        data.display(),
+        data.display()
+    ));
+    let app = zarrd::app(zarrd::AppState::new(zarrd::catalog::Catalog::from_config(&config).unwrap(), config));
+    let mut missing_seen = 0;
+    for array in manifest("strings")["arrays"].as_array().unwrap() {
+        let path = array["path"].as_str().unwrap();
+        let want = expected(&dir, path).texts();
+        for ds in ["s", "r"] {
+            let (v3, v3_bodies, v3_missing) = rebuild_text(&app, &format!("/compat/v3/{ds}/{path}"), false).await;
+            assert!(v3 == want, "{ds}/{path}: /compat/v3 text differs:\n{v3:?}\n{want:?}");
+            let (v2, v2_bodies, v2_missing) = rebuild_text(&app, &format!("/compat/v2/{ds}/{path}"), true).await;
+            assert!(v2 == want, "{ds}/{path}: /compat/v2 text differs");
+            assert!(v3_bodies == v2_bodies && v3_missing == v2_missing, "{ds}/{path}: views differ in chunks");
+            missing_seen += v3_missing;
+        }
+    }
+    assert!(missing_seen > 0, "the fixtures' missing chunks and shard are 404 in the views");
+    // Stored vlen-utf8 + zstd chunks are served as they are.
+    let stored = std::fs::read(data.join("words_1d_zstd/c/1")).unwrap();
+    assert_eq!(get(&app, "/compat/v3/s/words_1d_zstd/c/1").await.body.as_ref(), stored.as_slice());
+    // The arrays are in the group's consolidated metadata and .zmetadata.
+    let root = get(&app, "/compat/v3/s/zarr.json").await.json();
+    assert_eq!(root["consolidated_metadata"]["metadata"]["scalar"]["data_type"], "string");
+    let zmeta = get(&app, "/compat/v2/s/.zmetadata").await.json();
+    assert_eq!(zmeta["metadata"]["grid_2d_missing/.zarray"]["fill_value"], "n/a");
+    // A chunk key past the grid is 404.
+    get(&app, "/compat/v3/s/words_1d_zstd/c/5").await.assert_problem(404);
+}
+
 #[tokio::test]
 async fn group_documents_carry_the_subtree_as_consolidated_metadata() {
     let dir = common::fixtures().join("extra");
