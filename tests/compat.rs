@@ -469,6 +469,81 @@ async fn configured_view_chunk_shapes() {
     assert!(got == want.data);
 }
 
+/// Arrays the views are read through on the S3 and HTTP backends: (fixture set, dataset
+/// name, paths). Sharded (regular and rectilinear shards, nested), rectilinear, v2 (a
+/// `.zmetadata` tree, F order) and text arrays.
+const SERVICE_ARRAYS: [(&str, &str, &[&str]); 3] = [
+    (
+        "conformance",
+        "conf",
+        &["sharded/u4_nested", "sharded/i2_rect_shards", "rectilinear/f4", "rectilinear/u1_months_3d", "regular/c8"],
+    ),
+    ("zarr-v2", "v2", &["grid/f4_blosc_default", "grid/i2_zlib_order_f", "scalar_f4"]),
+    ("strings", "text", &["sharded_2d", "v2_objects_2d"]),
+];
+
+/// Reads [`SERVICE_ARRAYS`] through both views of `stores` (one per fixture set, in that
+/// order) and compares them with the fixtures' expected values. `lists`: whether the
+/// backend can list, so the conformance root consolidates its subtree.
+async fn views_over(stores: Vec<zarrd::store::Store>, lists: bool) {
+    let named = SERVICE_ARRAYS.iter().zip(stores).map(|((_, ds, _), store)| (*ds, store)).collect();
+    let app = common::app_with(named, common::config(""));
+    for (set, ds, paths) in SERVICE_ARRAYS {
+        let dir = common::fixtures().join(set);
+        for path in paths {
+            let want = expected(&dir, path);
+            if want.is_text() {
+                let want = want.texts();
+                for v2 in [false, true] {
+                    let flavor = if v2 { "v2" } else { "v3" };
+                    let (got, ..) = rebuild_text(&app, &format!("/compat/{flavor}/{ds}/{path}"), v2).await;
+                    assert!(got == want, "{set}/{path}: /compat/{flavor} text differs");
+                }
+                continue;
+            }
+            let (v3, v3_bodies) = rebuild(&app, &format!("/compat/v3/{ds}/{path}"), &want.descr, false).await;
+            assert!(v3 == want.data, "{set}/{path}: /compat/v3 values differ");
+            let (v2, v2_bodies) = rebuild(&app, &format!("/compat/v2/{ds}/{path}"), &want.descr, true).await;
+            assert!(v2 == want.data, "{set}/{path}: /compat/v2 values differ");
+            let bodies = |b: Vec<(String, Vec<u8>)>| b.into_iter().map(|(_, body)| body).collect::<Vec<_>>();
+            assert!(bodies(v3_bodies) == bodies(v2_bodies), "{set}/{path}: views differ in chunk bytes");
+        }
+    }
+    // The v2 set's tree comes from its .zmetadata on any backend.
+    let zmeta = get(&app, "/compat/v2/v2/.zmetadata").await;
+    assert_eq!(zmeta.status, 200, "{}", zmeta.describe());
+    assert!(zmeta.json()["metadata"]["grid/bool_bz2/.zarray"].is_object());
+    // The conformance set has no consolidated metadata: its root consolidates its subtree
+    // only when the backend can list it.
+    let root = get(&app, "/compat/v3/conf/zarr.json").await;
+    assert_eq!(root.status, 200, "{}", root.describe());
+    let consolidated = &root.json()["consolidated_metadata"]["metadata"];
+    assert_eq!(consolidated["sharded/u4_nested"]["node_type"].is_string(), lists, "{consolidated}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Garage on loopback: run through bash .ci/run"]
+async fn views_over_s3() {
+    let run = common::run_prefix("views");
+    let mut stores = Vec::new();
+    for (set, ..) in SERVICE_ARRAYS {
+        let dir = common::fixtures().join(set).join("data.zarr");
+        stores.push(common::upload_to_s3(&dir, &format!("{run}/{set}/data.zarr")).await);
+    }
+    views_over(stores, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs nginx on loopback: run through bash .ci/run"]
+async fn views_over_http() {
+    let base = common::service_env("ZARRD_TEST_HTTP_URL");
+    let stores = SERVICE_ARRAYS
+        .iter()
+        .map(|(set, ..)| common::open_dataset(format!("{base}/{set}/data.zarr"), &[("allow_http", "true".to_owned())]))
+        .collect();
+    views_over(stores, false).await;
+}
+
 trait HeadExt {
     async fn oneshot_head(self, uri: &str) -> (u16, String);
 }
