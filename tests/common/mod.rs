@@ -451,7 +451,7 @@ pub fn run_prefix(test: &str) -> String {
     )
 }
 
-/// Uploads every file of the local store `dir` through object_store's S3 client to
+/// Uploads every file of the local store `dir` through `object_store`'s S3 client to
 /// `s3://BUCKET/{prefix}` and opens that prefix as a dataset.
 pub async fn upload_to_s3(dir: &Path, prefix: &str) -> Store {
     let bucket = service_env("ZARRD_TEST_S3_BUCKET");

@@ -143,7 +143,7 @@ def main() -> int:
                             ts.open(direct, read=True).result()
                         except ValueError:
                             reason = str(view_error)
-                            reason = reason[reason.find("Error parsing object member") :][:110]
+                            reason = reason[reason.find("Error parsing object member") :].split(" [")[0]
                             limitations.append(f"tensorstore /compat/{flavor}/{ds}/{path}: no text data type "
                                                f"(fails on the fixture itself too): {reason}")
                             return None
