@@ -2,7 +2,9 @@
 # Real clients reading every fixture array through zarrd's compatibility views
 # (/compat/v3 and /compat/v2) bit for bit: zarr-python 3.1 (no rectilinear support),
 # TensorStore and xarray from PyPI (tests/zarr_client/read_compat.py), and zarrita.js from
-# npm in node (tests/zarr_client/js/read_compat.mjs).
+# npm in node (tests/zarr_client/js/read_compat.mjs). Text arrays (the strings set) are read
+# by zarr-python and zarrita through both views; TensorStore has no text data type, which
+# read_compat.py confirms on the fixture itself and records as a client limitation.
 #
 # Usage: .ci/compat_clients.sh [ZARRD_BINARY]     (default: target/release/zarrd)
 #
@@ -134,6 +136,8 @@ url = "$F/zarr-v2-extra/data.zarr"
 url = "$F/fanout/data.zarr"
 [datasets.fanoutextra]
 url = "$F/fanout-extra/data.zarr"
+[datasets.strings]
+url = "$F/strings/data.zarr"
 [datasets.sample]
 url = "$REPO_ROOT/data/sample.zarr"
 TOML

@@ -232,9 +232,6 @@ impl Catalog {
                 let mut tree = ViewTree::default();
                 for (path, node) in found {
                     match node {
-                        // Text arrays need the variable-length codec, which the views'
-                        // fixed `bytes` + `zstd` chain cannot express: left out for now.
-                        Ok(Node::Array(meta)) if meta.data_type.is_variable() => {}
                         Ok(Node::Array(meta)) => {
                             let chunk_shape = view_chunk_shape(&meta, ds.compat.get(&path).map(Vec::as_slice));
                             tree.insert(path, ViewNode::Array { meta, chunk_shape });

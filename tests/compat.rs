@@ -154,6 +154,137 @@ async fn every_array_reads_back_bit_exact_through_both_views() {
     }
 }
 
+/// The elements of one `vlen-utf8` frame, parsed here (not by zarrd): a u32 LE count, then
+/// each element's u32 LE length and UTF-8 bytes.
+fn parse_vlen(frame: &[u8]) -> Vec<String> {
+    let u32_at = |at: usize| u32::from_le_bytes(frame[at..at + 4].try_into().unwrap()) as usize;
+    let n = u32_at(0);
+    let mut at = 4;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let len = u32_at(at);
+        out.push(String::from_utf8(frame[at + 4..at + 4 + len].to_vec()).unwrap());
+        at += 4 + len;
+    }
+    assert_eq!(at, frame.len(), "bytes after the last element");
+    out
+}
+
+/// Rebuilds a whole text array from a view (chunks: zstd, then `vlen-utf8` framing; 404:
+/// the fill value). Returns the elements in C order, the chunk bodies and how many chunks
+/// were missing.
+async fn rebuild_text(app: &Router, base: &str, v2: bool) -> (Vec<String>, Vec<Vec<u8>>, usize) {
+    let doc_key = if v2 { ".zarray" } else { "zarr.json" };
+    let reply = get(app, &format!("{base}/{doc_key}")).await;
+    assert_eq!(reply.status, 200, "{base}: {}", reply.describe());
+    let doc = reply.json();
+    let shape = u64s(&doc["shape"]);
+    let chunk = if v2 { u64s(&doc["chunks"]) } else { u64s(&doc["chunk_grid"]["configuration"]["chunk_shape"]) };
+    if v2 {
+        // What numcodecs writes for object strings.
+        assert_eq!(doc["dtype"], "|O", "{base}");
+        assert_eq!(doc["filters"], serde_json::json!([{"id": "vlen-utf8"}]), "{base}");
+        assert_eq!(doc["compressor"]["id"], "zstd", "{base}");
+        assert_eq!(doc["dimension_separator"], "/");
+    } else {
+        // zarr-python 3's default chain of a `string` array, exactly.
+        assert_eq!(doc["data_type"], "string", "{base}");
+        assert_eq!(doc["chunk_grid"]["name"], "regular", "{base}");
+        assert_eq!(
+            doc["codecs"],
+            serde_json::json!([{"name": "vlen-utf8", "configuration": {}},
+                {"name": "zstd", "configuration": {"level": 0, "checksum": false}}]),
+            "{base}"
+        );
+    }
+    let fill = doc["fill_value"].as_str().unwrap().to_owned();
+    let n: u64 = shape.iter().product();
+    let mut out = vec![fill; n as usize];
+    let grid: Vec<u64> = shape.iter().zip(&chunk).map(|(s, c)| s.div_ceil(*c)).collect();
+    let (mut bodies, mut missing) = (Vec::new(), 0);
+    for flat in 0..grid.iter().product::<u64>() {
+        let mut coords = vec![0u64; grid.len()];
+        let mut rest = flat;
+        for d in (0..grid.len()).rev() {
+            coords[d] = rest % grid[d];
+            rest /= grid[d];
+        }
+        let indices: Vec<String> = coords.iter().map(u64::to_string).collect();
+        let key = match (v2, indices.is_empty()) {
+            (true, true) => "0".to_owned(),
+            (true, false) => indices.join("/"),
+            (false, _) => std::iter::once("c".to_owned()).chain(indices).collect::<Vec<_>>().join("/"),
+        };
+        let reply = get(app, &format!("{base}/{key}")).await;
+        if reply.status == 404 {
+            reply.assert_problem(404);
+            missing += 1;
+            continue;
+        }
+        assert_eq!(reply.status, 200, "{base}/{key}: {}", reply.describe());
+        let elements = parse_vlen(&zstd::decode_all(reply.body.as_ref()).unwrap());
+        let chunk_elems: u64 = chunk.iter().product();
+        assert_eq!(elements.len() as u64, chunk_elems, "{base}/{key}: a full chunk");
+        for (e, text) in elements.into_iter().enumerate() {
+            let (mut rest, mut index, mut stride, mut inside) = (e as u64, 0u64, 1u64, true);
+            for d in (0..chunk.len()).rev() {
+                let x = coords[d] * chunk[d] + rest % chunk[d];
+                rest /= chunk[d];
+                inside &= x < shape[d];
+                index += x * stride;
+                stride *= shape[d];
+            }
+            if inside {
+                out[index as usize] = text;
+            }
+        }
+        bodies.push(reply.body.to_vec());
+    }
+    (out, bodies, missing)
+}
+
+/// String arrays (v3 `string`, v2 `|O`; plain, compressed, sharded, 0-d, with missing
+/// chunks) read back through both views as the fixture writer's expected text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn string_arrays_read_back_through_both_views() {
+    let dir = common::fixtures().join("strings");
+    let data = dir.join("data.zarr");
+    // The view's own chunk shapes, and ones that straddle stored chunks (the region path,
+    // with boundary padding) for every array with a dimension.
+    let configured = "compat = { \"words_1d_zstd\" = [7], \"grid_2d_missing\" = [5, 5], \"sharded_2d\" = [4, 5], \
+                      \"v2_objects_2d\" = [4, 4] }";
+    let config = common::config(&format!(
+        "[datasets.s]\nurl = \"{}\"\n[datasets.r]\nurl = \"{}\"\n{configured}\n",
+        data.display(),
+        data.display()
+    ));
+    let app = zarrd::app(zarrd::AppState::new(zarrd::catalog::Catalog::from_config(&config).unwrap(), config));
+    let mut missing_seen = 0;
+    for array in manifest("strings")["arrays"].as_array().unwrap() {
+        let path = array["path"].as_str().unwrap();
+        let want = expected(&dir, path).texts();
+        for ds in ["s", "r"] {
+            let (v3, v3_bodies, v3_missing) = rebuild_text(&app, &format!("/compat/v3/{ds}/{path}"), false).await;
+            assert!(v3 == want, "{ds}/{path}: /compat/v3 text differs:\n{v3:?}\n{want:?}");
+            let (v2, v2_bodies, v2_missing) = rebuild_text(&app, &format!("/compat/v2/{ds}/{path}"), true).await;
+            assert!(v2 == want, "{ds}/{path}: /compat/v2 text differs");
+            assert!(v3_bodies == v2_bodies && v3_missing == v2_missing, "{ds}/{path}: views differ in chunks");
+            missing_seen += v3_missing;
+        }
+    }
+    assert!(missing_seen > 0, "the fixtures' missing chunks and shard are 404 in the views");
+    // Stored vlen-utf8 + zstd chunks are served as they are.
+    let stored = std::fs::read(data.join("words_1d_zstd/c/1")).unwrap();
+    assert_eq!(get(&app, "/compat/v3/s/words_1d_zstd/c/1").await.body.as_ref(), stored.as_slice());
+    // The arrays are in the group's consolidated metadata and .zmetadata.
+    let root = get(&app, "/compat/v3/s/zarr.json").await.json();
+    assert_eq!(root["consolidated_metadata"]["metadata"]["scalar"]["data_type"], "string");
+    let zmeta = get(&app, "/compat/v2/s/.zmetadata").await.json();
+    assert_eq!(zmeta["metadata"]["grid_2d_missing/.zarray"]["fill_value"], "n/a");
+    // A chunk key past the grid is 404.
+    get(&app, "/compat/v3/s/words_1d_zstd/c/5").await.assert_problem(404);
+}
+
 #[tokio::test]
 async fn group_documents_carry_the_subtree_as_consolidated_metadata() {
     let dir = common::fixtures().join("extra");
@@ -336,6 +467,81 @@ async fn configured_view_chunk_shapes() {
     let want = expected(&dir, "rectilinear/f4");
     let (got, _) = rebuild(&app, "/compat/v3/conf/rectilinear/f4", &want.descr, false).await;
     assert!(got == want.data);
+}
+
+/// Arrays the views are read through on the S3 and HTTP backends: (fixture set, dataset
+/// name, paths). Sharded (regular and rectilinear shards, nested), rectilinear, v2 (a
+/// `.zmetadata` tree, F order) and text arrays.
+const SERVICE_ARRAYS: [(&str, &str, &[&str]); 3] = [
+    (
+        "conformance",
+        "conf",
+        &["sharded/u4_nested", "sharded/i2_rect_shards", "rectilinear/f4", "rectilinear/u1_months_3d", "regular/c8"],
+    ),
+    ("zarr-v2", "v2", &["grid/f4_blosc_default", "grid/i2_zlib_order_f", "scalar_f4"]),
+    ("strings", "text", &["sharded_2d", "v2_objects_2d"]),
+];
+
+/// Reads [`SERVICE_ARRAYS`] through both views of `stores` (one per fixture set, in that
+/// order) and compares them with the fixtures' expected values. `lists`: whether the
+/// backend can list, so the conformance root consolidates its subtree.
+async fn views_over(stores: Vec<zarrd::store::Store>, lists: bool) {
+    let named = SERVICE_ARRAYS.iter().zip(stores).map(|((_, ds, _), store)| (*ds, store)).collect();
+    let app = common::app_with(named, common::config(""));
+    for (set, ds, paths) in SERVICE_ARRAYS {
+        let dir = common::fixtures().join(set);
+        for path in paths {
+            let want = expected(&dir, path);
+            if want.is_text() {
+                let want = want.texts();
+                for v2 in [false, true] {
+                    let flavor = if v2 { "v2" } else { "v3" };
+                    let (got, ..) = rebuild_text(&app, &format!("/compat/{flavor}/{ds}/{path}"), v2).await;
+                    assert!(got == want, "{set}/{path}: /compat/{flavor} text differs");
+                }
+                continue;
+            }
+            let (v3, v3_bodies) = rebuild(&app, &format!("/compat/v3/{ds}/{path}"), &want.descr, false).await;
+            assert!(v3 == want.data, "{set}/{path}: /compat/v3 values differ");
+            let (v2, v2_bodies) = rebuild(&app, &format!("/compat/v2/{ds}/{path}"), &want.descr, true).await;
+            assert!(v2 == want.data, "{set}/{path}: /compat/v2 values differ");
+            let bodies = |b: Vec<(String, Vec<u8>)>| b.into_iter().map(|(_, body)| body).collect::<Vec<_>>();
+            assert!(bodies(v3_bodies) == bodies(v2_bodies), "{set}/{path}: views differ in chunk bytes");
+        }
+    }
+    // The v2 set's tree comes from its .zmetadata on any backend.
+    let zmeta = get(&app, "/compat/v2/v2/.zmetadata").await;
+    assert_eq!(zmeta.status, 200, "{}", zmeta.describe());
+    assert!(zmeta.json()["metadata"]["grid/bool_bz2/.zarray"].is_object());
+    // The conformance set has no consolidated metadata: its root consolidates its subtree
+    // only when the backend can list it.
+    let root = get(&app, "/compat/v3/conf/zarr.json").await;
+    assert_eq!(root.status, 200, "{}", root.describe());
+    let consolidated = &root.json()["consolidated_metadata"]["metadata"];
+    assert_eq!(consolidated["sharded/u4_nested"]["node_type"].is_string(), lists, "{consolidated}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Garage on loopback: run through bash .ci/run"]
+async fn views_over_s3() {
+    let run = common::run_prefix("views");
+    let mut stores = Vec::new();
+    for (set, ..) in SERVICE_ARRAYS {
+        let dir = common::fixtures().join(set).join("data.zarr");
+        stores.push(common::upload_to_s3(&dir, &format!("{run}/{set}/data.zarr")).await);
+    }
+    views_over(stores, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs nginx on loopback: run through bash .ci/run"]
+async fn views_over_http() {
+    let base = common::service_env("ZARRD_TEST_HTTP_URL");
+    let stores = SERVICE_ARRAYS
+        .iter()
+        .map(|(set, ..)| common::open_dataset(format!("{base}/{set}/data.zarr"), &[("allow_http", "true".to_owned())]))
+        .collect();
+    views_over(stores, false).await;
 }
 
 trait HeadExt {

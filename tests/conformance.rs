@@ -13,7 +13,6 @@ mod common;
 
 use axum::Router;
 use common::{Npy, Reply, expected, gather, get, parse_npy};
-use object_store::ObjectStore as _;
 use serde_json::Value;
 
 /// A fixture set: its directory under tests/fixtures and its `NumPy` selection cases.
@@ -448,64 +447,12 @@ async fn conformance_over_memory() {
     }
 }
 
-/// The services `.ci/services.sh start` runs on loopback (Garage for S3, nginx for HTTP);
-/// `bash .ci/run` starts them and runs these ignored tests with `--include-ignored`.
-fn service_env(name: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| {
-        panic!(
-            "{name} is not set: start the services with `bash .ci/services.sh start` and source target/ci-services/env"
-        )
-    })
-}
-
-/// Opens a dataset through the same URL + options path a configuration uses.
-fn dataset(url: String, options: &[(&str, String)]) -> zarrd::store::Store {
-    let config = zarrd::config::DatasetConfig {
-        url,
-        title: None,
-        options: options.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect(),
-        compat: std::collections::BTreeMap::default(),
-    };
-    zarrd::catalog::open_store("conf", &config).unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs Garage on loopback: run through bash .ci/run"]
 async fn conformance_over_s3() {
-    use object_store::ObjectStoreExt;
-    let options = [
-        ("aws_endpoint", service_env("ZARRD_TEST_S3_ENDPOINT")),
-        ("aws_access_key_id", service_env("ZARRD_TEST_S3_KEY_ID")),
-        ("aws_secret_access_key", service_env("ZARRD_TEST_S3_SECRET")),
-        ("aws_region", service_env("ZARRD_TEST_S3_REGION")),
-        ("aws_allow_http", "true".to_owned()),
-    ];
-    let bucket = service_env("ZARRD_TEST_S3_BUCKET");
-    // A fresh prefix per run, so objects from an earlier run cannot mask a failed upload.
-    let run = format!(
-        "run-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()
-    );
+    let run = common::run_prefix("run");
     for set in SETS {
-        let root = format!("s3://{bucket}/{run}/{set}/data.zarr");
-        let store = dataset(root, &options);
-        let local = common::local_store(&set_dir(set).join("data.zarr"));
-        // Upload the fixture store through object_store's S3 client.
-        let backend = store.backend();
-        let files = local.backend().list(None);
-        let uploads: Vec<_> = futures::TryStreamExt::try_collect::<Vec<_>>(files).await.unwrap();
-        let prefix = object_store::path::Path::from(format!("{run}/{set}/data.zarr"));
-        futures::future::try_join_all(uploads.iter().map(|meta| {
-            let (backend, local) = (backend.clone(), local.backend());
-            let target: object_store::path::Path = prefix.parts().chain(meta.location.parts()).collect();
-            async move {
-                let bytes = local.get(&meta.location).await?.bytes().await?;
-                backend.put(&target, bytes.into()).await.map(|_| ())
-            }
-        }))
-        .await
-        .unwrap();
+        let store = common::upload_to_s3(&set_dir(set).join("data.zarr"), &format!("{run}/{set}/data.zarr")).await;
         check_set(store, set).await;
     }
 }
@@ -513,9 +460,9 @@ async fn conformance_over_s3() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs nginx on loopback: run through bash .ci/run"]
 async fn conformance_over_http() {
-    let base = service_env("ZARRD_TEST_HTTP_URL");
+    let base = common::service_env("ZARRD_TEST_HTTP_URL");
     for set in SETS {
-        let store = dataset(format!("{base}/{set}/data.zarr"), &[("allow_http", "true".to_owned())]);
+        let store = common::open_dataset(format!("{base}/{set}/data.zarr"), &[("allow_http", "true".to_owned())]);
         check_set(store.clone(), set).await;
         let app = common::app_with(vec![("conf", store)], common::config(""));
         // A plain HTTP server cannot list directories: the tree then comes from the

@@ -18,6 +18,12 @@
 //!
 //! A view chunk whose stored data is entirely missing is reported as missing (HTTP 404:
 //! clients read the fill value), exactly as a missing stored chunk is.
+//!
+//! Text (`string`) arrays are declared the way zarr-python 3 writes them: `vlen-utf8` then
+//! `zstd` in v3, and `dtype "|O"` with the `vlen-utf8` filter and numcodecs' zstd in v2 (the
+//! framing is the same). Their view chunks come from the text read path (`strings.rs`):
+//! stored chunks already framed and zstd-compressed are served as they are, others are
+//! decoded, framed again (boundary padding: the fill value) and compressed.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -25,14 +31,15 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
-use super::chunk_grid::{ChunkGrid, Dim};
-use super::codec::{ArrayToBytes, BytesToBytes, CodecChain};
+use super::chunk_grid::Dim;
+use super::codec::{ArrayToBytes, BytesToBytes, CodecChain, MAX_DECODED_CHUNK_BYTES, element_count};
 use super::copy::{Region, copy_region, filled};
 use super::data_type::DataType;
 use super::locate::Located;
 use super::metadata::ArrayMetadata;
 use super::read::{ArrayReader, ReadError};
 use super::selection::DimSelection;
+use super::strings::{decode_chunk, decode_cost, fill_text};
 use crate::cache::MISSING;
 
 /// The zstd level of re-encoded view chunks: zstd's default, a good speed/ratio balance for
@@ -243,9 +250,12 @@ fn dimension_names(meta: &ArrayMetadata) -> Option<Vec<Option<String>>> {
 }
 
 /// The view's codecs: `bytes` (little endian; no configuration for one-byte types, as
-/// zarr-python writes it) and `zstd`.
+/// zarr-python writes it) and `zstd`; for text `vlen-utf8` and `zstd`, zarr-python 3's
+/// default chain of a `string` array.
 fn v3_codecs(data_type: DataType) -> Value {
-    let bytes = if data_type.size() == 1 {
+    let bytes = if data_type.is_variable() {
+        json!({"name": "vlen-utf8", "configuration": {}})
+    } else if data_type.size() == 1 {
         json!({"name": "bytes"})
     } else {
         json!({"name": "bytes", "configuration": {"endian": "little"}})
@@ -367,8 +377,10 @@ fn v2_attributes(meta: &ArrayMetadata) -> Map<String, Value> {
 }
 
 /// The `.zarray` of an array in the v2 view: the same chunks and bytes as the v3 view, with
-/// numcodecs' zstd as the compressor.
+/// numcodecs' zstd as the compressor (text: `|O` objects with the `vlen-utf8` filter, which
+/// frames them as the v3 codec does).
 pub fn v2_array_document(meta: &ArrayMetadata, chunk_shape: &[u64]) -> Value {
+    let filters = if meta.data_type.is_variable() { json!([{"id": "vlen-utf8"}]) } else { Value::Null };
     json!({
         "zarr_format": 2,
         "shape": meta.shape,
@@ -377,7 +389,7 @@ pub fn v2_array_document(meta: &ArrayMetadata, chunk_shape: &[u64]) -> Value {
         "compressor": {"id": "zstd", "level": 0},
         "fill_value": fill_json(meta.data_type, &meta.fill_value, Flavor::V2),
         "order": "C",
-        "filters": null,
+        "filters": filters,
         "dimension_separator": "/",
     })
 }
@@ -459,15 +471,13 @@ pub async fn view_chunk(
     chunk_shape: &[u64],
     coords: &[u64],
 ) -> Result<Option<ViewChunk>, ReadError> {
+    if reader.meta.data_type.is_variable() {
+        return Box::pin(text_view_chunk(reader, chunk_shape, coords)).await;
+    }
     let meta = &reader.meta;
-    let same_grid = |grid: &ChunkGrid| {
-        grid.kind == super::chunk_grid::GridKind::Regular
-            && grid.dims.iter().zip(chunk_shape).all(|(d, &e)| matches!(d, Dim::Fixed { edge, .. } if *edge == e))
-    };
-    let read_grid = reader.read_grid();
     // A view chunk is a read-grid chunk (an inner chunk, or a stored chunk of a regular
     // grid): its bytes are found directly.
-    if same_grid(&read_grid) {
+    if is_read_grid(reader, chunk_shape) {
         // A shard rewritten between reading its index and its bytes is retried once.
         let found = match located_bytes(reader, coords).await {
             Err(e) if e.is_changed() => located_bytes(reader, coords).await?,
@@ -540,6 +550,127 @@ pub async fn view_chunk(
     Ok(Some(ViewChunk { bytes: encoded, versions: output.versions, passthrough: false }))
 }
 
+/// Whether view chunk shape `chunk_shape` is the read grid of `reader` (each view chunk is
+/// one stored or inner chunk).
+fn is_read_grid(reader: &ArrayReader, chunk_shape: &[u64]) -> bool {
+    let grid = reader.read_grid();
+    grid.kind == super::chunk_grid::GridKind::Regular
+        && grid.dims.iter().zip(chunk_shape).all(|(d, &e)| matches!(d, Dim::Fixed { edge, .. } if *edge == e))
+}
+
+/// Whether text chunks encoded with `chain` are already what the view declares (`vlen-utf8`
+/// then `zstd` stating its decoded size), so their stored bytes can be served as they are.
+fn is_text_view_encoding(chain: &CodecChain, bytes: &[u8]) -> bool {
+    chain.array_to_array.is_empty()
+        && matches!(chain.array_to_bytes, ArrayToBytes::VlenUtf8)
+        && chain.bytes_to_bytes == [BytesToBytes::Zstd]
+        && matches!(::zstd::zstd_safe::get_frame_content_size(bytes), Ok(Some(_)))
+}
+
+/// The `vlen-utf8` framing of `n` elements: a u32 LE count, then each element's u32 LE byte
+/// length and UTF-8 bytes. An element longer than 4 GiB cannot be framed (the decoders'
+/// per-chunk limit keeps text far below that).
+fn vlen_frame<'a>(n: usize, text_bytes: usize, elements: impl Iterator<Item = &'a str>) -> Result<Vec<u8>, ReadError> {
+    let too_long = || ReadError::Task("a view chunk has more text than vlen-utf8 can frame".into());
+    let mut out = Vec::with_capacity(4 + 4 * n + text_bytes);
+    out.extend(u32::try_from(n).map_err(|_| too_long())?.to_le_bytes());
+    for e in elements {
+        out.extend(u32::try_from(e.len()).map_err(|_| too_long())?.to_le_bytes());
+        out.extend(e.as_bytes());
+    }
+    Ok(out)
+}
+
+/// View chunk `coords` of a text array: the stored (or inner) chunk when the view's grid is
+/// the read grid (served as it is when already `vlen-utf8` + `zstd`, else decoded and
+/// encoded again), otherwise the region read through the text read path and padded with
+/// the fill value. `None` when its stored data is entirely missing.
+async fn text_view_chunk(
+    reader: &ArrayReader,
+    chunk_shape: &[u64],
+    coords: &[u64],
+) -> Result<Option<ViewChunk>, ReadError> {
+    let n = element_count(chunk_shape)
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|&n| n as u64 <= MAX_DECODED_CHUNK_BYTES as u64 / 4)
+        .ok_or(ReadError::TooLarge {
+            what: "view chunk of text",
+            size: chunk_shape.iter().map(|&e| u128::from(e)).product(),
+            limit: MAX_DECODED_CHUNK_BYTES as u64 / 4,
+        })?;
+    // At most what a client decodes of one chunk, and a quarter of the memory budget.
+    let limit = (MAX_DECODED_CHUNK_BYTES as u64).min(reader.budget.total() / 4);
+    if is_read_grid(reader, chunk_shape) {
+        let found = match located_bytes(reader, coords).await {
+            Err(e) if e.is_changed() => located_bytes(reader, coords).await?,
+            other => other?,
+        };
+        // Text fill values are exact in every JSON reader: a missing chunk is a 404.
+        let Some((key, bytes, version)) = found else { return Ok(None) };
+        let chain = reader.read_chain();
+        let versions = vec![(key.clone(), version)];
+        if is_text_view_encoding(chain, &bytes) {
+            return Ok(Some(ViewChunk { bytes, versions, passthrough: true }));
+        }
+        let cost = decode_cost(chain, &bytes, n as u64, limit);
+        let _held = reader.budget.reserve(cost.reserve.saturating_add(cost.bound as u64 * 2)).await?;
+        let (chain, shape) = (chain.clone(), chunk_shape.to_vec());
+        let encoded = tokio::task::spawn_blocking(move || {
+            let strings = decode_chunk(&chain, &bytes, &shape, cost, &key)?;
+            // Without a transpose the decoded bytes are the framing itself.
+            let framed = if chain.array_to_array.is_empty() {
+                strings.bytes
+            } else {
+                vlen_frame(n, strings.bytes.len(), (0..n).map(|i| strings.get(i)))?
+            };
+            encode(&framed)
+        })
+        .await
+        .map_err(|e| ReadError::Task(e.to_string()))??;
+        return Ok(Some(ViewChunk { bytes: encoded, versions, passthrough: false }));
+    }
+    let selection: Vec<DimSelection> = coords
+        .iter()
+        .zip(chunk_shape)
+        .zip(&reader.meta.shape)
+        .map(|((&c, &e), &len)| {
+            let start = c.saturating_mul(e);
+            DimSelection { start, step: 1, count: e.min(len.saturating_sub(start)), drop: false }
+        })
+        .collect();
+    let output = reader.read_strings(&selection, limit).await?;
+    if output.versions.iter().all(|(_, v)| v == MISSING) {
+        return Ok(None);
+    }
+    let clipped: Vec<u64> = selection.iter().map(|s| s.count).collect();
+    let fill = fill_text(&reader.meta.fill_value).to_owned();
+    let text_bytes: usize = output.elements.iter().map(|e| e.len()).sum::<usize>() + fill.len() * n;
+    let _held = reader.budget.reserve((4 + 4 * n as u64 + text_bytes as u64).saturating_mul(2)).await?;
+    let shape = chunk_shape.to_vec();
+    let reservation = output.reservation;
+    let elements = output.elements;
+    let encoded = tokio::task::spawn_blocking(move || {
+        let _reservation = reservation;
+        // The chunk's elements in C order: the read region, then the fill value outside the
+        // array (a boundary chunk is stored whole).
+        let strides: Vec<u64> = (0..shape.len()).map(|d| clipped[d + 1..].iter().product()).collect();
+        let element = |flat: usize| -> &str {
+            let (mut rest, mut at, mut inside) = (flat as u64, 0u64, true);
+            for d in (0..shape.len()).rev() {
+                let x = rest % shape[d];
+                rest /= shape[d];
+                inside &= x < clipped[d];
+                at += x * strides[d];
+            }
+            if inside { elements.get(at as usize).map_or(fill.as_str(), AsRef::as_ref) } else { fill.as_str() }
+        };
+        encode(&vlen_frame(n, text_bytes, (0..n).map(element))?)
+    })
+    .await
+    .map_err(|e| ReadError::Task(e.to_string()))??;
+    Ok(Some(ViewChunk { bytes: encoded, versions: output.versions, passthrough: false }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -548,7 +679,7 @@ mod tests {
     fn the_covering_edge_of_a_rectilinear_dimension() {
         let json = json!({"name": "rectilinear", "configuration": {"kind": "inline",
             "chunk_shapes": [[[31, 1], [28, 1], [31, 1], [30, 1], [31, 1], [30, 1]], [1, 2, 3, 10, 10]]}});
-        let grid = ChunkGrid::from_json(&json, &[181, 26]).unwrap();
+        let grid = super::super::chunk_grid::ChunkGrid::from_json(&json, &[181, 26]).unwrap();
         assert_eq!(covering_edge(&grid.dims[0]), 31);
         assert_eq!(covering_edge(&grid.dims[1]), 10);
     }

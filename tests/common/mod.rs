@@ -408,3 +408,68 @@ impl object_store::ObjectStore for CountingStore {
         self.inner.copy_opts(from, to, options).await
     }
 }
+
+/// The services `.ci/services.sh start` runs on loopback (Garage for S3, nginx for HTTP);
+/// `bash .ci/run` starts them and runs the `#[ignore]`d tests that need them with
+/// `--include-ignored`.
+pub fn service_env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!(
+            "{name} is not set: start the services with `bash .ci/services.sh start` and source target/ci-services/env"
+        )
+    })
+}
+
+/// Opens a dataset through the same URL + options path a configuration uses.
+pub fn open_dataset(url: String, options: &[(&str, String)]) -> Store {
+    let config = zarrd::config::DatasetConfig {
+        url,
+        title: None,
+        options: options.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect(),
+        compat: std::collections::BTreeMap::default(),
+    };
+    zarrd::catalog::open_store("conf", &config).unwrap()
+}
+
+/// The dataset options of the Garage bucket of `.ci/services.sh`.
+pub fn s3_options() -> Vec<(&'static str, String)> {
+    vec![
+        ("aws_endpoint", service_env("ZARRD_TEST_S3_ENDPOINT")),
+        ("aws_access_key_id", service_env("ZARRD_TEST_S3_KEY_ID")),
+        ("aws_secret_access_key", service_env("ZARRD_TEST_S3_SECRET")),
+        ("aws_region", service_env("ZARRD_TEST_S3_REGION")),
+        ("aws_allow_http", "true".to_owned()),
+    ]
+}
+
+/// A fresh key prefix per test run, so objects of an earlier run cannot mask a failed upload.
+pub fn run_prefix(test: &str) -> String {
+    format!(
+        "{test}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()
+    )
+}
+
+/// Uploads every file of the local store `dir` through `object_store`'s S3 client to
+/// `s3://BUCKET/{prefix}` and opens that prefix as a dataset.
+pub async fn upload_to_s3(dir: &Path, prefix: &str) -> Store {
+    let bucket = service_env("ZARRD_TEST_S3_BUCKET");
+    let store = open_dataset(format!("s3://{bucket}/{prefix}"), &s3_options());
+    let local = local_store(dir);
+    let backend = store.backend();
+    let files = local.backend().list(None);
+    let uploads: Vec<_> = futures::TryStreamExt::try_collect::<Vec<_>>(files).await.unwrap();
+    let root = ObjectPath::from(prefix);
+    futures::future::try_join_all(uploads.iter().map(|meta| {
+        let (backend, local) = (backend.clone(), local.backend());
+        let target: ObjectPath = root.parts().chain(meta.location.parts()).collect();
+        async move {
+            let bytes = local.get(&meta.location).await?.bytes().await?;
+            backend.put(&target, bytes.into()).await.map(|_| ())
+        }
+    }))
+    .await
+    .unwrap();
+    store
+}

@@ -1,5 +1,6 @@
-// Reads every fixture array through zarrd's /compat/v3 view with zarrita.js (FetchStore
-// over HTTP, in node) and compares the values bit for bit with the expected .npy files.
+// Reads every fixture array through zarrd's /compat/v3 view (text arrays through /compat/v2
+// too) with zarrita.js (FetchStore over HTTP, in node) and compares the values bit for bit
+// (text: element for element) with the expected .npy files.
 // Usage: node read_compat.mjs BASE_URL     (run by .ci/compat_clients.sh)
 // Prints one line per array and a closing "zarrita: N passed, N failed" line; exits 1 on
 // any failure.
@@ -21,6 +22,7 @@ const DATASETS = {
   v2extra: "zarr-v2-extra",
   fanout: "fanout",
   fanoutextra: "fanout-extra",
+  strings: "strings",
 };
 
 /** A .npy file (v1-v3 header, C or Fortran order) as little-endian C-order bytes. */
@@ -35,6 +37,21 @@ function readNpy(file) {
   const shape = /'shape':\s*\(([^)]*)\)/.exec(header)[1].split(",").map((s) => s.trim()).filter(Boolean).map(Number);
   const item = Number(descr.slice(2));
   let data = Buffer.from(buf.subarray(start + headerLen));
+  if (descr[1] === "U") {
+    // Text: `item` UTF-32 code units per element, trailing NULs are padding.
+    const n = shape.reduce((a, b) => a * b, 1);
+    const texts = [];
+    for (let i = 0; i < n; i++) {
+      const units = [];
+      for (let k = 0; k < item; k++) {
+        const at = 4 * (i * item + k);
+        units.push(descr[0] === ">" ? data.readUInt32BE(at) : data.readUInt32LE(at));
+      }
+      while (units.length && units[units.length - 1] === 0) units.pop();
+      texts.push(String.fromCodePoint(...units));
+    }
+    return { kind: "U", item, shape, texts };
+  }
   if (descr[0] === ">") {
     const unit = descr[1] === "c" ? item / 2 : item;
     for (let i = 0; i < data.length; i += unit) data.subarray(i, i + unit).reverse();
@@ -131,43 +148,58 @@ let failed = 0;
 let skipped = 0;
 for (const [ds, set] of Object.entries(DATASETS)) {
   const manifest = JSON.parse(readFileSync(join(FIXTURES, set, "manifest.json"), "utf8"));
-  const store = new zarr.FetchStore(`${base}/compat/v3/${ds}`);
-  for (const { path, dtype, shape } of manifest.arrays) {
-    const name = `${ds}/${path}`;
-    const why = unsupported(dtype, shape);
-    if (why) {
-      // Recorded, and confirmed: reading it must really fail in zarrita.
-      let failedToo = false;
+  // Text arrays through both views (zarrita reads v2 `|O` + vlen-utf8 too), the rest v3.
+  const flavors = ds === "strings" ? ["v3", "v2"] : ["v3"];
+  for (const flavor of flavors) {
+    const store = new zarr.FetchStore(`${base}/compat/${flavor}/${ds}`);
+    for (const { path, dtype, shape } of manifest.arrays) {
+      const name = `${flavor}/${ds}/${path}`;
+      const why = unsupported(dtype, shape);
+      if (why) {
+        // Recorded, and confirmed: reading it must really fail in zarrita.
+        let failedToo = false;
+        try {
+          const arr = await zarr.open(zarr.root(store).resolve(path), { kind: "array" });
+          await zarr.get(arr, null, { createQueue: () => limitedQueue(8) });
+        } catch {
+          failedToo = true;
+        }
+        if (failedToo) {
+          skipped++;
+          console.log(`skip ${name}: ${why}`);
+          continue;
+        }
+        console.log(`note ${name}: listed as unsupported (${why}) but read; checking it`);
+      }
       try {
+        const want = readNpy(join(FIXTURES, set, "expected", `${path.replaceAll("/", "__")}.npy`));
         const arr = await zarr.open(zarr.root(store).resolve(path), { kind: "array" });
-        await zarr.get(arr, null, { createQueue: () => limitedQueue(8) });
-      } catch {
-        failedToo = true;
+        if (JSON.stringify(arr.shape) !== JSON.stringify(want.shape)) {
+          throw new Error(`shape ${JSON.stringify(arr.shape)}, want ${JSON.stringify(want.shape)}`);
+        }
+        const got = await zarr.get(arr, null, { createQueue: () => limitedQueue(8) });
+        if (want.kind === "U") {
+          // Text: zarrita returns an Array of strings (a string for 0-d).
+          const texts = arr.shape.length === 0 ? [got] : Array.from(got.data);
+          if (JSON.stringify(texts) !== JSON.stringify(want.texts)) {
+            const at = texts.findIndex((t, i) => t !== want.texts[i]);
+            throw new Error(`${texts.length} elements (want ${want.texts.length}); first difference at ${at}`);
+          }
+          passed++;
+          console.log(`ok   ${name} ${arr.dtype}[${arr.shape}]`);
+          continue;
+        }
+        const bytes = bytesOf(arr.shape.length === 0 ? got : got.data, want.kind, want.item);
+        if (!bytes.equals(want.data)) {
+          const at = bytes.findIndex((b, i) => b !== want.data[i]);
+          throw new Error(`${bytes.length} bytes (want ${want.data.length}); first difference at byte ${at}`);
+        }
+        passed++;
+        console.log(`ok   ${name} ${arr.dtype}[${arr.shape}]`);
+      } catch (e) {
+        failed++;
+        console.log(`FAIL ${name}: ${e?.message ?? e}`);
       }
-      if (failedToo) {
-        skipped++;
-        console.log(`skip ${name}: ${why}`);
-        continue;
-      }
-      console.log(`note ${name}: listed as unsupported (${why}) but read; checking it`);
-    }
-    try {
-      const want = readNpy(join(FIXTURES, set, "expected", `${path.replaceAll("/", "__")}.npy`));
-      const arr = await zarr.open(zarr.root(store).resolve(path), { kind: "array" });
-      if (JSON.stringify(arr.shape) !== JSON.stringify(want.shape)) {
-        throw new Error(`shape ${JSON.stringify(arr.shape)}, want ${JSON.stringify(want.shape)}`);
-      }
-      const got = await zarr.get(arr, null, { createQueue: () => limitedQueue(8) });
-      const bytes = bytesOf(arr.shape.length === 0 ? got : got.data, want.kind, want.item);
-      if (!bytes.equals(want.data)) {
-        const at = bytes.findIndex((b, i) => b !== want.data[i]);
-        throw new Error(`${bytes.length} bytes (want ${want.data.length}); first difference at byte ${at}`);
-      }
-      passed++;
-      console.log(`ok   ${name} ${arr.dtype}[${arr.shape}]`);
-    } catch (e) {
-      failed++;
-      console.log(`FAIL ${name}: ${e?.message ?? e}`);
     }
   }
 }
