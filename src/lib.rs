@@ -14,6 +14,7 @@ pub mod health;
 pub mod iiif;
 pub mod metrics;
 pub mod middleware;
+pub mod overviews;
 pub mod server;
 pub mod store;
 pub mod zarr;

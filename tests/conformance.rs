@@ -464,6 +464,7 @@ fn dataset(url: String, options: &[(&str, String)]) -> zarrd::store::Store {
         url,
         title: None,
         options: options.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect(),
+        overviews: std::collections::BTreeMap::default(),
         compat: std::collections::BTreeMap::default(),
     };
     zarrd::catalog::open_store("conf", &config).unwrap()

@@ -244,7 +244,7 @@ fn dimension_names(meta: &ArrayMetadata) -> Option<Vec<Option<String>>> {
 
 /// The view's codecs: `bytes` (little endian; no configuration for one-byte types, as
 /// zarr-python writes it) and `zstd`.
-fn v3_codecs(data_type: DataType) -> Value {
+pub fn v3_codecs(data_type: DataType) -> Value {
     let bytes = if data_type.size() == 1 {
         json!({"name": "bytes"})
     } else {
