@@ -4,7 +4,7 @@
 //! integers rounded half to even, fill where a block has no valid value), and IIIF reduced
 //! sizes of an array with a configured pyramid read its levels, never the full resolution
 //! (counted storage requests). zarr-python's reading of the same pyramids is checked in CI
-//! by tests/zarr_client/check_overviews.py.
+//! by `tests/zarr_client/check_overviews.py`.
 
 #![allow(clippy::unwrap_used, clippy::float_cmp, clippy::many_single_char_names)]
 
