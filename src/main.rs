@@ -122,7 +122,7 @@ fn overviews(config: Option<&std::path::Path>, dataset: &str, array: &str, out: 
             let reader = catalog.array(ds, array).await.map_err(|e| e.to_string())?;
             let store = zarrd::overviews::open_output(out, (&format!("datasets.{dataset}.options"), &options))
                 .map_err(|e| e.to_string())?;
-            let options = zarrd::overviews::Options { tile };
+            let options = zarrd::overviews::Options::with_tile(tile);
             zarrd::overviews::write(&reader, &store, array, options).await.map_err(|e| e.to_string())
         })
     };

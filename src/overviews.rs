@@ -41,8 +41,6 @@ use crate::zarr::data_type::DataType;
 use crate::zarr::read::{ArrayReader, Decoded};
 use crate::zarr::selection::DimSelection;
 
-/// Bytes of decoded source elements read per band.
-const BAND_BYTES: u64 = 16 << 20;
 /// Inner chunks per shard along each of the last two dimensions.
 const SHARD_TILES: u64 = 4;
 /// The largest `--tile-size`: a shard is then 4096 × 4096 elements, whose working copy
@@ -54,11 +52,22 @@ pub const MAX_TILE: u64 = 1024;
 pub struct Options {
     /// Inner chunk edge in the last two dimensions, and the size the coarsest level fits.
     pub tile: u64,
+    /// Source columns averaged at once (see [`level_region`]).
+    pub piece_columns: u64,
+    /// Bytes of decoded source elements read at once (at least one row of a piece).
+    pub band_bytes: u64,
+}
+
+impl Options {
+    /// The defaults for tiles of `tile` pixels: pieces of 4096 columns, bands of 16 MiB.
+    pub fn with_tile(tile: u64) -> Self {
+        Self { tile, piece_columns: 4096, band_bytes: 16 << 20 }
+    }
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { tile: crate::iiif::TILE_SIZE }
+        Self::with_tile(crate::iiif::TILE_SIZE)
     }
 }
 
@@ -155,7 +164,7 @@ pub async fn write(source: &ArrayReader, out: &Store, name: &str, options: Optio
                 for sx in 0..lw.div_ceil(shard_edge) {
                     let rows = sy * shard_edge..((sy + 1) * shard_edge).min(lh);
                     let cols = sx * shard_edge..((sx + 1) * shard_edge).min(lw);
-                    let values = level_region(source, &plane, k, rows.clone(), cols.clone()).await?;
+                    let values = level_region(source, &plane, k, (rows.clone(), cols.clone()), options).await?;
                     let geometry =
                         ShardGeometry { rows: rows.end - rows.start, cols: cols.end - cols.start, tile: options.tile };
                     let shard = encode_shard(&values, geometry, &meta.fill_value)?;
@@ -297,61 +306,80 @@ fn level_metadata(source: &ArrayReader, shape: &[u64], tile: u64) -> Value {
 
 /// Rows `rows`, columns `cols` of level `k` of the plane at leading indices `plane`, as
 /// little-endian elements of the source's type.
+///
+/// The source block behind them is read in pieces of at most `piece_columns` columns
+/// and, within a piece, in bands of rows of at most `band_bytes`, so a coarse level's
+/// shard (whose source block may be as wide as the whole array) never needs more than one
+/// band in memory, and a band spans whole rows of chunks of usual shapes.
 async fn level_region(
     source: &ArrayReader,
     plane: &[u64],
     k: u32,
-    rows: std::ops::Range<u64>,
-    cols: std::ops::Range<u64>,
+    (rows, cols): (std::ops::Range<u64>, std::ops::Range<u64>),
+    options: Options,
 ) -> Result<Vec<u8>> {
     let meta = &source.meta;
     let rank = meta.shape.len();
     let (height, width) = (meta.shape[rank - 2], meta.shape[rank - 1]);
     let f = 1u64 << k;
     let (y0, y1) = (rows.start * f, (rows.end * f).min(height));
-    let (x0, x1) = (cols.start * f, (cols.end * f).min(width));
-    let item = meta.data_type.size() as u64;
-    let src_w = x1 - x0;
-    let out_elements = (rows.end - rows.start) * (cols.end - cols.start);
-    // The working copy: the reducer's sums and counts (or the copied elements of level 0)
-    // and the converted output.
-    let working = if k == 0 { out_elements * item } else { Reducer::bytes(f, src_w, y1 - y0) + out_elements * item };
+    let item = meta.data_type.size();
+    let (out_h, out_w) = ((rows.end - rows.start) as usize, (cols.end - cols.start) as usize);
+    let piece = (options.piece_columns / f).max(1);
+    // The output, and the reducer of one piece.
+    let working = (out_h * out_w * item) as u64 + if k == 0 { 0 } else { Reducer::bytes(f, piece * f, y1 - y0) };
     let held = source.budget.reserve(working).await?;
-    let band_rows = ((BAND_BYTES / (src_w * item).max(1)) / f).max(1) * f;
-    let mut copied = Vec::new();
-    let mut reducer = (k > 0).then(|| Reducer::new(f, src_w, y1 - y0));
-    let mut y = y0;
-    while y < y1 {
-        let end = (y + band_rows).min(y1);
-        let mut selection: Vec<DimSelection> =
-            plane.iter().map(|&i| DimSelection { start: i, step: 1, count: 1, drop: true }).collect();
-        selection.push(DimSelection { start: y, step: 1, count: end - y, drop: false });
-        selection.push(DimSelection { start: x0, step: 1, count: src_w, drop: false });
-        let output = source.read(&selection, 0, false).await?;
-        let Decoded::Whole(data) = output.data else {
-            return Err(Error::Internal("an unstreamed read gave bands".into()));
-        };
-        match &mut reducer {
-            Some(r) => r.add_rows(y - y0, &data, src_w, meta.data_type, &meta.fill_value),
-            None => copied.extend_from_slice(&data),
-        }
-        y = end;
-    }
-    let out = match reducer {
-        None => copied,
-        Some(r) => {
-            let reduced = r.finish();
-            let mut out = Vec::with_capacity(reduced.values.len() * item as usize);
-            for v in reduced.values {
-                if v.is_nan() {
-                    out.extend_from_slice(&meta.fill_value);
-                } else {
-                    element_bytes(v, meta.data_type, &mut out);
+    let mut out = vec![0u8; out_h * out_w * item];
+    let mut col = cols.start;
+    while col < cols.end {
+        let col_end = (col + piece).min(cols.end);
+        let (x0, x1) = (col * f, (col_end * f).min(width));
+        let src_w = x1 - x0;
+        let at = (col - cols.start) as usize * item;
+        let piece_bytes = (col_end - col) as usize * item;
+        let band_rows = (options.band_bytes / (src_w * item as u64).max(1)).max(1);
+        let mut reducer = (k > 0).then(|| Reducer::new(f, src_w, y1 - y0));
+        let mut y = y0;
+        while y < y1 {
+            let end = (y + band_rows).min(y1);
+            let mut selection: Vec<DimSelection> =
+                plane.iter().map(|&i| DimSelection { start: i, step: 1, count: 1, drop: true }).collect();
+            selection.push(DimSelection { start: y, step: 1, count: end - y, drop: false });
+            selection.push(DimSelection { start: x0, step: 1, count: src_w, drop: false });
+            let output = source.read(&selection, 0, false).await?;
+            let Decoded::Whole(data) = output.data else {
+                return Err(Error::Internal("an unstreamed read gave bands".into()));
+            };
+            match &mut reducer {
+                Some(reducer) => reducer.add_rows(y - y0, &data, src_w, meta.data_type, &meta.fill_value),
+                None => {
+                    // Level 0: the elements themselves, row by row into the output.
+                    for (i, row) in data.chunks_exact(piece_bytes).enumerate() {
+                        let from = ((y - y0) as usize + i) * out_w * item + at;
+                        out[from..from + piece_bytes].copy_from_slice(row);
+                    }
                 }
             }
-            out
+            y = end;
         }
-    };
+        if let Some(reducer) = reducer {
+            let reduced = reducer.finish();
+            let mut bytes = Vec::with_capacity(piece_bytes);
+            for (i, values) in reduced.values.chunks_exact(reduced.width).enumerate() {
+                bytes.clear();
+                for &v in values {
+                    if v.is_nan() {
+                        bytes.extend_from_slice(&meta.fill_value);
+                    } else {
+                        element_bytes(v, meta.data_type, &mut bytes);
+                    }
+                }
+                let from = i * out_w * item + at;
+                out[from..from + piece_bytes].copy_from_slice(&bytes);
+            }
+        }
+        col = col_end;
+    }
     drop(held);
     Ok(out)
 }
