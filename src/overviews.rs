@@ -38,7 +38,7 @@ use crate::iiif::render::Reducer;
 use crate::store::Store;
 use crate::zarr::compat::{Flavor, fill_json, v3_codecs};
 use crate::zarr::data_type::DataType;
-use crate::zarr::read::{ArrayReader, Decoded};
+use crate::zarr::read::{ArrayReader, Decoded, ReadError};
 use crate::zarr::selection::DimSelection;
 
 /// Inner chunks per shard along each of the last two dimensions.
@@ -325,28 +325,49 @@ async fn level_region(
     let (y0, y1) = (rows.start * f, (rows.end * f).min(height));
     let item = meta.data_type.size();
     let (out_h, out_w) = ((rows.end - rows.start) as usize, (cols.end - cols.start) as usize);
-    let piece = (options.piece_columns / f).max(1);
+    // Pieces and bands also stay within the per-request chunk limit: narrower pieces (a
+    // row of one must fit) and fewer rows where the chunks are small.
+    let select = |y: std::ops::Range<u64>, x: std::ops::Range<u64>| -> Vec<DimSelection> {
+        let mut s: Vec<DimSelection> =
+            plane.iter().map(|&i| DimSelection { start: i, step: 1, count: 1, drop: true }).collect();
+        s.push(DimSelection { start: y.start, step: 1, count: y.end - y.start, drop: false });
+        s.push(DimSelection { start: x.start, step: 1, count: x.end - x.start, drop: false });
+        s
+    };
+    let piece_columns = (options.piece_columns / f).max(1);
     // The output, and the reducer of one piece.
-    let working = (out_h * out_w * item) as u64 + if k == 0 { 0 } else { Reducer::bytes(f, piece * f, y1 - y0) };
+    let working =
+        (out_h * out_w * item) as u64 + if k == 0 { 0 } else { Reducer::bytes(f, piece_columns * f, y1 - y0) };
     let held = source.budget.reserve(working).await?;
     let mut out = vec![0u8; out_h * out_w * item];
     let mut col = cols.start;
     while col < cols.end {
-        let col_end = (col + piece).min(cols.end);
+        let mut piece = piece_columns.min(cols.end - col);
+        while piece > 1 && source.check_chunks(&select(y0..y0 + 1, col * f..((col + piece) * f).min(width))).is_err() {
+            piece /= 2;
+        }
+        let col_end = col + piece;
         let (x0, x1) = (col * f, (col_end * f).min(width));
         let src_w = x1 - x0;
         let at = (col - cols.start) as usize * item;
         let piece_bytes = (col_end - col) as usize * item;
-        let band_rows = (options.band_bytes / (src_w * item as u64).max(1)).max(1);
+        let mut band_rows = (options.band_bytes / (src_w * item as u64).max(1)).max(1);
         let mut reducer = (k > 0).then(|| Reducer::new(f, src_w, y1 - y0));
         let mut y = y0;
         while y < y1 {
+            let mut selection = select(y..(y + band_rows).min(y1), x0..x1);
+            while band_rows > 1 && source.check_chunks(&selection).is_err() {
+                band_rows /= 2;
+                selection = select(y..(y + band_rows).min(y1), x0..x1);
+            }
             let end = (y + band_rows).min(y1);
-            let mut selection: Vec<DimSelection> =
-                plane.iter().map(|&i| DimSelection { start: i, step: 1, count: 1, drop: true }).collect();
-            selection.push(DimSelection { start: y, step: 1, count: end - y, drop: false });
-            selection.push(DimSelection { start: x0, step: 1, count: src_w, drop: false });
-            let output = source.read(&selection, 0, false).await?;
+            let output = source.read(&selection, 0, false).await.map_err(|e| match e {
+                ReadError::TooManyChunks { chunks, limit } => Error::TooManyChunks(format!(
+                    "one row of {src_w} elements of `{}` spans {chunks} chunks, more than limits.max_chunks_per_request ({limit}) of the configuration; raise it for this command",
+                    source.path
+                )),
+                other => Error::from(other),
+            })?;
             let Decoded::Whole(data) = output.data else {
                 return Err(Error::Internal("an unstreamed read gave bands".into()));
             };

@@ -76,7 +76,12 @@ fn catalog(stores: Vec<(&str, Store)>, config: &Config) -> Catalog {
 
 /// Writes the pyramid of `path` (of the conformance fixtures) into a new in-memory store.
 async fn pyramid(path: &str, options: Options) -> (Arc<InMemory>, zarrd::overviews::Summary) {
-    let config = common::config("");
+    pyramid_with(path, options, "").await
+}
+
+/// Like [`pyramid`], with `extra` configuration (limits) for the reads.
+async fn pyramid_with(path: &str, options: Options, extra: &str) -> (Arc<InMemory>, zarrd::overviews::Summary) {
+    let config = common::config(extra);
     let catalog = catalog(vec![("conf", conf_store())], &config);
     let reader = catalog.array(catalog.dataset("conf").unwrap(), path).await.unwrap();
     let mem = Arc::new(InMemory::new());
@@ -136,6 +141,10 @@ async fn levels_are_area_averages_of_the_valid_values() {
         let small = Options { piece_columns: 3, band_bytes: 1, ..Options::with_tile(tile) };
         let (pieced, _) = pyramid(path, small).await;
         assert_eq!(objects(&mem).await, objects(&pieced).await, "{path}: pieces and bands changed the pyramid");
+        // So does reading at most four chunks at a time (the per-request chunk limit of
+        // the configuration bounds each band read: bands and pieces shrink to fit).
+        let (limited, _) = pyramid_with(path, Options::with_tile(tile), "[limits]\nmax_chunks_per_request = 4").await;
+        assert_eq!(objects(&mem).await, objects(&limited).await, "{path}: the chunk limit changed the pyramid");
         assert_eq!(summary.levels, shapes.iter().map(|s| s.to_vec()).collect::<Vec<_>>(), "{path}");
         let config = common::config("");
         let catalog = catalog(vec![("pyr", Store::new(mem, ObjectPath::default()))], &config);
@@ -309,4 +318,55 @@ fn the_command_writes_a_pyramid_and_explains_its_configuration() {
     let bad = run("nope");
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("nope"));
+}
+
+/// The services `.ci/services.sh start` runs on loopback; `bash .ci/run` starts them and
+/// runs ignored tests with `--include-ignored`.
+fn service_env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!(
+            "{name} is not set: start the services with `bash .ci/services.sh start` and source target/ci-services/env"
+        )
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Garage on loopback: run through bash .ci/run"]
+async fn pyramids_are_written_to_s3_and_served_from_there() {
+    let options: std::collections::BTreeMap<String, String> = [
+        ("aws_endpoint", service_env("ZARRD_TEST_S3_ENDPOINT")),
+        ("aws_access_key_id", service_env("ZARRD_TEST_S3_KEY_ID")),
+        ("aws_secret_access_key", service_env("ZARRD_TEST_S3_SECRET")),
+        ("aws_region", service_env("ZARRD_TEST_S3_REGION")),
+        ("aws_allow_http", "true".to_owned()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    let bucket = service_env("ZARRD_TEST_S3_BUCKET");
+    // A fresh prefix per run: the writer refuses a place that already holds a pyramid.
+    let run = format!(
+        "overviews-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()
+    );
+    let url = format!("s3://{bucket}/{run}/u1.zarr");
+    let out = zarrd::overviews::open_output(&url, ("datasets.conf.options", &options)).unwrap();
+    let config = common::config("[limits]\nmax_chunks_per_request = 4\n[cache]\nchunk_bytes = 0");
+    let mut catalog = catalog(vec![("conf", conf_store())], &config);
+    let reader = catalog.array(catalog.dataset("conf").unwrap(), U1).await.unwrap();
+    zarrd::overviews::write(&reader, &out, U1, Options::with_tile(16)).await.unwrap();
+    // The same objects as written to memory.
+    let (mem, _) = pyramid(U1, Options::with_tile(16)).await;
+    let s3 = zarrd::catalog::open_url("test", &url, ("test.options", &options)).unwrap();
+    for (key, bytes) in objects(&mem).await {
+        assert_eq!(s3.get(&key).await.unwrap().unwrap().to_vec(), bytes, "{key}");
+    }
+    // Served from S3 as the array's overview source: the reduced size over the chunk
+    // limit is answered from level 2.
+    catalog.add_overviews("conf", U1, s3);
+    let app = zarrd::app(AppState::new(catalog, config));
+    let r = get(&app, &format!("/iiif/3/{}/full/25,/0/gray.png?vmin=0&vmax=255", id())).await;
+    let (w, h, _) = decode_gray(&r);
+    assert_eq!((w, h), (25, 25));
 }
