@@ -158,7 +158,7 @@ pub async fn write(source: &ArrayReader, out: &Store, name: &str, options: Optio
         put(out, &format!("{k}/zarr.json"), level_metadata(source, &shape, options.tile).to_string().into_bytes())
             .await?;
         let mut plane = vec![0u64; leading.len()];
-        let planes: u64 = leading.iter().product();
+        let planes = leading.iter().fold(1u64, |n, &e| n.saturating_mul(e));
         for _ in 0..planes {
             for sy in 0..lh.div_ceil(shard_edge) {
                 for sx in 0..lw.div_ceil(shard_edge) {
