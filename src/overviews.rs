@@ -44,7 +44,7 @@ use crate::zarr::selection::DimSelection;
 /// Inner chunks per shard along each of the last two dimensions.
 const SHARD_TILES: u64 = 4;
 /// The largest `--tile-size`: a shard is then 4096 × 4096 elements, whose working copy
-/// (12 bytes an element while averaging) is 192 MiB.
+/// (16 bytes an element while averaging) is 256 MiB.
 pub const MAX_TILE: u64 = 1024;
 
 /// What to write.
@@ -246,7 +246,7 @@ fn multiscale(source: &ArrayReader, name: &str, top: u32) -> Value {
     let rank = source.meta.shape.len();
     let datasets: Vec<Value> = (0..=top)
         .map(|k| {
-            let f = f64::from(1u32 << k);
+            let f = 2f64.powi(k as i32);
             let mut scale = vec![1.0; rank];
             let mut translation = vec![0.0; rank];
             for d in rank - 2..rank {
@@ -322,7 +322,7 @@ async fn level_region(
     let rank = meta.shape.len();
     let (height, width) = (meta.shape[rank - 2], meta.shape[rank - 1]);
     let f = 1u64 << k;
-    let (y0, y1) = (rows.start * f, (rows.end * f).min(height));
+    let (y0, y1) = (rows.start.saturating_mul(f), rows.end.saturating_mul(f).min(height));
     let item = meta.data_type.size();
     let (out_h, out_w) = ((rows.end - rows.start) as usize, (cols.end - cols.start) as usize);
     // Pieces and bands also stay within the per-request chunk limit: narrower pieces (a
@@ -343,11 +343,13 @@ async fn level_region(
     let mut col = cols.start;
     while col < cols.end {
         let mut piece = piece_columns.min(cols.end - col);
-        while piece > 1 && source.check_chunks(&select(y0..y0 + 1, col * f..((col + piece) * f).min(width))).is_err() {
+        while piece > 1
+            && source.check_chunks(&select(y0..y0 + 1, col * f..(col + piece).saturating_mul(f).min(width))).is_err()
+        {
             piece /= 2;
         }
         let col_end = col + piece;
-        let (x0, x1) = (col * f, (col_end * f).min(width));
+        let (x0, x1) = (col.saturating_mul(f), col_end.saturating_mul(f).min(width));
         let src_w = x1 - x0;
         let at = (col - cols.start) as usize * item;
         let piece_bytes = (col_end - col) as usize * item;
