@@ -370,3 +370,25 @@ async fn pyramids_are_written_to_s3_and_served_from_there() {
     let (w, h, _) = decode_gray(&r);
     assert_eq!((w, h), (25, 25));
 }
+
+#[tokio::test]
+async fn mismatched_or_unreadable_overview_sources_are_ignored() {
+    // A pyramid of another array (37 x 53 float32) and an empty store: neither gives U1
+    // levels, so its reduced sizes are computed on the fly, and over the chunk limit they
+    // are the 413 naming the command, as without any configured source.
+    let (other, _) = pyramid("regular/f4_zstd_partial", Options::with_tile(8)).await;
+    for store in
+        [Store::new(other, ObjectPath::default()), Store::new(Arc::new(InMemory::new()), ObjectPath::default())]
+    {
+        let config = common::config("[limits]\nmax_chunks_per_request = 4");
+        let mut catalog = catalog(vec![("conf", conf_store())], &config);
+        catalog.add_overviews("conf", U1, store);
+        let app = zarrd::app(AppState::new(catalog, config));
+        let r = get(&app, &format!("/iiif/3/{}/full/25,/0/gray.png?vmin=0&vmax=255", id())).await;
+        let doc = r.assert_problem(413);
+        assert!(doc["detail"].as_str().unwrap().contains("zarrd overviews"), "{doc}");
+        // Full-resolution tiles are unaffected.
+        let r = get(&app, &format!("/iiif/3/{}/0,0,32,32/max/0/gray.png?vmin=0&vmax=255", id())).await;
+        assert_eq!(r.status, 200, "{}", r.describe());
+    }
+}
