@@ -448,16 +448,6 @@ async fn conformance_over_memory() {
     }
 }
 
-/// The services `.ci/services.sh start` runs on loopback (Garage for S3, nginx for HTTP);
-/// `bash .ci/run` starts them and runs these ignored tests with `--include-ignored`.
-fn service_env(name: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| {
-        panic!(
-            "{name} is not set: start the services with `bash .ci/services.sh start` and source target/ci-services/env"
-        )
-    })
-}
-
 /// Opens a dataset through the same URL + options path a configuration uses.
 fn dataset(url: String, options: &[(&str, String)]) -> zarrd::store::Store {
     let config = zarrd::config::DatasetConfig {
@@ -475,13 +465,13 @@ fn dataset(url: String, options: &[(&str, String)]) -> zarrd::store::Store {
 async fn conformance_over_s3() {
     use object_store::ObjectStoreExt;
     let options = [
-        ("aws_endpoint", service_env("ZARRD_TEST_S3_ENDPOINT")),
-        ("aws_access_key_id", service_env("ZARRD_TEST_S3_KEY_ID")),
-        ("aws_secret_access_key", service_env("ZARRD_TEST_S3_SECRET")),
-        ("aws_region", service_env("ZARRD_TEST_S3_REGION")),
+        ("aws_endpoint", common::service_env("ZARRD_TEST_S3_ENDPOINT")),
+        ("aws_access_key_id", common::service_env("ZARRD_TEST_S3_KEY_ID")),
+        ("aws_secret_access_key", common::service_env("ZARRD_TEST_S3_SECRET")),
+        ("aws_region", common::service_env("ZARRD_TEST_S3_REGION")),
         ("aws_allow_http", "true".to_owned()),
     ];
-    let bucket = service_env("ZARRD_TEST_S3_BUCKET");
+    let bucket = common::service_env("ZARRD_TEST_S3_BUCKET");
     // A fresh prefix per run, so objects from an earlier run cannot mask a failed upload.
     let run = format!(
         "run-{}-{}",
@@ -514,7 +504,7 @@ async fn conformance_over_s3() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs nginx on loopback: run through bash .ci/run"]
 async fn conformance_over_http() {
-    let base = service_env("ZARRD_TEST_HTTP_URL");
+    let base = common::service_env("ZARRD_TEST_HTTP_URL");
     for set in SETS {
         let store = dataset(format!("{base}/{set}/data.zarr"), &[("allow_http", "true".to_owned())]);
         check_set(store.clone(), set).await;

@@ -320,30 +320,20 @@ fn the_command_writes_a_pyramid_and_explains_its_configuration() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("nope"));
 }
 
-/// The services `.ci/services.sh start` runs on loopback; `bash .ci/run` starts them and
-/// runs ignored tests with `--include-ignored`.
-fn service_env(name: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| {
-        panic!(
-            "{name} is not set: start the services with `bash .ci/services.sh start` and source target/ci-services/env"
-        )
-    })
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs Garage on loopback: run through bash .ci/run"]
 async fn pyramids_are_written_to_s3_and_served_from_there() {
     let options: std::collections::BTreeMap<String, String> = [
-        ("aws_endpoint", service_env("ZARRD_TEST_S3_ENDPOINT")),
-        ("aws_access_key_id", service_env("ZARRD_TEST_S3_KEY_ID")),
-        ("aws_secret_access_key", service_env("ZARRD_TEST_S3_SECRET")),
-        ("aws_region", service_env("ZARRD_TEST_S3_REGION")),
+        ("aws_endpoint", common::service_env("ZARRD_TEST_S3_ENDPOINT")),
+        ("aws_access_key_id", common::service_env("ZARRD_TEST_S3_KEY_ID")),
+        ("aws_secret_access_key", common::service_env("ZARRD_TEST_S3_SECRET")),
+        ("aws_region", common::service_env("ZARRD_TEST_S3_REGION")),
         ("aws_allow_http", "true".to_owned()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
-    let bucket = service_env("ZARRD_TEST_S3_BUCKET");
+    let bucket = common::service_env("ZARRD_TEST_S3_BUCKET");
     // A fresh prefix per run: the writer refuses a place that already holds a pyramid.
     let run = format!(
         "overviews-{}-{}",

@@ -408,3 +408,14 @@ impl object_store::ObjectStore for CountingStore {
         self.inner.copy_opts(from, to, options).await
     }
 }
+
+/// A variable of the services `.ci/services.sh start` runs on loopback (Garage for S3,
+/// nginx for HTTP); `bash .ci/run` starts them and runs the ignored tests with
+/// `--include-ignored`.
+pub fn service_env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!(
+            "{name} is not set: start the services with `bash .ci/services.sh start` and source target/ci-services/env"
+        )
+    })
+}
