@@ -111,6 +111,9 @@ fn main() -> ExitCode {
 fn overviews(config: Option<&std::path::Path>, dataset: &str, array: &str, out: &str, tile: u64) -> ExitCode {
     let run = || -> Result<zarrd::overviews::Summary, String> {
         let config = Config::load(config, std::env::vars(), &Overrides::default()).map_err(|e| e.to_string())?;
+        // Progress (a line per level) on stderr; the summary goes to stdout.
+        let filter = EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new(&config.log.level));
+        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).init();
         let catalog = Catalog::from_config(&config).map_err(|e| e.to_string())?;
         let options = config.datasets.get(dataset).map(|d| d.options.clone()).unwrap_or_default();
         let runtime = tokio::runtime::Builder::new_multi_thread()

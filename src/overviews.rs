@@ -155,6 +155,7 @@ pub async fn write(source: &ArrayReader, out: &Store, name: &str, options: Optio
         let (lh, lw) = (height.div_ceil(1 << k), width.div_ceil(1 << k));
         let mut shape = leading.clone();
         shape.extend([lh, lw]);
+        tracing::info!(level = k, shape = ?shape, "writing overview level");
         put(out, &format!("{k}/zarr.json"), level_metadata(source, &shape, options.tile).to_string().into_bytes())
             .await?;
         let mut plane = vec![0u64; leading.len()];
