@@ -148,6 +148,9 @@ pub async fn write(source: &ArrayReader, out: &Store, name: &str, options: Optio
     }
     let (height, width) = (meta.shape[rank - 2], meta.shape[rank - 1]);
     let leading = meta.shape[..rank - 2].to_vec();
+    // A band (with the chunks it decodes and the bytes it fetches, each about its size)
+    // and the reducer must fit the memory budget together.
+    let options = Options { band_bytes: options.band_bytes.min((source.budget.total() / 8).max(1)), ..options };
     let top = coarsest_level(height, width, options.tile);
     let shard_edge = options.tile * SHARD_TILES;
     let mut summary = Summary { levels: Vec::new(), shards: 0, bytes: 0 };
@@ -335,7 +338,7 @@ async fn level_region(
         s.push(DimSelection { start: x.start, step: 1, count: x.end - x.start, drop: false });
         s
     };
-    let piece_columns = (options.piece_columns / f).max(1);
+    let piece_columns = (options.piece_columns / f).max(1).min(cols.end - cols.start);
     // The output, and the reducer of one piece.
     let working =
         (out_h * out_w * item) as u64 + if k == 0 { 0 } else { Reducer::bytes(f, piece_columns * f, y1 - y0) };

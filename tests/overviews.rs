@@ -382,3 +382,53 @@ async fn mismatched_or_unreadable_overview_sources_are_ignored() {
         assert_eq!(r.status, 200, "{}", r.describe());
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pyramid_of_an_array_twice_the_memory_budget() {
+    // 2048 x 2048 uint8 (4 MiB) in 128 x 128 uncompressed chunks, each chunk one value, so
+    // every block of levels 1..=6 (2^k <= 128) lies in one chunk and has its value.
+    let mem = Arc::new(InMemory::new());
+    let meta = serde_json::json!({
+        "zarr_format": 3, "node_type": "array", "shape": [2048, 2048], "data_type": "uint8",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [128, 128]}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": 0, "codecs": [{"name": "bytes"}], "attributes": {}
+    });
+    let value = |cy: u64, cx: u64| ((cy * 16 + cx) % 250 + 1) as u8;
+    {
+        use object_store::ObjectStoreExt;
+        mem.put(&ObjectPath::from("big/zarr.json"), meta.to_string().into_bytes().into()).await.unwrap();
+        for cy in 0..16 {
+            for cx in 0..16 {
+                let key = ObjectPath::from(format!("big/c/{cy}/{cx}"));
+                mem.put(&key, vec![value(cy, cx); 128 * 128].into()).await.unwrap();
+            }
+        }
+    }
+    // Working memory of 2 MiB for everything, no decoded-chunk cache: the writer must
+    // never hold the array (nor a level of it) at once.
+    let config = common::config("[limits]\nmemory_bytes = 2097152\n[cache]\nchunk_bytes = 0");
+    let source = catalog(vec![("big", Store::new(mem, ObjectPath::default()))], &config);
+    let reader = source.array(source.dataset("big").unwrap(), "big").await.unwrap();
+    let out = Arc::new(InMemory::new());
+    let summary = zarrd::overviews::write(
+        &reader,
+        &Store::new(out.clone(), ObjectPath::default()),
+        "big",
+        Options::with_tile(32),
+    )
+    .await
+    .unwrap();
+    assert_eq!(summary.levels.len(), 7, "2048 down to 32");
+    let config = common::config("");
+    let catalog = catalog(vec![("pyr", Store::new(out, ObjectPath::default()))], &config);
+    for k in 1..7u32 {
+        let (shape, got) = read_level(&catalog, &k.to_string()).await;
+        let n = 2048u64 >> k;
+        assert_eq!(shape, [n, n]);
+        for (i, g) in got.iter().enumerate() {
+            let (y, x) = ((i as u64 / n) << k, (i as u64 % n) << k);
+            assert_eq!(*g, f64::from(value(y / 128, x / 128)), "level {k} element {i}");
+        }
+    }
+}
