@@ -120,7 +120,8 @@ pub fn open_output(url: &str, options: (&str, &BTreeMap<String, String>)) -> Res
     }
 }
 
-/// Writes the pyramid of `source` into `out` (which must not hold a `zarr.json` yet).
+/// Writes the pyramid of `source` into `out` (which must hold no `zarr.json` or
+/// `0/zarr.json` yet).
 /// `name` names the image in the multiscales metadata.
 pub async fn write(source: &ArrayReader, out: &Store, name: &str, options: Options) -> Result<Summary> {
     let meta = &source.meta;
@@ -141,10 +142,14 @@ pub async fn write(source: &ArrayReader, out: &Store, name: &str, options: Optio
     if !(1..=MAX_TILE).contains(&options.tile) {
         return Err(Error::BadRequest(format!("the tile size must be 1 to {MAX_TILE}, got {}", options.tile)));
     }
-    if out.get("zarr.json").await?.is_some() {
-        return Err(Error::BadRequest(
-            "the output already holds a zarr.json; remove it (or choose another --out) to write overviews there".into(),
-        ));
+    // A finished pyramid, or the start of an interrupted run (whose shards might not be
+    // overwritten by this one's, with another tile size), is never written over.
+    for key in ["zarr.json", "0/zarr.json"] {
+        if out.get(key).await?.is_some() {
+            return Err(Error::BadRequest(format!(
+                "the output already holds {key}; remove what is there (or choose another --out) to write overviews"
+            )));
+        }
     }
     let (height, width) = (meta.shape[rank - 2], meta.shape[rank - 1]);
     let leading = meta.shape[..rank - 2].to_vec();
