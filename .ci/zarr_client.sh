@@ -2,6 +2,8 @@
 # Reads every fixture array through zarrd's /zarr store with a real Zarr client:
 # zarr-python 3.1 over HTTP (FsspecStore -> fsspec HTTPFileSystem -> aiohttp), which reads
 # sharded arrays with Range requests. See tests/zarr_client/read_through_zarrd.py.
+# Then checks pyramids written by `zarrd overviews` with the same zarr-python, against
+# NumPy area averages of the fixtures (tests/zarr_client/check_overviews.py).
 #
 # Usage: .ci/zarr_client.sh [ZARRD_BINARY]     (default: target/release/zarrd)
 #
@@ -147,5 +149,13 @@ log "zarrd access log: ${n206} responses with status=206"
 if [[ $STATUS -eq 0 && $n206 -eq 0 ]]; then
     log "FAIL: the client passed but zarrd logged no 206 response: zarr-python made no Range request"
     STATUS=1
+fi
+if [[ $STATUS -eq 0 ]]; then
+    log "zarrd overviews: pyramids read by zarr-python, levels checked against NumPy"
+    "$VENV/bin/python" "$REPO_ROOT/tests/zarr_client/check_overviews.py" "$ZARRD" \
+        "$REPO_ROOT/tests/fixtures/conformance" "$WORK/overviews" &
+    CLIENT_PID=$!
+    wait "$CLIENT_PID" || STATUS=$?
+    CLIENT_PID=
 fi
 exit "$STATUS"

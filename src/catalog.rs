@@ -36,6 +36,9 @@ pub struct Dataset {
     pub store: Store,
     /// Configured chunk shapes of arrays in the compatibility views, by array path.
     pub compat: BTreeMap<String, Vec<u64>>,
+    /// Configured overview sources (pyramids written by `zarrd overviews`), by array
+    /// path: each a dataset of its own whose root is an OME-NGFF multiscales group.
+    pub overviews: BTreeMap<String, Arc<Dataset>>,
 }
 
 pub struct Catalog {
@@ -56,8 +59,17 @@ pub struct Catalog {
 /// Opens the store behind a dataset URL: a local path, `file://`, or any URL
 /// `object_store` understands (`s3://`, `gs://`, `az://`, `http(s)://`, `memory:///`).
 pub fn open_store(name: &str, ds: &DatasetConfig) -> Result<Store, ConfigError> {
-    let field = format!("datasets.{name}.url");
-    let bad = |reason: String| ConfigError::Invalid { field: field.clone(), reason };
+    open_url(&format!("datasets.{name}.url"), &ds.url, (&format!("datasets.{name}.options"), &ds.options))
+}
+
+/// Opens the store at `url` with `object_store` options (and the name of the field they
+/// come from); errors name `field`.
+pub fn open_url(
+    field: &str,
+    url: &str,
+    (options_field, options): (&str, &BTreeMap<String, String>),
+) -> Result<Store, ConfigError> {
+    let bad = |reason: String| ConfigError::Invalid { field: field.to_owned(), reason };
     let local = |path: std::path::PathBuf| -> Result<Store, ConfigError> {
         if !path.is_dir() {
             return Err(bad(format!("`{}` is not a directory", path.display())));
@@ -66,21 +78,21 @@ pub fn open_store(name: &str, ds: &DatasetConfig) -> Result<Store, ConfigError> 
         let fs = ContainedFs::new(&path).map_err(|e| bad(format!("cannot open `{}`: {e}", path.display())))?;
         Ok(Store::new(Arc::new(fs), Path::default()))
     };
-    if !ds.url.contains("://") {
-        return local(std::path::PathBuf::from(&ds.url));
+    if !url.contains("://") {
+        return local(std::path::PathBuf::from(url));
     }
-    let url = url::Url::parse(&ds.url).map_err(|e| bad(format!("not a valid URL: {e}")))?;
-    if url.scheme() == "file" {
-        return local(url.to_file_path().map_err(|()| bad("not a valid file URL".into()))?);
+    let parsed = url::Url::parse(url).map_err(|e| bad(format!("not a valid URL: {e}")))?;
+    if parsed.scheme() == "file" {
+        return local(parsed.to_file_path().map_err(|()| bad("not a valid file URL".into()))?);
     }
-    check_options(name, url.scheme(), &ds.options)?;
-    let (store, root) = object_store::parse_url_opts(&url, &ds.options).map_err(|e| bad(e.to_string()))?;
+    check_options(options_field, parsed.scheme(), options)?;
+    let (store, root) = object_store::parse_url_opts(&parsed, options).map_err(|e| bad(e.to_string()))?;
     Ok(Store::new(Arc::from(store), root))
 }
 
 /// `object_store` ignores option names it does not know; a typo in a credential name must
 /// fail at startup instead.
-fn check_options(name: &str, scheme: &str, options: &BTreeMap<String, String>) -> Result<(), ConfigError> {
+fn check_options(options_field: &str, scheme: &str, options: &BTreeMap<String, String>) -> Result<(), ConfigError> {
     use std::str::FromStr;
     for key in options.keys() {
         let k = key.to_ascii_lowercase();
@@ -93,7 +105,7 @@ fn check_options(name: &str, scheme: &str, options: &BTreeMap<String, String>) -
         };
         if !known {
             return Err(ConfigError::Invalid {
-                field: format!("datasets.{name}.options.{key}"),
+                field: format!("{options_field}.{key}"),
                 reason: format!(
                     "not an option of the `{scheme}` backend (see the object_store documentation for its config keys)"
                 ),
@@ -116,8 +128,29 @@ impl Catalog {
             if let Some(dataset) = catalog.datasets.get_mut(name).and_then(Arc::get_mut) {
                 dataset.compat.clone_from(&ds.compat);
             }
+            for (path, url) in &ds.overviews {
+                let field = format!("datasets.{name}.overviews.{path}");
+                let store = open_url(&field, url, (&format!("datasets.{name}.options"), &ds.options))?;
+                catalog.add_overviews(name, path, store);
+            }
         }
         Ok(catalog)
+    }
+
+    /// Makes `store` (the root of a pyramid written by `zarrd overviews`) the overview
+    /// source of array `path` of dataset `name`. Its objects are cached under a dataset
+    /// name no configured dataset can have (`NAME:overviews:PATH`).
+    pub fn add_overviews(&mut self, name: &str, path: &str, store: Store) {
+        if let Some(dataset) = self.datasets.get_mut(name).and_then(Arc::get_mut) {
+            let overview = Dataset {
+                name: format!("{name}:overviews:{path}").into(),
+                title: None,
+                store,
+                compat: BTreeMap::new(),
+                overviews: BTreeMap::new(),
+            };
+            dataset.overviews.insert(path.to_owned(), Arc::new(overview));
+        }
     }
 
     /// A catalog over stores opened by the caller (tests use in-memory stores).
@@ -129,7 +162,13 @@ impl Catalog {
             datasets: datasets
                 .into_iter()
                 .map(|(name, store, title)| {
-                    let dataset = Dataset { name: name.as_str().into(), title, store, compat: BTreeMap::new() };
+                    let dataset = Dataset {
+                        name: name.as_str().into(),
+                        title,
+                        store,
+                        compat: BTreeMap::new(),
+                        overviews: BTreeMap::new(),
+                    };
                     (name, Arc::new(dataset))
                 })
                 .collect(),
@@ -425,6 +464,7 @@ mod tests {
             url: url.into(),
             title: None,
             options: options.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect(),
+            overviews: BTreeMap::default(),
             compat: BTreeMap::default(),
         }
     }

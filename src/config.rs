@@ -192,6 +192,11 @@ pub struct DatasetConfig {
     /// overriding the default rule.
     #[serde(default)]
     pub compat: BTreeMap<String, Vec<u64>>,
+    /// The overview source of an array, by array path: the URL (local path, `file://`,
+    /// `s3://`…, opened with this dataset's `options`) of a pyramid written by
+    /// `zarrd overviews`. IIIF reduced sizes of the array read its levels.
+    #[serde(default)]
+    pub overviews: BTreeMap<String, String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -253,7 +258,13 @@ impl Config {
                 pair.split_once('=').ok_or_else(|| invalid("--dataset", format!("`{pair}` is not NAME=URL")))?;
             config.datasets.insert(
                 name.to_owned(),
-                DatasetConfig { url: url.to_owned(), title: None, options: BTreeMap::new(), compat: BTreeMap::new() },
+                DatasetConfig {
+                    url: url.to_owned(),
+                    title: None,
+                    options: BTreeMap::new(),
+                    compat: BTreeMap::new(),
+                    overviews: BTreeMap::new(),
+                },
             );
         }
         config.validate()?;
@@ -273,6 +284,14 @@ impl Config {
             }
             if ds.url.trim().is_empty() {
                 return Err(invalid(&format!("datasets.{name}.url"), "is empty"));
+            }
+            for (path, url) in &ds.overviews {
+                if path.is_empty() || url.trim().is_empty() {
+                    return Err(invalid(
+                        &format!("datasets.{name}.overviews.{path}"),
+                        "needs an array path and the URL of its pyramid (written by `zarrd overviews`)",
+                    ));
+                }
             }
             for (path, shape) in &ds.compat {
                 if shape.contains(&0) {

@@ -15,6 +15,7 @@ pub mod health;
 pub mod iiif;
 pub mod metrics;
 pub mod middleware;
+pub mod overviews;
 pub mod server;
 pub mod store;
 pub mod zarr;

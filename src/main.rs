@@ -44,10 +44,37 @@ enum Command {
         #[arg(long, env = "ZARRD_LOG_FORMAT")]
         log_format: Option<String>,
     },
+    /// Write an OME-NGFF 0.5 multiscale pyramid (sharded Zarr v3, zstd) of an array, for
+    /// IIIF reduced sizes: configure it as the array's overview source with
+    /// `datasets.NAME.overviews."PATH" = "URL"`.
+    Overviews {
+        /// The TOML configuration file whose dataset holds the array (default: the embedded
+        /// config/default.toml).
+        #[arg(long, env = "ZARRD_CONFIG")]
+        config: Option<PathBuf>,
+        /// The configured dataset holding the array.
+        #[arg(long, value_name = "NAME")]
+        dataset: String,
+        /// The array's path in the dataset.
+        #[arg(long, value_name = "PATH")]
+        array: String,
+        /// Where to write the pyramid: a local directory (path or file://, created if
+        /// missing) or an s3://, gs:// or az:// URL (opened with the dataset's options).
+        #[arg(long, value_name = "URL")]
+        out: String,
+        /// Inner chunk edge of the levels; levels stop at the first that fits one tile.
+        #[arg(long, default_value_t = zarrd::iiif::TILE_SIZE, value_parser = clap::value_parser!(u64).range(1..=zarrd::overviews::MAX_TILE))]
+        tile_size: u64,
+    },
 }
 
 fn main() -> ExitCode {
-    let Command::Serve { config, listen, datasets, log_format } = Cli::parse().command;
+    let (config, listen, datasets, log_format) = match Cli::parse().command {
+        Command::Serve { config, listen, datasets, log_format } => (config, listen, datasets, log_format),
+        Command::Overviews { config, dataset, array, out, tile_size } => {
+            return overviews(config.as_deref(), &dataset, &array, &out, tile_size);
+        }
+    };
     let overrides = Overrides { listen, datasets, log_format };
     let config = match Config::load(config.as_deref(), std::env::vars(), &overrides) {
         Ok(c) => c,
@@ -81,6 +108,49 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("zarrd: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `zarrd overviews`: reads the array through the read engine (under the configured memory
+/// budget and chunk limit) and writes its pyramid to `out`.
+fn overviews(config: Option<&std::path::Path>, dataset: &str, array: &str, out: &str, tile: u64) -> ExitCode {
+    let run = || -> Result<zarrd::overviews::Summary, String> {
+        let config = Config::load(config, std::env::vars(), &Overrides::default()).map_err(|e| e.to_string())?;
+        // Progress (a line per level) on stderr; the summary goes to stdout.
+        let filter = EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new(&config.log.level));
+        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).init();
+        let catalog = Catalog::from_config(&config).map_err(|e| e.to_string())?;
+        let options = config.datasets.get(dataset).map(|d| d.options.clone()).unwrap_or_default();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the runtime: {e}"))?;
+        runtime.block_on(async {
+            let ds = catalog.dataset(dataset).map_err(|e| e.to_string())?;
+            let reader = catalog.array(ds, array).await.map_err(|e| e.to_string())?;
+            let store = zarrd::overviews::open_output(out, (&format!("datasets.{dataset}.options"), &options))
+                .map_err(|e| e.to_string())?;
+            let options = zarrd::overviews::Options::with_tile(tile);
+            zarrd::overviews::write(&reader, &store, array, options).await.map_err(|e| e.to_string())
+        })
+    };
+    match run() {
+        Ok(summary) => {
+            for (k, shape) in summary.levels.iter().enumerate() {
+                println!("level {k}: shape {shape:?}");
+            }
+            println!(
+                "wrote {} levels ({} shards, {} bytes) to {out}; serve them with datasets.{dataset}.overviews.\"{array}\" = \"{out}\"",
+                summary.levels.len(),
+                summary.shards,
+                summary.bytes
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("zarrd overviews: {e}");
             ExitCode::FAILURE
         }
     }

@@ -27,7 +27,7 @@ pub struct Reducer {
     width: usize,
     height: usize,
     sums: Vec<f64>,
-    counts: Vec<u32>,
+    counts: Vec<u64>,
 }
 
 impl Reducer {
@@ -41,7 +41,7 @@ impl Reducer {
 
     /// Bytes this reducer holds, for the memory budget.
     pub fn bytes(factor: u64, src_width: u64, src_height: u64) -> u64 {
-        src_width.div_ceil(factor) * src_height.div_ceil(factor) * 12
+        src_width.div_ceil(factor) * src_height.div_ceil(factor) * 16
     }
 
     /// Adds `data` (little-endian elements, `width` per row) holding source rows
@@ -71,12 +71,8 @@ impl Reducer {
     }
 
     pub fn finish(self) -> Plane {
-        let values = self
-            .sums
-            .iter()
-            .zip(&self.counts)
-            .map(|(&s, &n)| if n == 0 { f64::NAN } else { s / f64::from(n) })
-            .collect();
+        let values =
+            self.sums.iter().zip(&self.counts).map(|(&s, &n)| if n == 0 { f64::NAN } else { s / n as f64 }).collect();
         Plane { width: self.width, height: self.height, values }
     }
 }

@@ -270,9 +270,11 @@ async fn scan_range(reader: &ArrayReader) -> Result<Window> {
     Ok(Window { lo, hi })
 }
 
-/// The overview levels of `reader` when its parent group is an OME-NGFF multiscales image
-/// holding it: the other datasets whose scale along the last two axes is the array's times
-/// a power of two, with the same leading extents; and the group's attributes.
+/// The overview levels of `reader`: those of its configured overview source (a pyramid
+/// written by `zarrd overviews`, `datasets.NAME.overviews`) when it has one, else, when its
+/// parent group is an OME-NGFF multiscales image holding it, the other datasets whose
+/// scale along the last two axes is the array's times a power of two, with the same
+/// leading extents; and the parent group's attributes.
 async fn multiscale_levels(
     catalog: &Catalog,
     dataset: &Dataset,
@@ -282,35 +284,83 @@ async fn multiscale_levels(
         Some((parent, name)) => (parent.to_owned(), name.to_owned()),
         None => (String::new(), reader.path.clone()),
     };
-    if reader.path.is_empty() {
-        return Ok((Vec::new(), None));
+    let group = if reader.path.is_empty() {
+        None
+    } else {
+        match catalog.node(dataset, &parent).await {
+            Ok(Node::Group(group)) => Some(group),
+            _ => None,
+        }
+    };
+    let attributes = group.as_ref().map(|g| Arc::new(g.attributes.clone()));
+    if let Some(overview) = dataset.overviews.get(&reader.path) {
+        return Ok((configured_levels(catalog, overview, reader).await, attributes));
     }
-    let Ok(Node::Group(group)) = catalog.node(dataset, &parent).await else {
+    let Some(group) = group else {
         return Ok((Vec::new(), None));
     };
-    let attrs = &group.attributes;
-    let multiscales = attrs
-        .get("multiscales")
-        .or_else(|| attrs.get("ome").and_then(|o| o.get("multiscales")))
-        .and_then(Value::as_array);
-    let Some(multiscale) = multiscales.and_then(|ms| {
+    let Some(multiscale) = multiscales_of(&group.attributes).and_then(|ms| {
         ms.iter().find(|m| datasets_of(m).iter().any(|d| d.get("path").and_then(Value::as_str) == Some(&name)))
     }) else {
-        return Ok((Vec::new(), Some(Arc::new(attrs.clone()))));
+        return Ok((Vec::new(), attributes));
     };
     let datasets = datasets_of(multiscale);
-    let scale_of = |d: &Value| -> Option<(f64, f64)> {
-        let t = d.get("coordinateTransformations")?.as_array()?;
-        let s = t.iter().find(|t| t.get("type").and_then(Value::as_str) == Some("scale"))?.get("scale")?.as_array()?;
-        let n = s.len();
-        (n >= 2).then(|| Some((s[n - 2].as_f64()?, s[n - 1].as_f64()?))).flatten()
-    };
     let base_doc = datasets.iter().find(|d| d.get("path").and_then(Value::as_str) == Some(&name));
-    let Some(base_scale) = base_doc.and_then(&scale_of) else {
-        return Ok((Vec::new(), Some(Arc::new(attrs.clone()))));
+    let Some(base_scale) = base_doc.and_then(scale_of) else {
+        return Ok((Vec::new(), attributes));
     };
+    Ok((levels_of(catalog, dataset, &parent, &datasets, base_scale, reader).await, attributes))
+}
+
+/// The reduced levels of a configured overview source: the datasets of its root group's
+/// first multiscale, scaled relative to the first (full-resolution) one. A source that
+/// cannot be read is logged and ignored, so images still render on the fly.
+async fn configured_levels(catalog: &Catalog, overview: &Dataset, reader: &ArrayReader) -> Vec<Level> {
+    let group = match catalog.node(overview, "").await {
+        Ok(Node::Group(group)) => group,
+        Ok(Node::Array(_)) => {
+            tracing::warn!(overviews = %overview.name, "the overview source is an array, not a multiscales group");
+            return Vec::new();
+        }
+        Err(e) => {
+            tracing::warn!(overviews = %overview.name, error = %e, "cannot read the overview source");
+            return Vec::new();
+        }
+    };
+    let Some(multiscale) = multiscales_of(&group.attributes).and_then(|ms| ms.first()) else {
+        tracing::warn!(overviews = %overview.name, "the overview source has no OME-NGFF multiscales");
+        return Vec::new();
+    };
+    let datasets = datasets_of(multiscale);
+    let Some(base_scale) = datasets.first().and_then(scale_of) else { return Vec::new() };
+    levels_of(catalog, overview, "", &datasets, base_scale, reader).await
+}
+
+/// `multiscales` of OME-NGFF 0.5 (under `ome`) or 0.4 (at the top).
+fn multiscales_of(attrs: &Map<String, Value>) -> Option<&Vec<Value>> {
+    attrs.get("multiscales").or_else(|| attrs.get("ome").and_then(|o| o.get("multiscales"))).and_then(Value::as_array)
+}
+
+/// The scale of a multiscales dataset along its last two axes.
+fn scale_of(d: &Value) -> Option<(f64, f64)> {
+    let t = d.get("coordinateTransformations")?.as_array()?;
+    let s = t.iter().find(|t| t.get("type").and_then(Value::as_str) == Some("scale"))?.get("scale")?.as_array()?;
+    let n = s.len();
+    (n >= 2).then(|| Some((s[n - 2].as_f64()?, s[n - 1].as_f64()?))).flatten()
+}
+
+/// The datasets (paths relative to `parent` in `dataset`) reducing `reader` by a power of
+/// two equally along the last two axes, with its leading extents and data type.
+async fn levels_of(
+    catalog: &Catalog,
+    dataset: &Dataset,
+    parent: &str,
+    datasets: &[Value],
+    base_scale: (f64, f64),
+    reader: &ArrayReader,
+) -> Vec<Level> {
     let mut levels = Vec::new();
-    for d in &datasets {
+    for d in datasets {
         let (Some(path), Some((sy, sx))) = (d.get("path").and_then(Value::as_str), scale_of(d)) else { continue };
         let (ry, rx) = (sy / base_scale.0, sx / base_scale.1);
         // Only levels reduced equally along both axes by a power of two are used.
@@ -332,7 +382,7 @@ async fn multiscale_levels(
     }
     levels.sort_by_key(|l| l.log2);
     levels.dedup_by_key(|l| l.log2);
-    Ok((levels, Some(Arc::new(attrs.clone()))))
+    levels
 }
 
 fn datasets_of(multiscale: &Value) -> Vec<Value> {

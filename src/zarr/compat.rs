@@ -252,7 +252,7 @@ fn dimension_names(meta: &ArrayMetadata) -> Option<Vec<Option<String>>> {
 /// The view's codecs: `bytes` (little endian; no configuration for one-byte types, as
 /// zarr-python writes it) and `zstd`; for text `vlen-utf8` and `zstd`, zarr-python 3's
 /// default chain of a `string` array.
-fn v3_codecs(data_type: DataType) -> Value {
+pub fn v3_codecs(data_type: DataType) -> Value {
     let bytes = if data_type.is_variable() {
         json!({"name": "vlen-utf8", "configuration": {}})
     } else if data_type.size() == 1 {
