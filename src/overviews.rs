@@ -38,7 +38,7 @@ use crate::iiif::render::Reducer;
 use crate::store::Store;
 use crate::zarr::compat::{Flavor, fill_json, v3_codecs};
 use crate::zarr::data_type::DataType;
-use crate::zarr::read::{ArrayReader, Decoded, ReadError};
+use crate::zarr::read::{ArrayReader, ReadError};
 use crate::zarr::selection::DimSelection;
 
 /// Inner chunks per shard along each of the last two dimensions.
@@ -379,7 +379,7 @@ async fn level_region(
                 )),
                 other => Error::from(other),
             })?;
-            let Decoded::Whole(data) = output.data else {
+            let Some(data) = output.data.into_bytes() else {
                 return Err(Error::Internal("an unstreamed read gave bands".into()));
             };
             match &mut reducer {
