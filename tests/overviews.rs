@@ -21,7 +21,6 @@ use zarrd::catalog::Catalog;
 use zarrd::config::Config;
 use zarrd::overviews::Options;
 use zarrd::store::Store;
-use zarrd::zarr::read::Decoded;
 use zarrd::zarr::selection::DimSelection;
 
 const U1: &str = "regular/u1_blosc"; // 100 x 100 uint8 in 32 x 32 chunks, fill 0
@@ -112,7 +111,7 @@ async fn read_level(catalog: &Catalog, path: &str) -> (Vec<u64>, Vec<f64>) {
     let reader = catalog.array(catalog.dataset("pyr").unwrap(), path).await.unwrap();
     let shape = reader.meta.shape.clone();
     let selection: Vec<DimSelection> = shape.iter().map(|&n| DimSelection::all(n)).collect();
-    let Decoded::Whole(data) = reader.read(&selection, 0, false).await.unwrap().data else { panic!("bands") };
+    let data = reader.read(&selection, 0, false).await.unwrap().data.into_bytes().expect("not streamed");
     let item = reader.meta.data_type.size();
     let values = data
         .chunks_exact(item)
