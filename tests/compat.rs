@@ -111,18 +111,7 @@ async fn rebuild(app: &Router, base: &str, descr: &str, v2: bool) -> (Vec<u8>, V
         assert_eq!(data.len() as u64, chunk_elems * item as u64, "{base}/{key}: a full chunk");
         // Copy the part inside the array, element by element.
         for e in 0..chunk_elems {
-            let mut rest = e;
-            let mut index = 0u64;
-            let mut stride = 1u64;
-            let mut inside = true;
-            for d in (0..chunk.len()).rev() {
-                let x = coords[d] * chunk[d] + rest % chunk[d];
-                rest /= chunk[d];
-                inside &= x < shape[d];
-                index += x * stride;
-                stride *= shape[d];
-            }
-            if inside {
+            if let Some(index) = array_index(&coords, &chunk, &shape, e) {
                 let (src, dst) = (e as usize * item, index as usize * item);
                 out[dst..dst + item].copy_from_slice(&data[src..src + item]);
             }
@@ -226,15 +215,7 @@ async fn rebuild_text(app: &Router, base: &str, v2: bool) -> (Vec<String>, Vec<V
         let chunk_elems: u64 = chunk.iter().product();
         assert_eq!(elements.len() as u64, chunk_elems, "{base}/{key}: a full chunk");
         for (e, text) in elements.into_iter().enumerate() {
-            let (mut rest, mut index, mut stride, mut inside) = (e as u64, 0u64, 1u64, true);
-            for d in (0..chunk.len()).rev() {
-                let x = coords[d] * chunk[d] + rest % chunk[d];
-                rest /= chunk[d];
-                inside &= x < shape[d];
-                index += x * stride;
-                stride *= shape[d];
-            }
-            if inside {
+            if let Some(index) = array_index(&coords, &chunk, &shape, e as u64) {
                 out[index as usize] = text;
             }
         }
@@ -557,4 +538,21 @@ impl HeadExt for Router {
             response.headers().get("content-length").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
         (response.status().as_u16(), length)
     }
+}
+
+/// The flat C-order index in an array of `shape` of element `e` (C order) of the chunk at
+/// `coords` of a regular grid of `chunk`; `None` for elements of a boundary chunk that lie
+/// past the array's edge.
+fn array_index(coords: &[u64], chunk: &[u64], shape: &[u64], e: u64) -> Option<u64> {
+    let (mut rest, mut index, mut stride) = (e, 0u64, 1u64);
+    for d in (0..chunk.len()).rev() {
+        let x = coords[d] * chunk[d] + rest % chunk[d];
+        if x >= shape[d] {
+            return None;
+        }
+        rest /= chunk[d];
+        index += x * stride;
+        stride *= shape[d];
+    }
+    Some(index)
 }
