@@ -19,17 +19,18 @@ where
 {
     let (tx, rx) = tokio::sync::oneshot::channel();
     rayon::spawn(move || {
-        let result = std::panic::catch_unwind(AssertUnwindSafe(work)).map_err(|panic| {
-            panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a CPU task panicked".to_owned())
-        });
+        let result = std::panic::catch_unwind(AssertUnwindSafe(work))
+            .map_err(|panic| panic_message(panic.as_ref()).unwrap_or_else(|| "a CPU task panicked".to_owned()));
         // The request may have gone away (client disconnected): nothing to tell then.
         let _ = tx.send(result);
     });
     rx.await.unwrap_or_else(|_| Err("a CPU task was dropped".to_owned()))
+}
+
+/// The message a panic was raised with, when it has one (`panic!("…")` gives a `&str` or a
+/// `String`).
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> Option<String> {
+    panic.downcast_ref::<&str>().map(|s| (*s).to_owned()).or_else(|| panic.downcast_ref::<String>().cloned())
 }
 
 #[cfg(test)]

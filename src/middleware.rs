@@ -96,9 +96,8 @@ impl Predicate for Compressible {
 /// connection survives.
 #[allow(clippy::needless_pass_by_value)] // the signature CatchPanicLayer::custom requires
 fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
-    let what =
-        panic.downcast_ref::<&str>().map(|s| (*s).to_owned()).or_else(|| panic.downcast_ref::<String>().cloned());
-    Error::Internal(format!("handler panicked: {}", what.unwrap_or_default())).into_response()
+    let what = crate::cpu::panic_message(panic.as_ref()).unwrap_or_default();
+    Error::Internal(format!("handler panicked: {what}")).into_response()
 }
 
 /// Errors produced outside the handlers (axum's extractor rejections such as a path that
