@@ -538,28 +538,31 @@ impl ArrayReader {
             return Ok(ReadOutput { data, reservation: Reservation::default(), versions });
         }
         if assembly.is_single_chunk() {
-            let assembly = Arc::new(assembly);
-            let job = Arc::clone(&assembly);
-            let chunk = match &assembly.jobs[0].source {
-                Source::Decoded(chunk) => Some(Arc::clone(chunk)),
-                _ => crate::cpu::run(move || elements_of(&job.meta, &job.jobs[0])).await.map_err(ReadError::Task)??,
-            };
-            if let Some(chunk) = chunk
-                && let Some(data) = chunk.data.clone()
-            {
-                if let Source::Encoded { cache_key: Some(key), .. } = &assembly.jobs[0].source {
-                    self.chunks.insert(key.clone(), chunk).await;
+            let Assembly { meta, mut jobs, .. } = assembly;
+            let job = jobs.swap_remove(0);
+            let (chunk, cache_key) = match job.source {
+                Source::Decoded(chunk) => (Some(chunk), None),
+                Source::Encoded { ref cache_key, .. } => {
+                    let cache_key = cache_key.clone();
+                    let chunk = crate::cpu::run(move || elements_of(&meta, &job)).await.map_err(ReadError::Task)??;
+                    (chunk, cache_key)
                 }
-                return Ok(ReadOutput { data: Decoded::Elements(data), reservation, versions });
+                Source::Fill => (None, None),
+            };
+            let Some((chunk, data)) = chunk.and_then(|c| c.data.clone().map(|data| (c, data))) else {
+                return Err(ReadError::Task("a single-chunk read decoded to nothing".into()));
+            };
+            if let Some(key) = cache_key {
+                self.chunks.insert(key, chunk).await;
             }
-            return Err(ReadError::Task("a single-chunk read decoded to nothing".into()));
+            return Ok(ReadOutput { data: Decoded::Elements(data), reservation, versions });
         }
         reservation.merge(self.budget.reserve(out_bytes.saturating_sub(assembly_estimate) as u64).await?);
         // Zeroed memory comes from the allocator untouched; every element is then written
         // exactly once, by its chunk or as fill.
         let data = vec![0u8; out_bytes];
         let (data, decoded) = if assembly.all_decoded() && out_bytes <= INLINE_COPY_MAX {
-            // Cached tiles: a small copy is cheaper here than a hop to the blocking pool.
+            // Cached chunks: a small copy is cheaper here than a hop to rayon.
             assembly.whole(data, reserve)?
         } else {
             crate::cpu::run(move || assembly.whole(data, reserve)).await.map_err(ReadError::Task)??
