@@ -62,12 +62,7 @@ fn fill_bytes(fill: &Value, descr: &str) -> Vec<u8> {
 /// each decoded with the zstd crate and placed by the regular grid. Returns the elements
 /// and the chunk bodies by key.
 async fn rebuild(app: &Router, base: &str, descr: &str, v2: bool) -> (Vec<u8>, Vec<(String, Vec<u8>)>) {
-    let doc_key = if v2 { ".zarray" } else { "zarr.json" };
-    let reply = get(app, &format!("{base}/{doc_key}")).await;
-    assert_eq!(reply.status, 200, "{base}: {}", reply.describe());
-    let doc = reply.json();
-    let shape = u64s(&doc["shape"]);
-    let chunk = if v2 { u64s(&doc["chunks"]) } else { u64s(&doc["chunk_grid"]["configuration"]["chunk_shape"]) };
+    let (doc, shape, chunk) = view_doc(app, base, v2).await;
     if v2 {
         assert_eq!(doc["compressor"]["id"], "zstd", "{base}");
         assert_eq!(doc["dimension_separator"], "/");
@@ -81,25 +76,8 @@ async fn rebuild(app: &Router, base: &str, descr: &str, v2: bool) -> (Vec<u8>, V
     let fill = fill_bytes(&doc["fill_value"], descr);
     let n: u64 = shape.iter().product();
     let mut out = fill.repeat(n as usize);
-    let grid: Vec<u64> = shape.iter().zip(&chunk).map(|(s, c)| s.div_ceil(*c)).collect();
-    let count: u64 = grid.iter().product();
     let mut bodies = Vec::new();
-    for flat in 0..count {
-        let mut coords = vec![0u64; grid.len()];
-        let mut rest = flat;
-        for d in (0..grid.len()).rev() {
-            coords[d] = rest % grid[d];
-            rest /= grid[d];
-        }
-        let key = if v2 {
-            if coords.is_empty() {
-                "0".to_owned()
-            } else {
-                coords.iter().map(u64::to_string).collect::<Vec<_>>().join("/")
-            }
-        } else {
-            std::iter::once("c".to_owned()).chain(coords.iter().map(u64::to_string)).collect::<Vec<_>>().join("/")
-        };
+    for (coords, key) in view_chunk_keys(&shape, &chunk, v2) {
         let reply = get(app, &format!("{base}/{key}")).await;
         if reply.status == 404 {
             reply.assert_problem(404);
@@ -163,12 +141,7 @@ fn parse_vlen(frame: &[u8]) -> Vec<String> {
 /// the fill value). Returns the elements in C order, the chunk bodies and how many chunks
 /// were missing.
 async fn rebuild_text(app: &Router, base: &str, v2: bool) -> (Vec<String>, Vec<Vec<u8>>, usize) {
-    let doc_key = if v2 { ".zarray" } else { "zarr.json" };
-    let reply = get(app, &format!("{base}/{doc_key}")).await;
-    assert_eq!(reply.status, 200, "{base}: {}", reply.describe());
-    let doc = reply.json();
-    let shape = u64s(&doc["shape"]);
-    let chunk = if v2 { u64s(&doc["chunks"]) } else { u64s(&doc["chunk_grid"]["configuration"]["chunk_shape"]) };
+    let (doc, shape, chunk) = view_doc(app, base, v2).await;
     if v2 {
         // What numcodecs writes for object strings.
         assert_eq!(doc["dtype"], "|O", "{base}");
@@ -189,21 +162,8 @@ async fn rebuild_text(app: &Router, base: &str, v2: bool) -> (Vec<String>, Vec<V
     let fill = doc["fill_value"].as_str().unwrap().to_owned();
     let n: u64 = shape.iter().product();
     let mut out = vec![fill; n as usize];
-    let grid: Vec<u64> = shape.iter().zip(&chunk).map(|(s, c)| s.div_ceil(*c)).collect();
     let (mut bodies, mut missing) = (Vec::new(), 0);
-    for flat in 0..grid.iter().product::<u64>() {
-        let mut coords = vec![0u64; grid.len()];
-        let mut rest = flat;
-        for d in (0..grid.len()).rev() {
-            coords[d] = rest % grid[d];
-            rest /= grid[d];
-        }
-        let indices: Vec<String> = coords.iter().map(u64::to_string).collect();
-        let key = match (v2, indices.is_empty()) {
-            (true, true) => "0".to_owned(),
-            (true, false) => indices.join("/"),
-            (false, _) => std::iter::once("c".to_owned()).chain(indices).collect::<Vec<_>>().join("/"),
-        };
+    for (coords, key) in view_chunk_keys(&shape, &chunk, v2) {
         let reply = get(app, &format!("{base}/{key}")).await;
         if reply.status == 404 {
             reply.assert_problem(404);
@@ -555,4 +515,34 @@ fn array_index(coords: &[u64], chunk: &[u64], shape: &[u64], e: u64) -> Option<u
         stride *= shape[d];
     }
     Some(index)
+}
+
+/// A view's array metadata document (`.zarray` or `zarr.json`), with its shape and its
+/// regular chunk shape.
+async fn view_doc(app: &Router, base: &str, v2: bool) -> (Value, Vec<u64>, Vec<u64>) {
+    let doc_key = if v2 { ".zarray" } else { "zarr.json" };
+    let reply = get(app, &format!("{base}/{doc_key}")).await;
+    assert_eq!(reply.status, 200, "{base}: {}", reply.describe());
+    let doc = reply.json();
+    let shape = u64s(&doc["shape"]);
+    let chunk = if v2 { u64s(&doc["chunks"]) } else { u64s(&doc["chunk_grid"]["configuration"]["chunk_shape"]) };
+    (doc, shape, chunk)
+}
+
+/// Every chunk of a view's regular grid in C order, with its key: v2 `i/j` (`0` for a 0-d
+/// array), v3 `c/i/j`.
+fn view_chunk_keys(shape: &[u64], chunk: &[u64], v2: bool) -> Vec<(Vec<u64>, String)> {
+    let grid: Vec<u64> = shape.iter().zip(chunk).map(|(s, c)| s.div_ceil(*c)).collect();
+    (0..grid.iter().product::<u64>())
+        .map(|flat| {
+            let coords = common::unravel(flat, &grid);
+            let indices: Vec<String> = coords.iter().map(u64::to_string).collect();
+            let key = match (v2, indices.is_empty()) {
+                (true, true) => "0".to_owned(),
+                (true, false) => indices.join("/"),
+                (false, _) => std::iter::once("c".to_owned()).chain(indices).collect::<Vec<_>>().join("/"),
+            };
+            (coords, key)
+        })
+        .collect()
 }

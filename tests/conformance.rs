@@ -376,12 +376,7 @@ async fn check_text_inner_chunks(app: &Router, set: &str, path: &str, want: &Npy
     let count: u64 = grid.iter().product();
     let (mut found, mut absent) = (0, 0);
     for flat in 0..count {
-        let mut coords = vec![0u64; grid.len()];
-        let mut rest = flat;
-        for d in (0..grid.len()).rev() {
-            coords[d] = rest % grid[d];
-            rest /= grid[d];
-        }
+        let coords = common::unravel(flat, &grid);
         let origin: Vec<u64> = coords.iter().zip(&inner).map(|(c, e)| c * e).collect();
         let shape: Vec<u64> = origin.iter().zip(&inner).zip(&want.shape).map(|((o, e), n)| (*e).min(n - o)).collect();
         let n: u64 = shape.iter().product();

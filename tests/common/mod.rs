@@ -247,6 +247,17 @@ pub fn expected(dir: &Path, path: &str) -> Npy {
     parse_npy(&std::fs::read(file).unwrap())
 }
 
+/// The coordinates of the `flat`-th cell (C order) of a grid of `grid` cells per dimension.
+pub fn unravel(flat: u64, grid: &[u64]) -> Vec<u64> {
+    let mut coords = vec![0u64; grid.len()];
+    let mut rest = flat;
+    for d in (0..grid.len()).rev() {
+        coords[d] = rest % grid[d];
+        rest /= grid[d];
+    }
+    coords
+}
+
 /// The elements of `full` at flat `indices`.
 pub fn gather(full: &Npy, indices: &[u64]) -> Vec<u8> {
     let item = full.item();
