@@ -7,9 +7,15 @@
 //! Keys that cannot name a file (a component over `NAME_MAX`, a path through a regular
 //! file, a symlink loop) are "not found" too, never a backend failure.
 //!
-//! The check and the open are two system calls, so a symlink swapped in between could
-//! still be followed; that needs write access to the dataset directory, which is already
-//! full control over what zarrd serves.
+//! Range reads (every chunk and shard read) are confined by the kernel: `openat2` with
+//! `RESOLVE_BENEATH` on the root opened once ([`beneath`]), one system call with no window
+//! between check and open. Other calls (whole objects, heads, listings), keys with unusual
+//! characters and paths through absolute symlinks resolve the path with `realpath` first;
+//! there the check and the open are two system calls, so a symlink swapped in between
+//! could still be followed — that needs write access to the dataset directory, which is
+//! already full control over what zarrd serves.
+
+mod beneath;
 
 use std::io::ErrorKind;
 use std::ops::Range;
@@ -19,6 +25,8 @@ use bytes::Bytes;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use object_store::local::LocalFileSystem;
+
+use beneath::{Dir, Wait};
 use object_store::path::Path;
 use object_store::{
     Attributes, CopyOptions, Extensions, GetOptions, GetRange, GetResult, GetResultPayload, ListResult,
@@ -33,6 +41,8 @@ pub struct ContainedFs {
     inner: Arc<LocalFileSystem>,
     /// The dataset directory, canonical (symlinks in the configured path itself resolved).
     root: Arc<std::path::Path>,
+    /// The same directory held open for kernel-confined opens, where `openat2` exists.
+    dir: Option<Arc<Dir>>,
 }
 
 impl std::fmt::Display for ContainedFs {
@@ -50,7 +60,8 @@ impl ContainedFs {
     pub fn new(root: &std::path::Path) -> std::io::Result<Self> {
         let root = std::fs::canonicalize(root)?;
         let inner = LocalFileSystem::new_with_prefix(&root).map_err(std::io::Error::other)?;
-        Ok(Self { inner: Arc::new(inner), root: root.into() })
+        let dir = Dir::open(&root).map(Arc::new);
+        Ok(Self { inner: Arc::new(inner), root: root.into(), dir })
     }
 
     /// Fails with "not found" unless `location` resolves to a path inside the root.
@@ -59,60 +70,124 @@ impl ContainedFs {
         check_in(&self.inner, &self.root, location)
     }
 
+    /// Another handle on the same directory (for listing streams that outlive `&self`).
+    fn handle(&self) -> Self {
+        Self { inner: Arc::clone(&self.inner), root: Arc::clone(&self.root), dir: self.dir.clone() }
+    }
+
     fn contained(&self, location: &Path) -> bool {
         self.check(location).is_ok()
     }
 
-    /// A bounded range of at most [`EAGER_MAX`] bytes, read in one blocking task: the
-    /// containment check, open, `fstat` (`ETag`, preconditions) and `pread` together.
-    /// `LocalFileSystem` takes two blocking-pool hops for the same (open and stat, then
-    /// the read), each a thread wake-up that costs as much as reading a tile's bytes from
-    /// the page cache. `None` when the range is not within the file (the general path
-    /// then reports it as `LocalFileSystem` does).
+    /// A bounded range of at most [`EAGER_MAX`] bytes, opened and read in one go: from
+    /// the page cache right here when it is there and the range is small (no thread
+    /// hand-off at all), else in one blocking task — containment, open, `fstat` (`ETag`,
+    /// preconditions) and `pread` together. `LocalFileSystem` takes two blocking-pool hops
+    /// for the same (open and stat, then the read), each a thread wake-up that costs as
+    /// much as reading a tile's bytes from the page cache. `None` when the range is not
+    /// within the file (the general path then reports it as `LocalFileSystem` does).
     async fn get_range_eagerly(
         &self,
         location: &Path,
         options: GetOptions,
         range: Range<u64>,
     ) -> Result<Option<GetResult>> {
+        let mut confined = self.dir.is_some();
+        if let Some(dir) = &self.dir
+            && range.end - range.start <= INLINE_MAX
+        {
+            match confined_read(dir, location, &options, range.clone(), Wait::No) {
+                Confined::Read(result) => return result,
+                Confined::WouldBlock => {}
+                Confined::Unconfined => confined = false,
+            }
+        }
         let (inner, root, location) = (Arc::clone(&self.inner), Arc::clone(&self.root), location.clone());
+        let dir = if confined { self.dir.clone() } else { None };
         let read = tokio::task::spawn_blocking(move || {
+            if let Some(dir) = &dir {
+                match confined_read(dir, &location, &options, range.clone(), Wait::Yes) {
+                    Confined::Read(result) => return result,
+                    Confined::WouldBlock | Confined::Unconfined => {}
+                }
+            }
             check_in(&inner, &root, &location)?;
             let path = inner.path_to_filesystem(&location)?;
             let file = std::fs::File::open(&path).map_err(|e| io_error(&location, e))?;
-            let metadata = file.metadata().map_err(|e| io_error(&location, e))?;
-            if metadata.is_dir() {
-                return Err(not_found(&location, "is a directory"));
-            }
-            if range.end > metadata.len() {
-                return Ok(None);
-            }
-            let meta = object_meta(location.clone(), &metadata);
-            options.check_preconditions(&meta)?;
-            // Read into spare capacity (no zeroing of a buffer about to be overwritten).
-            let len = range.end - range.start;
-            let mut buf = Vec::with_capacity(len as usize);
-            let mut file = file;
-            std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(range.start))
-                .map_err(|e| io_error(&location, e))?;
-            std::io::Read::read_to_end(&mut std::io::Read::take(file, len), &mut buf)
-                .map_err(|e| io_error(&location, e))?;
-            if buf.len() as u64 != len {
-                let short = std::io::Error::new(ErrorKind::UnexpectedEof, "the file shrank while it was read");
-                return Err(io_error(&location, short));
-            }
-            let bytes = Bytes::from(buf);
-            Ok(Some(GetResult {
-                payload: GetResultPayload::Stream(futures::stream::once(async move { Ok(bytes) }).boxed()),
-                attributes: Attributes::default(),
-                range,
-                meta,
-                extensions: Extensions::default(),
-            }))
+            read_opened(file, &location, &options, range, Wait::Yes).map_err(|e| io_error(&location, e))?
         });
         read.await.map_err(|e| object_store::Error::Generic { store: "ContainedFs", source: Box::new(e) })?
     }
 }
+
+/// What a read through the kernel-confined directory came to.
+enum Confined {
+    Read(Result<Option<GetResult>>),
+    /// Part of it is not in the kernel's caches: read again, allowed to wait.
+    WouldBlock,
+    /// An unusual key, or a path the kernel would not resolve beneath the root (an
+    /// absolute symlink, or one leading out): the `realpath` check decides.
+    Unconfined,
+}
+
+fn confined_read(dir: &Dir, location: &Path, options: &GetOptions, range: Range<u64>, wait: Wait) -> Confined {
+    let Some(relative) = plain_file_path(location) else { return Confined::Unconfined };
+    let file = match dir.open_file(relative, wait) {
+        Ok(file) => file,
+        Err(e) if e.kind() == ErrorKind::WouldBlock => return Confined::WouldBlock,
+        Err(e) if e.raw_os_error() == Some(beneath::ESCAPES) => return Confined::Unconfined,
+        Err(e) => return Confined::Read(Err(io_error(location, e))),
+    };
+    match read_opened(file, location, options, range, wait) {
+        Ok(result) => Confined::Read(result),
+        Err(e) if e.kind() == ErrorKind::WouldBlock => Confined::WouldBlock,
+        Err(e) => Confined::Read(Err(io_error(location, e))),
+    }
+}
+
+/// The file path of `location` relative to the root when it is made of the characters
+/// Zarr keys use (ASCII letters, digits, `.`, `_`, `-`, separated by `/`): for those,
+/// `LocalFileSystem`'s URL-based mapping is the identity. Anything else (percent-encoded
+/// parts, `#`) takes the general path, so both map keys to the same files.
+fn plain_file_path(location: &Path) -> Option<&str> {
+    let key = location.as_ref();
+    let plain = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'/');
+    (!key.is_empty() && key.bytes().all(plain)).then_some(key)
+}
+
+/// `fstat`, preconditions and the read of an opened file. The outer `io::Result` is the
+/// file system's answer (including "would block"); the inner one the store's verdict.
+fn read_opened(
+    file: std::fs::File,
+    location: &Path,
+    options: &GetOptions,
+    range: Range<u64>,
+    wait: Wait,
+) -> std::io::Result<Result<Option<GetResult>>> {
+    let metadata = file.metadata()?;
+    if metadata.is_dir() {
+        return Ok(Err(not_found(location, "is a directory")));
+    }
+    if range.end > metadata.len() {
+        return Ok(Ok(None));
+    }
+    let meta = object_meta(location.clone(), &metadata);
+    if let Err(e) = options.check_preconditions(&meta) {
+        return Ok(Err(e));
+    }
+    let bytes = Bytes::from(beneath::read_at(&file, range.start, (range.end - range.start) as usize, wait)?);
+    Ok(Ok(Some(GetResult {
+        payload: GetResultPayload::Stream(futures::stream::once(async move { Ok(bytes) }).boxed()),
+        attributes: Attributes::default(),
+        range,
+        meta,
+        extensions: Extensions::default(),
+    })))
+}
+
+/// Ranges up to this size are read from the page cache on the requesting task when they
+/// are there: a copy of at most this much (tens of µs) is less than a thread hand-off.
+const INLINE_MAX: u64 = 1 << 20;
 
 /// Bounded ranges up to this size are read by [`ContainedFs::get_range_eagerly`]; larger
 /// ones (whole objects streamed by `/zarr`) go through `LocalFileSystem`, which streams them.
@@ -206,7 +281,7 @@ impl ObjectStore for ContainedFs {
     }
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
-        let this = Self { inner: Arc::clone(&self.inner), root: Arc::clone(&self.root) };
+        let this = self.handle();
         self.inner
             .list(prefix)
             .filter(move |m| std::future::ready(m.as_ref().map_or(true, |m| this.contained(&m.location))))
@@ -214,7 +289,7 @@ impl ObjectStore for ContainedFs {
     }
 
     fn list_with_offset(&self, prefix: Option<&Path>, offset: &Path) -> BoxStream<'static, Result<ObjectMeta>> {
-        let this = Self { inner: Arc::clone(&self.inner), root: Arc::clone(&self.root) };
+        let this = self.handle();
         self.inner
             .list_with_offset(prefix, offset)
             .filter(move |m| std::future::ready(m.as_ref().map_or(true, |m| this.contained(&m.location))))
@@ -275,10 +350,23 @@ mod tests {
         assert_eq!(names, ["zarr.json"]);
         let all: Vec<ObjectMeta> = fs.list(None).map(|m| m.unwrap()).collect().await;
         assert!(all.iter().all(|m| !m.location.as_ref().contains("secret")), "{all:?}");
-        // The one-hop range read refuses escaping links too.
+        // Range reads (kernel-confined, with the realpath check for absolute links) refuse
+        // escaping links too, by absolute or relative symlinks, and follow those inside.
+        std::os::unix::fs::symlink("../inside", root.path().join("inside/relative-in")).unwrap();
+        // Both temporary directories are in the same parent.
+        let outside_name = outside.path().file_name().unwrap().to_str().unwrap();
+        let escape = format!("../../{outside_name}/secret");
+        std::os::unix::fs::symlink(escape, root.path().join("inside/relative-out")).unwrap();
+        assert_eq!(std::fs::read(root.path().join("inside/relative-out")).unwrap(), b"secret");
         let ranged = GetOptions { range: Some(GetRange::Bounded(0..2)), ..GetOptions::default() };
-        let err = fs.get_opts(&Path::from("filelink"), ranged).await.unwrap_err();
-        assert!(matches!(err, object_store::Error::NotFound { .. }), "{err}");
+        for escaping in ["filelink", "outlink/secret", "inside/relative-out"] {
+            let err = fs.get_opts(&Path::from(escaping), ranged.clone()).await.unwrap_err();
+            assert!(matches!(err, object_store::Error::NotFound { .. }), "{escaping}: {err}");
+        }
+        for inside in ["inlink/data", "inside/relative-in/data", "inside/data"] {
+            let read = fs.get_opts(&Path::from(inside), ranged.clone()).await.unwrap();
+            assert_eq!(read.bytes().await.unwrap().as_ref(), b"ok", "{inside}");
+        }
     }
 
     #[tokio::test]
