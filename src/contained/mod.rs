@@ -114,7 +114,7 @@ impl ContainedFs {
             check_in(&inner, &root, &location)?;
             let path = inner.path_to_filesystem(&location)?;
             let file = std::fs::File::open(&path).map_err(|e| io_error(&location, e))?;
-            read_opened(file, &location, &options, range, Wait::Yes).map_err(|e| io_error(&location, e))?
+            read_opened(&file, &location, &options, range, Wait::Yes).map_err(|e| io_error(&location, e))?
         });
         read.await.map_err(|e| object_store::Error::Generic { store: "ContainedFs", source: Box::new(e) })?
     }
@@ -138,7 +138,7 @@ fn confined_read(dir: &Dir, location: &Path, options: &GetOptions, range: Range<
         Err(e) if e.raw_os_error() == Some(beneath::ESCAPES) => return Confined::Unconfined,
         Err(e) => return Confined::Read(Err(io_error(location, e))),
     };
-    match read_opened(file, location, options, range, wait) {
+    match read_opened(&file, location, options, range, wait) {
         Ok(result) => Confined::Read(result),
         Err(e) if e.kind() == ErrorKind::WouldBlock => Confined::WouldBlock,
         Err(e) => Confined::Read(Err(io_error(location, e))),
@@ -158,7 +158,7 @@ fn plain_file_path(location: &Path) -> Option<&str> {
 /// `fstat`, preconditions and the read of an opened file. The outer `io::Result` is the
 /// file system's answer (including "would block"); the inner one the store's verdict.
 fn read_opened(
-    file: std::fs::File,
+    file: &std::fs::File,
     location: &Path,
     options: &GetOptions,
     range: Range<u64>,
@@ -175,7 +175,7 @@ fn read_opened(
     if let Err(e) = options.check_preconditions(&meta) {
         return Ok(Err(e));
     }
-    let bytes = Bytes::from(beneath::read_at(&file, range.start, (range.end - range.start) as usize, wait)?);
+    let bytes = Bytes::from(beneath::read_at(file, range.start, (range.end - range.start) as usize, wait)?);
     Ok(Ok(Some(GetResult {
         payload: GetResultPayload::Stream(futures::stream::once(async move { Ok(bytes) }).boxed()),
         attributes: Attributes::default(),
