@@ -11,6 +11,7 @@ pub mod contained;
 pub mod cpu;
 pub mod error;
 pub mod health;
+pub mod logbuf;
 
 pub mod iiif;
 pub mod metrics;

@@ -83,9 +83,15 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // Logs go through a background writer so request handling never waits on stdout;
-    // the guard flushes them at exit.
-    let _log_guard = init_logging(&config);
+    // Logs are written out in batches by a background thread (`logbuf`), so request
+    // handling never waits on stdout; the guard writes out the rest at exit.
+    let _log_guard = match init_logging(&config) {
+        Ok(guard) => guard,
+        Err(e) => {
+            eprintln!("zarrd: cannot start the log writer: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let catalog = match Catalog::from_config(&config) {
         Ok(c) => c,
         Err(e) => {
@@ -156,9 +162,9 @@ fn overviews(config: Option<&std::path::Path>, dataset: &str, array: &str, out: 
     }
 }
 
-fn init_logging(config: &Config) -> tracing_appender::non_blocking::WorkerGuard {
+fn init_logging(config: &Config) -> std::io::Result<zarrd::logbuf::Guard> {
     let filter = EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new(&config.log.level));
-    let (writer, guard) = tracing_appender::non_blocking(std::io::stdout());
+    let (writer, guard) = zarrd::logbuf::spawn(std::io::stdout(), zarrd::logbuf::MAX_BUFFERED)?;
     // Colour codes only for a person at a terminal: under docker, Kubernetes or systemd
     // stdout is a pipe or file and the codes would litter the collected logs. NO_COLOR
     // (no-color.org) turns them off at a terminal too.
@@ -169,7 +175,7 @@ fn init_logging(config: &Config) -> tracing_appender::non_blocking::WorkerGuard 
     } else {
         builder.init();
     }
-    guard
+    Ok(guard)
 }
 
 async fn serve(state: AppState) -> std::io::Result<()> {
