@@ -137,6 +137,12 @@ struct DecodeJob {
 /// Results up to this size are assembled on the async task when no decoding is needed.
 const INLINE_COPY_MAX: usize = 4 << 20;
 
+/// A single chunk of at most this many decoded bytes, with a chain that decodes at
+/// hundreds of MB/s ([`CodecChain::decodes_fast`]), is decoded on the async task: at most
+/// about a quarter of a millisecond, less than the two thread wake-ups of handing it to
+/// rayon and back cost a cold tile in CPU and latency (BENCHMARKS.md).
+const INLINE_DECODE_MAX: usize = 256 << 10;
+
 /// Outputs at least this large are streamed band by band when the caller allows it.
 pub const STREAM_MIN_BYTES: usize = 4 << 20;
 
@@ -499,7 +505,11 @@ impl ArrayReader {
         // bands in flight, estimated as one row of read chunks each). Fetched bytes are
         // reserved as each read learns its length; an underestimated band is topped up.
         let decode_bytes = u128::from(self.decode_unit_bytes()) * concurrent_decodes;
-        let in_flight = rayon::current_num_threads() + 1;
+        // Bands are handed over in order and a new one starts only when the oldest is
+        // taken, so with one per core (+1) a core idles whenever a band waits for the
+        // socket; two per core keep both decoding and sending busy (the large-slice
+        // benchmark: 4 % more throughput on 2 cores), for a few more MiB reserved.
+        let in_flight = 2 * rayon::current_num_threads() + 2;
         let streams = stream && out_bytes >= STREAM_MIN_BYTES;
         let assembly_estimate = if streams { self.band_estimate(&layout) * in_flight } else { out_bytes };
         let upfront = decode_bytes + assembly_estimate as u128;
@@ -542,9 +552,14 @@ impl ArrayReader {
             let job = jobs.swap_remove(0);
             let (chunk, cache_key) = match job.source {
                 Source::Decoded(chunk) => (Some(chunk), None),
-                Source::Encoded { ref cache_key, .. } => {
+                Source::Encoded { ref cache_key, ref chain, .. } => {
                     let cache_key = cache_key.clone();
-                    let chunk = crate::cpu::run(move || elements_of(&meta, &job)).await.map_err(ReadError::Task)??;
+                    let decoded_bytes = job.shape.iter().product::<u64>() as usize * meta.data_type.size();
+                    let chunk = if decoded_bytes <= INLINE_DECODE_MAX && chain.decodes_fast() {
+                        elements_of(&meta, &job)?
+                    } else {
+                        crate::cpu::run(move || elements_of(&meta, &job)).await.map_err(ReadError::Task)??
+                    };
                     (chunk, cache_key)
                 }
                 Source::Fill => (None, None),

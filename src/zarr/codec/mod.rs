@@ -204,6 +204,25 @@ pub struct CodecChain {
 }
 
 impl CodecChain {
+    /// Whether every codec decodes at hundreds of MB/s or more, so a small chunk may be
+    /// decoded without leaving the async task. Not gzip, zlib, bz2 or lzma (tens of MB/s),
+    /// not blosc (its inner compressor may be zlib), not nested sharding.
+    pub fn decodes_fast(&self) -> bool {
+        matches!(self.array_to_bytes, ArrayToBytes::Bytes(_))
+            && self.bytes_to_bytes.iter().all(|codec| {
+                matches!(
+                    codec,
+                    BytesToBytes::Zstd
+                        | BytesToBytes::Crc32c
+                        | BytesToBytes::Lz4
+                        | BytesToBytes::Shuffle { .. }
+                        | BytesToBytes::Delta(_)
+                        | BytesToBytes::FixedScaleOffset(_)
+                        | BytesToBytes::AsType(_)
+                )
+            })
+    }
+
     /// Parses a codec list for chunks of `rank` dimensions holding `data_type`.
     /// `chunk_edges` lists, per dimension, every distinct chunk edge this chain will see,
     /// so that sharding can check its inner chunks divide them.
@@ -518,6 +537,24 @@ mod tests {
         assert!(matches!(unknown, MetadataError::Unsupported(ref s) if s.contains("bitround")), "{unknown}");
         let skipped = parse(json!([{"name": "bytes"}, {"name": "bitround", "must_understand": false}])).unwrap();
         assert!(skipped.bytes_to_bytes.is_empty());
+    }
+
+    #[test]
+    fn only_fast_codecs_decode_on_the_async_task() {
+        let edges = vec![vec![4]];
+        let fast = |v: Value| CodecChain::from_json(&v, DataType::Int32, &edges, "codecs").unwrap().decodes_fast();
+        let bytes = json!({"name": "bytes", "configuration": {"endian": "little"}});
+        assert!(fast(json!([bytes, {"name": "zstd", "configuration": {"level": 3}}, "crc32c"])));
+        assert!(fast(json!([{"name": "transpose", "configuration": {"order": [0]}}, bytes])));
+        for slow in [
+            json!({"name": "gzip", "configuration": {"level": 5}}),
+            json!({"name": "blosc", "configuration": {"cname": "zlib", "clevel": 5, "shuffle": "noshuffle", "typesize": 4, "blocksize": 0}}),
+        ] {
+            assert!(!fast(json!([bytes, {"name": "zstd", "configuration": {"level": 3}}, slow])), "{slow}");
+        }
+        let sharded = json!([{"name": "sharding_indexed", "configuration": {
+            "chunk_shape": [2], "codecs": [bytes], "index_codecs": [bytes, "crc32c"]}}]);
+        assert!(!fast(sharded));
     }
 
     #[test]
