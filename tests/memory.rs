@@ -62,6 +62,83 @@ async fn store() -> (Store, std::sync::Arc<InMemory>) {
     (Store::new(mem.clone(), Path::default()), mem)
 }
 
+/// `sharded`: the same 2048 x 1024 u32 values in 16 shards of 128 full rows, each holding
+/// 4 inner chunks of 32 rows (`bytes`), index at the end (`bytes` + `crc32c`), written by
+/// hand from the sharding spec.
+async fn put_sharded(mem: &InMemory) {
+    let doc = serde_json::json!({
+        "zarr_format": 3, "node_type": "array", "shape": [ROWS, COLS], "data_type": "uint32",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [CHUNK_ROWS, COLS]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "sharding_indexed", "configuration": {
+            "chunk_shape": [CHUNK_ROWS / 4, COLS],
+            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
+            "index_location": "end"}}]
+    });
+    mem.put(&Path::from("sharded/zarr.json"), doc.to_string().into_bytes().into()).await.unwrap();
+    for s in 0..ROWS / CHUNK_ROWS {
+        mem.put(&Path::from(format!("sharded/c/{s}/0")), shard(s, 0).into()).await.unwrap();
+    }
+}
+
+/// Shard `s` of `sharded`, its values offset by `delta`.
+fn shard(s: u64, delta: u32) -> Vec<u8> {
+    let (mut data, mut index) = (Vec::new(), Vec::new());
+    for inner in 0..4 {
+        let first = s * CHUNK_ROWS + inner * CHUNK_ROWS / 4;
+        let chunk: Vec<u8> = (first..first + CHUNK_ROWS / 4)
+            .flat_map(|i| (0..COLS).flat_map(move |j| (value(i, j) + delta).to_le_bytes()))
+            .collect();
+        index.extend((data.len() as u64).to_le_bytes());
+        index.extend((chunk.len() as u64).to_le_bytes());
+        data.extend(chunk);
+    }
+    let crc = crc32c::crc32c(&index);
+    data.extend(index);
+    data.extend(crc.to_le_bytes());
+    data
+}
+
+#[tokio::test]
+async fn sharded_streams_fetch_rows_of_shards_as_they_go() {
+    let (store, mem) = store().await;
+    put_sharded(&mem).await;
+    let app = app_with(vec![("m", store)], config("[cache]\nchunk_bytes = 0"));
+    let want: Vec<u8> = (0..ROWS).flat_map(|i| (0..COLS).flat_map(move |j| value(i, j).to_le_bytes())).collect();
+    let response = send(&app, "/v1/slice/m/sharded?format=bin").await;
+    assert_eq!(response.status(), 200);
+    let etag = response.headers()["etag"].clone();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    assert!(body.as_ref() == want.as_slice(), "streamed sharded read differs");
+    // The last row of shards is read only once the bands before it are on their way:
+    // rewritten after the response has started, it ends the body with an error instead of
+    // being served under the validators of the version announced (or mixed with it).
+    let response = send(&app, "/v1/slice/m/sharded?format=bin").await;
+    assert_eq!((response.status().as_u16(), &response.headers()["etag"]), (200, &etag));
+    let mut body = response.into_body();
+    let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
+    assert!(first.len() < want.len() / 4, "{} bytes in the first frame", first.len());
+    mem.put(&Path::from("sharded/c/15/0"), shard(15, 1).into()).await.unwrap();
+    let mut received = first.len();
+    let error = loop {
+        match body.frame().await {
+            Some(Ok(frame)) => received += frame.into_data().map_or(0, |d| d.len()),
+            Some(Err(e)) => break e,
+            None => panic!("the body ended normally after {received} bytes: the last shard was read up front"),
+        }
+    };
+    assert!(received < want.len(), "{received}");
+    assert!(error.to_string().contains("sharded/c/15/0") && error.to_string().contains("changed"), "{error}");
+    // The next request reads (and announces) the new version.
+    let response = send(&app, "/v1/slice/m/sharded?s=1920:2048&format=bin").await;
+    assert_ne!(response.headers()["etag"], etag);
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let want_new: Vec<u8> =
+        (1920..ROWS).flat_map(|i| (0..COLS).flat_map(move |j| (value(i, j) + 1).to_le_bytes())).collect();
+    assert!(body.as_ref() == want_new.as_slice());
+}
+
 async fn send(app: &axum::Router, uri: &str) -> axum::response::Response {
     app.clone().oneshot(axum::http::Request::get(uri).body(Body::empty()).unwrap()).await.unwrap()
 }

@@ -359,6 +359,16 @@ impl Assembly {
     }
 }
 
+/// Bands to assemble, and the memory held for them (their fetched bytes) until the last
+/// one is done.
+struct Group {
+    assembly: Assembly,
+    _reservation: Reservation,
+}
+
+/// Rows of shards a pipelined read fetches ahead of the one being decoded.
+const PREFETCH_ROWS: usize = 2;
+
 /// The memory one read has reserved while fetching, from concurrent fetches.
 type Ledger = std::sync::Mutex<Reservation>;
 
@@ -373,6 +383,7 @@ const SINGLE_FLIGHT_MAX: usize = 4;
 
 /// The shape of the output (full rank: dropped dimensions have length 1) and the steps
 /// of the selection.
+#[derive(Clone)]
 struct Layout {
     shape: Vec<u64>,
     steps: Vec<u64>,
@@ -514,6 +525,9 @@ impl ArrayReader {
         let assembly_estimate = if streams { self.band_estimate(&layout) * in_flight } else { out_bytes };
         let upfront = decode_bytes + assembly_estimate as u128;
         let mut reservation = self.budget.reserve(u64::try_from(upfront).unwrap_or(u64::MAX)).await?;
+        if streams && let Some(sharding) = self.meta.sharding() {
+            return self.read_pipelined(sharding, &walk, layout, reservation, in_flight, assembly_estimate).await;
+        }
         let ledger = Ledger::default();
         let chain = Arc::new(self.meta.codecs.clone());
         let steps = &layout.steps;
@@ -544,7 +558,9 @@ impl ArrayReader {
             let band_max = assembly.bands.iter().map(|b| assembly.band_bytes(b)).max().unwrap_or(0);
             let more = (band_max * in_flight).saturating_sub(assembly_estimate);
             reservation.merge(self.budget.reserve(more as u64).await?);
-            let data = Decoded::Bands(self.stream_bands(assembly, reservation, in_flight));
+            let group = Group { assembly, _reservation: Reservation::default() };
+            let data =
+                Decoded::Bands(self.stream_bands(futures::stream::once(async { Ok(group) }), reservation, in_flight));
             return Ok(ReadOutput { data, reservation: Reservation::default(), versions });
         }
         if assembly.is_single_chunk() {
@@ -588,41 +604,139 @@ impl ArrayReader {
         Ok(ReadOutput { data: Decoded::Whole(data), reservation, versions })
     }
 
-    /// Assembles bands in order, `in_flight` at a time, each sent as soon as it and those
-    /// before it are done. A consumer that takes no band for `stream_idle` (a stalled
-    /// client) or goes away ends the work, and the reservation is given back.
-    fn stream_bands(
+    /// A streamed read of a sharded array, fetching overlapped with decoding and sending:
+    /// shards are fetched a row of shards at a time ([`PREFETCH_ROWS`] rows ahead), and
+    /// each row's bands are decoded and sent while the next rows are read, instead of
+    /// reading every shard before the first byte (the difference between one storage
+    /// round trip and all of them before the response starts, over S3).
+    ///
+    /// The response's validators are the shards' index versions, known before any chunk
+    /// is read (from the index cache, or read now); a shard found rewritten when its row
+    /// is read ends the body with an error rather than mixing versions under one `ETag`.
+    async fn read_pipelined(
         &self,
-        assembly: Assembly,
+        sharding: &ShardingCodec,
+        walk: &Walk,
+        layout: Layout,
         reservation: Reservation,
         in_flight: usize,
-    ) -> tokio::sync::mpsc::Receiver<Result<Bytes, ReadError>> {
+        assembly_estimate: usize,
+    ) -> Result<ReadOutput, ReadError> {
+        let parts: Vec<Part> = walk.parts().collect();
+        let shards: Vec<Vec<u64>> = parts.iter().map(|p| p.coords.clone()).collect();
+        let mut versions: Vec<(String, String)> = futures::stream::iter(shards)
+            .map(|coords| async move {
+                let key = self.chunk_key(&coords);
+                let shard_shape = self.grid().chunk_shape(&coords);
+                let index = self.shard_index(sharding, &key, &shard_shape).await?;
+                Ok::<_, ReadError>((key, index.map_or_else(|| MISSING.to_owned(), |i| i.version.clone())))
+            })
+            .buffer_unordered(FETCH_FAN_OUT)
+            .try_collect()
+            .await?;
+        versions.sort_unstable();
+        // Rows of shards: the parts sharing their first output row, in output order.
+        let mut rows: Vec<Vec<Part>> = Vec::new();
+        let mut parts = parts;
+        parts.sort_by_key(|p| p.out.first().copied().unwrap_or(0));
+        for part in parts {
+            match rows.last_mut() {
+                Some(row) if row[0].out.first() == part.out.first() => row.push(part),
+                _ => rows.push(vec![part]),
+            }
+        }
+        let expected: Arc<std::collections::HashMap<String, String>> = Arc::new(versions.iter().cloned().collect());
+        let (reader, sharding) = (self.clone(), sharding.clone());
+        let groups = futures::stream::iter(rows)
+            .map(move |row| {
+                let (reader, sharding, layout, expected) =
+                    (reader.clone(), sharding.clone(), layout.clone(), Arc::clone(&expected));
+                async move { reader.fetch_group(&sharding, row, layout, &expected, in_flight, assembly_estimate).await }
+            })
+            .buffered(PREFETCH_ROWS);
+        let data = Decoded::Bands(self.stream_bands(groups, reservation, in_flight));
+        Ok(ReadOutput { data, reservation: Reservation::default(), versions })
+    }
+
+    /// Fetches one row of shards for [`Self::read_pipelined`] and cuts it into bands,
+    /// with the memory its bytes and bands need beyond the up-front estimate.
+    async fn fetch_group(
+        &self,
+        sharding: &ShardingCodec,
+        row: Vec<Part>,
+        layout: Layout,
+        expected: &std::collections::HashMap<String, String>,
+        in_flight: usize,
+        assembly_estimate: usize,
+    ) -> Result<Group, ReadError> {
+        let ledger = Ledger::default();
+        let steps = &layout.steps;
+        let fetched: Vec<Fetch> = futures::stream::iter(row)
+            .map(|part| self.fetch_inner_chunks(sharding, part, steps, &ledger))
+            .buffer_unordered(FETCH_FAN_OUT)
+            .try_collect()
+            .await?;
+        let mut jobs = Vec::new();
+        for f in fetched {
+            if expected.get(&f.key) != Some(&f.version) {
+                return Err(ReadError::Changed { key: f.key });
+            }
+            jobs.extend(f.jobs);
+        }
+        let mut reservation = ledger.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let assembly = Assembly::new(Arc::clone(&self.meta), layout, jobs);
+        let band_max = assembly.bands.iter().map(|b| assembly.band_bytes(b)).max().unwrap_or(0);
+        reservation.merge(self.budget.reserve((band_max * in_flight).saturating_sub(assembly_estimate) as u64).await?);
+        Ok(Group { assembly, _reservation: reservation })
+    }
+
+    /// Assembles the bands of `groups` in order, `in_flight` at a time, each sent as soon
+    /// as it and those before it are done. A consumer that takes no band for
+    /// `stream_idle` (a stalled client) or goes away ends the work, and the reservation
+    /// is given back.
+    fn stream_bands<S>(
+        &self,
+        groups: S,
+        reservation: Reservation,
+        in_flight: usize,
+    ) -> tokio::sync::mpsc::Receiver<Result<Bytes, ReadError>>
+    where
+        S: futures::Stream<Item = Result<Group, ReadError>> + Send + 'static,
+    {
         let (tx, rx) = tokio::sync::mpsc::channel(1);
         let (cache, idle) = (self.chunks.clone(), self.stream_idle);
-        let assembly = Arc::new(assembly);
         tokio::spawn(async move {
             let _reservation = reservation;
-            let mut bands = futures::stream::iter(0..assembly.bands.len())
-                .map(|b| {
-                    let assembly = Arc::clone(&assembly);
-                    crate::cpu::run(move || {
-                        let band = &assembly.bands[b];
-                        let mut buf = vec![0u8; assembly.band_bytes(band)];
-                        let fresh = assembly.fill_band(band, &mut buf)?;
-                        Ok::<_, ReadError>((Bytes::from(buf), fresh))
+            let mut bands = std::pin::pin!(
+                groups
+                    .map_ok(|group| {
+                        let group = Arc::new(group);
+                        futures::stream::iter(0..group.assembly.bands.len()).map(move |b| Ok((Arc::clone(&group), b)))
                     })
-                })
-                .buffered(in_flight);
+                    .try_flatten()
+                    .map(|item: Result<(Arc<Group>, usize), ReadError>| async move {
+                        let (group, b) = item?;
+                        crate::cpu::run(move || {
+                            let assembly = &group.assembly;
+                            let band = &assembly.bands[b];
+                            let mut buf = vec![0u8; assembly.band_bytes(band)];
+                            let fresh = assembly.fill_band(band, &mut buf)?;
+                            Ok::<_, ReadError>((Bytes::from(buf), fresh))
+                        })
+                        .await
+                        .map_err(ReadError::Task)?
+                    })
+                    .buffered(in_flight)
+            );
             while let Some(done) = bands.next().await {
                 let item = match done {
-                    Ok(Ok((bytes, fresh))) => {
+                    Ok((bytes, fresh)) => {
                         for (chunk, key) in fresh {
                             cache.insert(key, chunk).await;
                         }
                         Ok(bytes)
                     }
-                    Ok(Err(e)) => Err(e),
-                    Err(e) => Err(ReadError::Task(e)),
+                    Err(e) => Err(e),
                 };
                 let failed = item.is_err();
                 if !matches!(tokio::time::timeout(idle, tx.send(item)).await, Ok(Ok(()))) || failed {
