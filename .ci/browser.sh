@@ -13,7 +13,7 @@ SHOT=${2:-}
 PUPPETEER_VERSION=24.43.1  # 25.x needs node >= 22.12; Debian 12 has 18 (this machine 20)
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/zarrd-ci
 NPM_DIR=$CACHE/npm
-VENV=${ZARR_CLIENT_VENV:-$CACHE/zarr-client-venv}
+VENV=${ZARR_CLIENT_VENV:-$CACHE/compat-clients-venv}
 log() { printf '[browser] %s\n' "$*"; }
 
 if ! command -v chromium >/dev/null 2>&1; then
@@ -28,7 +28,7 @@ if [[ ! -f $NPM_DIR/node_modules/puppeteer-core/package.json ]] \
     mkdir -p "$NPM_DIR"
     npm install --prefix "$NPM_DIR" --no-audit --no-fund --no-save "puppeteer-core@$PUPPETEER_VERSION" >/dev/null
 fi
-[[ -x $VENV/bin/python ]] || { log "no zarr-python venv at $VENV: run .ci/zarr_client.sh first"; exit 1; }
+[[ -x $VENV/bin/python ]] || { log "no client venv at $VENV: run .ci/zarr_client.sh first (.ci/fixture_zarrd.sh)"; exit 1; }
 
 # Expected gray levels at known spots of terrain/elevation, from the store itself.
 EXPECTED=$("$VENV/bin/python" - <<'PY'

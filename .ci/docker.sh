@@ -43,7 +43,7 @@ MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 IMAGE=zarrd:ci
 RUNTIME_BASE=debian:bookworm-slim
 BUILDER_BASE=rust:1.95-bookworm
-PYTHON=${DOCKER_CI_PYTHON:-$CACHE/zarr-client-venv/bin/python}
+PYTHON=${DOCKER_CI_PYTHON:-$CACHE/compat-clients-venv/bin/python}
 TOOLCHAIN=$(rustc --print sysroot)
 CARGO_DIR=${CARGO_HOME:-$HOME/.cargo}
 # exec-root holds containerd's socket, whose path must stay short (108 bytes at most).
