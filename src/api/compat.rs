@@ -23,46 +23,19 @@ use crate::error::{Error, Result};
 use crate::zarr::compat::{Flavor, ViewNode, ViewTree, view_chunk, view_grid_shape};
 use crate::zarr::read::ReadError;
 
-pub async fn v3(
+/// Every `/compat/v{ZARR_FORMAT}/…` route: `{ds}/{*key}`, and the dataset root without a
+/// key — `{ds}` (redirected to its listing) and `{ds}/` (the listing).
+pub async fn view<const ZARR_FORMAT: u8>(
     State(state): State<AppState>,
     method: Method,
     uri: Uri,
-    Path((ds, key)): Path<(String, String)>,
+    Path(params): Path<std::collections::HashMap<String, String>>,
     headers: HeaderMap,
 ) -> Result<Response> {
-    serve(&state, Flavor::V3, &ds, &key, uri.path(), &headers, method == Method::HEAD).await
-}
-
-pub async fn v2(
-    State(state): State<AppState>,
-    method: Method,
-    uri: Uri,
-    Path((ds, key)): Path<(String, String)>,
-    headers: HeaderMap,
-) -> Result<Response> {
-    serve(&state, Flavor::V2, &ds, &key, uri.path(), &headers, method == Method::HEAD).await
-}
-
-/// The dataset root without a key: `/compat/v3/{ds}` (redirected to its listing) and
-/// `/compat/v3/{ds}/` (the listing).
-pub async fn v3_root(
-    State(state): State<AppState>,
-    method: Method,
-    uri: Uri,
-    Path(ds): Path<String>,
-    headers: HeaderMap,
-) -> Result<Response> {
-    serve(&state, Flavor::V3, &ds, "", uri.path(), &headers, method == Method::HEAD).await
-}
-
-pub async fn v2_root(
-    State(state): State<AppState>,
-    method: Method,
-    uri: Uri,
-    Path(ds): Path<String>,
-    headers: HeaderMap,
-) -> Result<Response> {
-    serve(&state, Flavor::V2, &ds, "", uri.path(), &headers, method == Method::HEAD).await
+    let flavor = if ZARR_FORMAT == 2 { Flavor::V2 } else { Flavor::V3 };
+    let ds = params.get("ds").map_or("", String::as_str);
+    let key = params.get("key").map_or("", String::as_str);
+    serve(&state, flavor, ds, key, uri.path(), &headers, method == Method::HEAD).await
 }
 
 fn not_found(flavor: Flavor, key: &str) -> Error {
