@@ -23,19 +23,25 @@ use crate::error::{Error, Result};
 use crate::zarr::compat::{Flavor, ViewNode, ViewTree, view_chunk, view_grid_shape};
 use crate::zarr::read::ReadError;
 
+/// The path parameters of a view route: no key for the dataset root.
+#[derive(serde::Deserialize)]
+pub struct ViewPath {
+    ds: String,
+    #[serde(default)]
+    key: String,
+}
+
 /// Every `/compat/v{ZARR_FORMAT}/…` route: `{ds}/{*key}`, and the dataset root without a
 /// key — `{ds}` (redirected to its listing) and `{ds}/` (the listing).
 pub async fn view<const ZARR_FORMAT: u8>(
     State(state): State<AppState>,
     method: Method,
     uri: Uri,
-    Path(params): Path<std::collections::HashMap<String, String>>,
+    Path(ViewPath { ds, key }): Path<ViewPath>,
     headers: HeaderMap,
 ) -> Result<Response> {
     let flavor = if ZARR_FORMAT == 2 { Flavor::V2 } else { Flavor::V3 };
-    let ds = params.get("ds").map_or("", String::as_str);
-    let key = params.get("key").map_or("", String::as_str);
-    serve(&state, flavor, ds, key, uri.path(), &headers, method == Method::HEAD).await
+    serve(&state, flavor, &ds, &key, uri.path(), &headers, method == Method::HEAD).await
 }
 
 fn not_found(flavor: Flavor, key: &str) -> Error {
