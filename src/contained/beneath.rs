@@ -1,9 +1,9 @@
 //! Opens confined to a directory by the kernel (Linux `openat2` with `RESOLVE_BENEATH`),
 //! and reads that never wait for the disk (`RESOLVE_CACHED`, `preadv2(RWF_NOWAIT)`).
 //!
-//! `RESOLVE_BENEATH` makes the containment check and the open one system call: a path
-//! (symlinks included) that would leave the directory fails with `EXDEV` instead of being
-//! followed, so there is no window for a swapped symlink and no `realpath` walk per read.
+//! `RESOLVE_BENEATH` makes the containment check part of the open: a path (symlinks
+//! included) that would leave the directory fails with `EXDEV` instead of being followed,
+//! so there is no window for a swapped symlink and no `realpath` walk per read.
 //! Absolute symlinks fail the same way even when they point back inside, which is why
 //! `EXDEV` sends the caller to the `realpath` check instead of answering "not found".
 //!
@@ -19,10 +19,13 @@ use std::os::fd::OwnedFd;
 use rustix::fs::{Mode, OFlags, ResolveFlags};
 use rustix::io::{Errno, ReadWriteFlags};
 
-/// A directory that files are opened beneath.
+/// A directory that files are opened beneath. The directory itself is looked up by its
+/// path on every open, not held open: a dataset directory replaced by another at the same
+/// path (a deploy that swaps directories) is then read from the new one, consistently
+/// with the metadata, never from the old one's files.
 #[derive(Debug)]
 pub struct Dir {
-    fd: OwnedFd,
+    path: std::path::PathBuf,
 }
 
 /// Whether a call may wait for the disk.
@@ -38,11 +41,10 @@ pub enum Wait {
 pub const ESCAPES: i32 = Errno::XDEV.raw_os_error();
 
 impl Dir {
-    /// `root` opened for confined lookups, or `None` where the kernel (or a seccomp
-    /// filter) does not offer `openat2`; callers then check paths with `realpath`.
+    /// `root` for confined lookups, or `None` where the kernel (or a seccomp filter) does
+    /// not offer `openat2`; callers then check paths with `realpath`.
     pub fn open(root: &std::path::Path) -> Option<Self> {
-        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        let dir = Self { fd: rustix::fs::open(root, flags, Mode::empty()).ok()? };
+        let dir = Self { path: root.to_owned() };
         // Probe: the directory itself, beneath itself.
         dir.open_file(".", Wait::Yes).ok().map(|_| dir)
     }
@@ -50,11 +52,16 @@ impl Dir {
     /// Opens `relative` (a path without a leading `/`) read-only beneath the directory;
     /// fails with [`ESCAPES`] for a path that would leave it.
     pub fn open_file(&self, relative: &str, wait: Wait) -> io::Result<File> {
-        let mut resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
-        if wait == Wait::No {
-            resolve |= ResolveFlags::CACHED;
-        }
-        let fd = rustix::fs::openat2(&self.fd, relative, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty(), resolve)?;
+        let cached = if wait == Wait::No { ResolveFlags::CACHED } else { ResolveFlags::empty() };
+        let dir: OwnedFd = rustix::fs::openat2(
+            rustix::fs::CWD,
+            &self.path,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+            cached,
+        )?;
+        let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS | cached;
+        let fd = rustix::fs::openat2(&dir, relative, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty(), resolve)?;
         Ok(File::from(fd))
     }
 }
@@ -116,5 +123,13 @@ mod tests {
             let err = dir.open_file("inside/none", Wait::Yes).unwrap_err();
             assert_eq!(err.kind(), io::ErrorKind::NotFound);
         }
+        // A directory swapped in at the root's path is what later opens read.
+        let old = root.path().with_extension("old");
+        std::fs::rename(root.path(), &old).unwrap();
+        std::fs::create_dir_all(root.path().join("inside")).unwrap();
+        std::fs::write(root.path().join("inside/data"), b"new").unwrap();
+        let file = dir.open_file("inside/data", Wait::Yes).unwrap();
+        assert_eq!(read_at(&file, 0, 3, Wait::Yes).unwrap(), b"new");
+        std::fs::remove_dir_all(old).unwrap();
     }
 }

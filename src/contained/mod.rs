@@ -8,8 +8,8 @@
 //! file, a symlink loop) are "not found" too, never a backend failure.
 //!
 //! Range reads (every chunk and shard read) are confined by the kernel: `openat2` with
-//! `RESOLVE_BENEATH` on the root opened once ([`beneath`]), one system call with no window
-//! between check and open. Other calls (whole objects, heads, listings), keys with unusual
+//! `RESOLVE_BENEATH` below the root ([`beneath`]), so there is no window between check and
+//! open. Other calls (whole objects, heads, listings), keys with unusual
 //! characters and paths through absolute symlinks resolve the path with `realpath` first;
 //! there the check and the open are two system calls, so a symlink swapped in between
 //! could still be followed — that needs write access to the dataset directory, which is
@@ -41,7 +41,7 @@ pub struct ContainedFs {
     inner: Arc<LocalFileSystem>,
     /// The dataset directory, canonical (symlinks in the configured path itself resolved).
     root: Arc<std::path::Path>,
-    /// The same directory held open for kernel-confined opens, where `openat2` exists.
+    /// The same directory for kernel-confined opens, where `openat2` exists.
     dir: Option<Arc<Dir>>,
 }
 
