@@ -19,6 +19,7 @@ use rayon::prelude::*;
 use super::chunk_grid::ChunkGrid;
 use super::codec::{CodecChain, CodecError, IndexLocation, InnerChunk, ShardingCodec};
 use super::copy::{Region, copy_region, fill_region};
+use super::data_type::DataType;
 use super::indexer::{Part, Walk};
 use super::metadata::ArrayMetadata;
 use super::selection::DimSelection;
@@ -142,6 +143,13 @@ const INLINE_COPY_MAX: usize = 4 << 20;
 /// about a quarter of a millisecond, less than the two thread wake-ups of handing it to
 /// rayon and back cost a cold tile in CPU and latency (BENCHMARKS.md).
 const INLINE_DECODE_MAX: usize = 256 << 10;
+
+/// Whether a chunk of `shape` encoded with `chain` is decoded on the async task
+/// ([`INLINE_DECODE_MAX`]).
+fn decodes_inline(chain: &CodecChain, shape: &[u64], data_type: DataType) -> bool {
+    shape.iter().product::<u64>().saturating_mul(data_type.size() as u64) <= INLINE_DECODE_MAX as u64
+        && chain.decodes_fast()
+}
 
 /// Outputs at least this large are streamed band by band when the caller allows it.
 pub const STREAM_MIN_BYTES: usize = 4 << 20;
@@ -570,8 +578,7 @@ impl ArrayReader {
                 Source::Decoded(chunk) => (Some(chunk), None),
                 Source::Encoded { ref cache_key, ref chain, .. } => {
                     let cache_key = cache_key.clone();
-                    let decoded_bytes = job.shape.iter().product::<u64>() as usize * meta.data_type.size();
-                    let chunk = if decoded_bytes <= INLINE_DECODE_MAX && chain.decodes_fast() {
+                    let chunk = if decodes_inline(chain, &job.shape, meta.data_type) {
                         elements_of(&meta, &job)?
                     } else {
                         crate::cpu::run(move || elements_of(&meta, &job)).await.map_err(ReadError::Task)??
@@ -840,7 +847,7 @@ impl ArrayReader {
         Ok(Some((self.store.read_body(key, result).await?, reservation)))
     }
 
-    /// Decodes one chunk on the blocking pool.
+    /// Decodes one chunk: on rayon, or right here when it is small and fast to decode.
     async fn decode_off_runtime(
         &self,
         key: &str,
@@ -850,13 +857,16 @@ impl ArrayReader {
     ) -> Result<Vec<u8>, ReadError> {
         let meta = Arc::clone(&self.meta);
         let key = key.to_owned();
-        crate::cpu::run(move || {
+        let inline = decodes_inline(&chain, &shape, meta.data_type);
+        let decode = move || {
             chain
                 .decode(&bytes, &shape, meta.data_type, &meta.fill_value)
                 .map_err(|source| ReadError::Corrupt { key, source })
-        })
-        .await
-        .map_err(ReadError::Task)?
+        };
+        if inline {
+            return decode();
+        }
+        crate::cpu::run(decode).await.map_err(ReadError::Task)?
     }
 
     /// The index of the shard at `key` with declared `shard_shape`, from the cache.
