@@ -1,5 +1,6 @@
 //! The log writer: lines go into a shared buffer and one thread writes them out in
-//! batches, at most [`FLUSH_EVERY`] after they were logged.
+//! batches: a line after a quiet spell at once, under load the lines of each
+//! [`FLUSH_EVERY`] together.
 //!
 //! A request's access-log line then costs a copy under an uncontended lock. With a writer
 //! thread woken per line (what `tracing_appender::non_blocking` does) each line also cost
@@ -73,12 +74,6 @@ fn write_out<W: Write>(shared: &Shared, mut out: W) {
             state = shared.wake.wait(state).unwrap_or_else(PoisonError::into_inner);
         }
         state.idle = false;
-        if !state.closed {
-            // Gather the lines of the next FLUSH_EVERY into this write.
-            drop(state);
-            std::thread::sleep(FLUSH_EVERY);
-            state = shared.lock();
-        }
         let batch = std::mem::replace(&mut state.buf, std::mem::take(&mut spare));
         let dropped = std::mem::take(&mut state.dropped);
         let closed = state.closed;
@@ -93,6 +88,9 @@ fn write_out<W: Write>(shared: &Shared, mut out: W) {
         if closed {
             return;
         }
+        // A line after a quiet spell is written at once (startup, errors); under load the
+        // lines of the next FLUSH_EVERY go out together, with no wake-up per line.
+        std::thread::sleep(FLUSH_EVERY);
     }
 }
 
