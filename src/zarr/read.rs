@@ -630,18 +630,7 @@ impl ArrayReader {
         assembly_estimate: usize,
     ) -> Result<ReadOutput, ReadError> {
         let parts: Vec<Part> = walk.parts().collect();
-        let shards: Vec<Vec<u64>> = parts.iter().map(|p| p.coords.clone()).collect();
-        let mut versions: Vec<(String, String)> = futures::stream::iter(shards)
-            .map(|coords| async move {
-                let key = self.chunk_key(&coords);
-                let shard_shape = self.grid().chunk_shape(&coords);
-                let index = self.shard_index(sharding, &key, &shard_shape).await?;
-                Ok::<_, ReadError>((key, index.map_or_else(|| MISSING.to_owned(), |i| i.version.clone())))
-            })
-            .buffer_unordered(FETCH_FAN_OUT)
-            .try_collect()
-            .await?;
-        versions.sort_unstable();
+        let versions = self.versions_of(parts.iter().map(|p| p.coords.clone()).collect()).await?;
         // Rows of shards: the parts sharing their first output row, in output order.
         let mut rows: Vec<Vec<Part>> = Vec::new();
         let mut parts = parts;
@@ -763,13 +752,20 @@ impl ArrayReader {
             return Ok(Vec::new());
         }
         let walk = self.walk(selection)?;
-        let mut versions: Vec<(String, String)> = futures::stream::iter(walk.parts())
-            .map(|part| async move {
-                let key = self.chunk_key(&part.coords);
+        self.versions_of(walk.parts().map(|part| part.coords).collect()).await
+    }
+
+    /// The versions of the stored chunks (shards) at `coords`, sorted by key, without
+    /// reading chunk data: a shard's from its index (cached, or read now), an unsharded
+    /// chunk's from the version cache or a HEAD request.
+    async fn versions_of(&self, coords: Vec<Vec<u64>>) -> Result<Vec<(String, String)>, ReadError> {
+        let mut versions: Vec<(String, String)> = futures::stream::iter(coords)
+            .map(|coords| async move {
+                let key = self.chunk_key(&coords);
                 let cache_key = (Arc::clone(&self.dataset), key.clone());
                 let version = match self.meta.sharding() {
                     Some(sharding) => {
-                        let shard_shape = self.grid().chunk_shape(&part.coords);
+                        let shard_shape = self.grid().chunk_shape(&coords);
                         match self.shard_index(sharding, &key, &shard_shape).await? {
                             Some(index) => index.version.clone(),
                             None => MISSING.to_owned(),
