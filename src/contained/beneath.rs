@@ -19,15 +19,6 @@ use std::os::fd::OwnedFd;
 use rustix::fs::{Mode, OFlags, ResolveFlags};
 use rustix::io::{Errno, ReadWriteFlags};
 
-/// A directory that files are opened beneath. The directory itself is looked up by its
-/// path on every open, not held open: a dataset directory replaced by another at the same
-/// path (a deploy that swaps directories) is then read from the new one, consistently
-/// with the metadata, never from the old one's files.
-#[derive(Debug)]
-pub struct Dir {
-    path: std::path::PathBuf,
-}
-
 /// Whether a call may wait for the disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wait {
@@ -36,34 +27,33 @@ pub enum Wait {
     Yes,
 }
 
-/// `EXDEV`: what [`Dir::open_file`] fails with for a path that leaves the directory or
+/// `EXDEV`: what [`open_file`] fails with for a path that leaves the directory or
 /// goes through an absolute symlink.
 pub const ESCAPES: i32 = Errno::XDEV.raw_os_error();
 
-impl Dir {
-    /// `root` for confined lookups, or `None` where the kernel (or a seccomp filter) does
-    /// not offer `openat2`; callers then check paths with `realpath`.
-    pub fn open(root: &std::path::Path) -> Option<Self> {
-        let dir = Self { path: root.to_owned() };
-        // Probe: the directory itself, beneath itself.
-        dir.open_file(".", Wait::Yes).ok().map(|_| dir)
-    }
+/// Whether the kernel (and any seccomp filter) offers `openat2` for confined opens below
+/// `root`; where it does not, callers check paths with `realpath`.
+pub fn available(root: &std::path::Path) -> bool {
+    open_file(root, ".", Wait::Yes).is_ok()
+}
 
-    /// Opens `relative` (a path without a leading `/`) read-only beneath the directory;
-    /// fails with [`ESCAPES`] for a path that would leave it.
-    pub fn open_file(&self, relative: &str, wait: Wait) -> io::Result<File> {
-        let cached = if wait == Wait::No { ResolveFlags::CACHED } else { ResolveFlags::empty() };
-        let dir: OwnedFd = rustix::fs::openat2(
-            rustix::fs::CWD,
-            &self.path,
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-            cached,
-        )?;
-        let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS | cached;
-        let fd = rustix::fs::openat2(&dir, relative, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty(), resolve)?;
-        Ok(File::from(fd))
-    }
+/// Opens `relative` (a path without a leading `/`) read-only beneath the directory `root`;
+/// fails with [`ESCAPES`] for a path that would leave it. `root` itself is looked up by
+/// its path on every open, not held open: a dataset directory replaced by another at the
+/// same path (a deploy that swaps directories) is then read from the new one, consistently
+/// with the metadata, never from the old one's files.
+pub fn open_file(root: &std::path::Path, relative: &str, wait: Wait) -> io::Result<File> {
+    let cached = if wait == Wait::No { ResolveFlags::CACHED } else { ResolveFlags::empty() };
+    let dir: OwnedFd = rustix::fs::openat2(
+        rustix::fs::CWD,
+        root,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+        cached,
+    )?;
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS | cached;
+    let fd = rustix::fs::openat2(&dir, relative, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty(), resolve)?;
+    Ok(File::from(fd))
 }
 
 /// Reads `len` bytes of `file` from `offset`. With [`Wait::No`], any part not in the page
@@ -102,25 +92,26 @@ mod tests {
         std::os::unix::fs::symlink(root.path().join("inside"), root.path().join("absolute-in")).unwrap();
         std::os::unix::fs::symlink("../../", root.path().join("inside/up")).unwrap();
         std::os::unix::fs::symlink(outside.path(), root.path().join("absolute-out")).unwrap();
-        let Some(dir) = Dir::open(root.path()) else {
+        if !available(root.path()) {
             eprintln!("openat2 is not available here: the realpath check is used instead");
             return;
-        };
+        }
+        let dir = root.path().to_owned();
         // Wait::Yes first: the file is then in the page cache and its path in the dentry
         // cache, so the no-wait calls must succeed too.
         for wait in [Wait::Yes, Wait::No] {
             for key in ["inside/data", "relative-in/data"] {
-                let file = dir.open_file(key, wait).unwrap();
+                let file = open_file(&dir, key, wait).unwrap();
                 assert_eq!(read_at(&file, 2, 5, wait).unwrap(), b"23456");
                 let err = read_at(&file, 8, 5, wait).unwrap_err();
                 assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
             }
             // Leaving the root, by `..` or by a symlink, and absolute symlinks: EXDEV.
             for key in ["../x", "inside/../../x", "inside/up/etc", "absolute-out/secret", "absolute-in/data"] {
-                let err = dir.open_file(key, Wait::Yes).unwrap_err();
+                let err = open_file(&dir, key, Wait::Yes).unwrap_err();
                 assert_eq!(err.raw_os_error(), Some(ESCAPES), "{key}");
             }
-            let err = dir.open_file("inside/none", Wait::Yes).unwrap_err();
+            let err = open_file(&dir, "inside/none", Wait::Yes).unwrap_err();
             assert_eq!(err.kind(), io::ErrorKind::NotFound);
         }
         // A directory swapped in at the root's path is what later opens read.
@@ -128,7 +119,7 @@ mod tests {
         std::fs::rename(root.path(), &old).unwrap();
         std::fs::create_dir_all(root.path().join("inside")).unwrap();
         std::fs::write(root.path().join("inside/data"), b"new").unwrap();
-        let file = dir.open_file("inside/data", Wait::Yes).unwrap();
+        let file = open_file(&dir, "inside/data", Wait::Yes).unwrap();
         assert_eq!(read_at(&file, 0, 3, Wait::Yes).unwrap(), b"new");
         std::fs::remove_dir_all(old).unwrap();
     }

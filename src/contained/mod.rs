@@ -26,7 +26,7 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use object_store::local::LocalFileSystem;
 
-use beneath::{Dir, Wait};
+use beneath::Wait;
 use object_store::path::Path;
 use object_store::{
     Attributes, CopyOptions, Extensions, GetOptions, GetRange, GetResult, GetResultPayload, ListResult,
@@ -41,8 +41,8 @@ pub struct ContainedFs {
     inner: Arc<LocalFileSystem>,
     /// The dataset directory, canonical (symlinks in the configured path itself resolved).
     root: Arc<std::path::Path>,
-    /// The same directory for kernel-confined opens, where `openat2` exists.
-    dir: Option<Arc<Dir>>,
+    /// Whether range reads are confined by the kernel (`openat2` exists here).
+    confined: bool,
 }
 
 impl std::fmt::Display for ContainedFs {
@@ -60,8 +60,8 @@ impl ContainedFs {
     pub fn new(root: &std::path::Path) -> std::io::Result<Self> {
         let root = std::fs::canonicalize(root)?;
         let inner = LocalFileSystem::new_with_prefix(&root).map_err(std::io::Error::other)?;
-        let dir = Dir::open(&root).map(Arc::new);
-        Ok(Self { inner: Arc::new(inner), root: root.into(), dir })
+        let confined = beneath::available(&root);
+        Ok(Self { inner: Arc::new(inner), root: root.into(), confined })
     }
 
     /// Fails with "not found" unless `location` resolves to a path inside the root.
@@ -72,7 +72,7 @@ impl ContainedFs {
 
     /// Another handle on the same directory (for listing streams that outlive `&self`).
     fn handle(&self) -> Self {
-        Self { inner: Arc::clone(&self.inner), root: Arc::clone(&self.root), dir: self.dir.clone() }
+        Self { inner: Arc::clone(&self.inner), root: Arc::clone(&self.root), confined: self.confined }
     }
 
     fn contained(&self, location: &Path) -> bool {
@@ -92,21 +92,18 @@ impl ContainedFs {
         options: GetOptions,
         range: Range<u64>,
     ) -> Result<Option<GetResult>> {
-        let mut confined = self.dir.is_some();
-        if let Some(dir) = &self.dir
-            && range.end - range.start <= INLINE_MAX
-        {
-            match confined_read(dir, location, &options, range.clone(), Wait::No) {
+        let mut confined = self.confined;
+        if confined && range.end - range.start <= INLINE_MAX {
+            match confined_read(&self.root, location, &options, range.clone(), Wait::No) {
                 Confined::Read(result) => return result,
                 Confined::WouldBlock => {}
                 Confined::Unconfined => confined = false,
             }
         }
         let (inner, root, location) = (Arc::clone(&self.inner), Arc::clone(&self.root), location.clone());
-        let dir = if confined { self.dir.clone() } else { None };
         let read = tokio::task::spawn_blocking(move || {
-            if let Some(dir) = &dir {
-                match confined_read(dir, &location, &options, range.clone(), Wait::Yes) {
+            if confined {
+                match confined_read(&root, &location, &options, range.clone(), Wait::Yes) {
                     Confined::Read(result) => return result,
                     Confined::WouldBlock | Confined::Unconfined => {}
                 }
@@ -130,9 +127,15 @@ enum Confined {
     Unconfined,
 }
 
-fn confined_read(dir: &Dir, location: &Path, options: &GetOptions, range: Range<u64>, wait: Wait) -> Confined {
+fn confined_read(
+    root: &std::path::Path,
+    location: &Path,
+    options: &GetOptions,
+    range: Range<u64>,
+    wait: Wait,
+) -> Confined {
     let Some(relative) = plain_file_path(location) else { return Confined::Unconfined };
-    let file = match dir.open_file(relative, wait) {
+    let file = match beneath::open_file(root, relative, wait) {
         Ok(file) => file,
         Err(e) if e.kind() == ErrorKind::WouldBlock => return Confined::WouldBlock,
         Err(e) if e.raw_os_error() == Some(beneath::ESCAPES) => return Confined::Unconfined,
