@@ -99,6 +99,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Err(e) = zarrd::cpu::start_pool() {
+        eprintln!("zarrd: {e}");
+        return ExitCode::FAILURE;
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => {
@@ -128,6 +132,7 @@ fn overviews(config: Option<&std::path::Path>, dataset: &str, array: &str, out: 
         let filter = EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new(&config.log.level));
         tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).init();
         let catalog = Catalog::from_config(&config).map_err(|e| e.to_string())?;
+        zarrd::cpu::start_pool()?;
         let options = config.datasets.get(dataset).map(|d| d.options.clone()).unwrap_or_default();
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()

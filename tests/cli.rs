@@ -455,3 +455,18 @@ fn piped_text_logs_are_plain_and_probes_are_not_logged_at_info() {
         assert!(!logs.contains(probe), "{probe} logged at INFO: {logs}");
     }
 }
+
+/// The decode pool is started with the server, one thread per CPU the process may use
+/// then (rayon would otherwise size it at the first decode, from whatever CPUs the process
+/// is allowed at that moment, and keep that size for good).
+#[test]
+fn the_cpu_pool_is_started_with_one_thread_per_cpu() {
+    let server = Server::start(&[]);
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    let pool: Vec<String> = std::fs::read_dir(format!("/proc/{}/task", server.child.id()))
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.unwrap().path().join("comm")).ok())
+        .filter(|comm| comm.starts_with("zarrd-cpu-"))
+        .collect();
+    assert_eq!(pool.len(), cpus, "{pool:?}");
+}

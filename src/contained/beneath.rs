@@ -16,6 +16,7 @@ use std::fs::File;
 use std::io;
 use std::os::fd::OwnedFd;
 
+use rustix::buffer::spare_capacity;
 use rustix::fs::{Mode, OFlags, ResolveFlags};
 use rustix::io::{Errno, ReadWriteFlags};
 
@@ -60,20 +61,35 @@ pub fn open_file(root: &std::path::Path, relative: &str, wait: Wait) -> io::Resu
 /// cache fails the call with [`io::ErrorKind::WouldBlock`]. A file shorter than the range
 /// is `UnexpectedEof`.
 pub fn read_at(file: &File, offset: u64, len: usize, wait: Wait) -> io::Result<Vec<u8>> {
-    let flags = if wait == Wait::No { ReadWriteFlags::NOWAIT } else { ReadWriteFlags::empty() };
-    let mut buf = vec![0; len];
-    let mut done = 0;
-    while done < len {
-        match rustix::io::preadv2(file, &mut [io::IoSliceMut::new(&mut buf[done..])], offset + done as u64, flags) {
+    let mut buf = Vec::with_capacity(len);
+    while buf.len() < len {
+        let at = offset + buf.len() as u64;
+        let read = match wait {
+            // Straight into the vector's spare capacity: no zeroing of memory the kernel
+            // overwrites (megabytes per shard for a large slice).
+            Wait::Yes => rustix::io::pread(file, spare_capacity(&mut buf), at),
+            // `preadv2`, the only read that can refuse to wait, takes initialized memory;
+            // these reads are small (the inline limit of the caller).
+            Wait::No => {
+                let done = buf.len();
+                buf.resize(len, 0);
+                let read =
+                    rustix::io::preadv2(file, &mut [io::IoSliceMut::new(&mut buf[done..])], at, ReadWriteFlags::NOWAIT);
+                buf.truncate(done + read.as_ref().copied().unwrap_or(0));
+                read
+            }
+        };
+        match read {
             Ok(0) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the file shrank while it was read")),
-            Ok(n) => done += n,
-            Err(Errno::INTR) => {}
+            Ok(_) | Err(Errno::INTR) => {}
             // A file system without no-wait reads: retried on the blocking pool, like any
             // other "would block".
             Err(Errno::OPNOTSUPP) if wait == Wait::No => return Err(io::ErrorKind::WouldBlock.into()),
             Err(e) => return Err(e.into()),
         }
     }
+    // Spare capacity beyond `len` (an allocator's rounding) may have been read into.
+    buf.truncate(len);
     Ok(buf)
 }
 
