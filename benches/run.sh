@@ -19,7 +19,7 @@
 #                      wrk to the others when there are any. On a bigger machine, e.g.
 #                      BENCH_CORES="1 2 4 8" reproduces the scaling table of BENCHMARKS.md.
 #   ZARRD_PORT         loopback port of zarrd with the default config (default 18080); zarrd
-#                      with the decoded-chunk cache off listens on ZARRD_PORT+2
+#                      with the decoded-data caches off listens on ZARRD_PORT+2
 #   NGINX_PORT         loopback port of nginx (default 18081)
 #
 # Everything runs on 127.0.0.1; the servers it starts are stopped on exit.
@@ -100,7 +100,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# zarrd_config NAME CHUNK_BYTES: config/default.toml's values, the benchmark dataset.
+# zarrd_config NAME CACHE_BYTES: config/default.toml's values, the benchmark dataset; CACHE_BYTES
+# for the decoded-chunk cache, and the response cache unless it is 0 (both off then).
 zarrd_config() {
   cat >"$TMP/zarrd-$1.toml" <<EOF
 listen = "127.0.0.1:${PORT[$1]}"
@@ -113,6 +114,7 @@ max_in_flight = 512
 shard_index_bytes = 67108864
 shard_index_ttl_secs = 300
 chunk_bytes = $2
+response_bytes = $(($2 > 0 ? 67108864 : 0))
 metadata_ttl_secs = 60
 [log]
 format = "text"
@@ -122,8 +124,8 @@ url = "$DATA/data.zarr"
 title = "zarrd benchmark data (benches/datagen)"
 EOF
 }
-zarrd_config default 268435456 # the default: 256 MiB decoded-chunk cache
-zarrd_config nocache 0         # decoded-chunk cache off: every read decodes
+zarrd_config default 268435456 # the defaults: 256 MiB decoded-chunk cache, 64 MiB response cache
+zarrd_config nocache 0         # decoded-chunk and response caches off: every read decodes
 
 wait_http() { # URL: up to 15 s
   for _ in $(seq 150); do
@@ -301,7 +303,7 @@ log "0. references: zstd decode of the tile ${ZSTD_US} µs CPU, zarrs single-thr
 # ---------------------------------------------------------------- 1. hot tile
 # Per core count: the servers' threads pinned to the first C cores (taskset), wrk on the
 # others when there are any; each round measures nginx, zarrd default and zarrd with the
-# chunk cache off back to back, with req/s and the server's CPU per request.
+# caches off back to back, with req/s and the server's CPU per request.
 declare -A H_REQ H_RPS H_P50 H_P99 H_CPU
 HOT_RATIOS=()
 HOT_RATIOS_NC=()
@@ -344,8 +346,8 @@ pin "$ALL" $(nginx_pids) "${ZPID[default]}" "${ZPID[nocache]}"
 WRK_PIN=()
 declare -A HOT_LABEL=(
   [nginx]="nginx, static file of the same size"
-  [default]="zarrd slice 256×256 f32 bin, default config (decoded-chunk cache)"
-  [nocache]="zarrd, chunk cache off (range read + zstd decode per request)"
+  [default]="zarrd slice 256×256 f32 bin, default config (response and decoded-chunk caches)"
+  [nocache]="zarrd, caches off (range read + zstd decode per request)"
 )
 LASTC=${CORES##* }
 for name in nginx default nocache; do
@@ -364,8 +366,8 @@ for c in $CORES; do
 done
 HOT_RATIO=$(med "${HOT_RATIOS[@]}")
 HOT_RATIO_NC=$(med "${HOT_RATIOS_NC[@]}")
-srow "1 hot tile, default config" "0 (decoded-chunk cache)" "${HS[1]}" "${HS[0]}" "${HS[2]}"
-srow "1 hot tile, chunk cache off" "1 (index cached: one range read)" "${HS[4]}" "${HS[3]}" "${HS[5]}"
+srow "1 hot tile, default config" "0 (response cache)" "${HS[1]}" "${HS[0]}" "${HS[2]}"
+srow "1 hot tile, caches off" "1 (index cached: one range read)" "${HS[4]}" "${HS[3]}" "${HS[5]}"
 
 # ---------------------------------------------------------------- 2. viewport
 VPATHS=()
@@ -401,7 +403,7 @@ srow "2 viewport warm" "0 (decoded-chunk cache)"
 # ---------------------------------------------------------------- 3. large slice
 LARGE_PATH="/v1/slice/bench/large?s=$LARGE_SEL&format=bin"
 LNAME="3 large slice 64 MiB ($LARGE_SHARDS shards, $LARGE_INNER_CHUNKS zstd inner chunks)"
-log "3. large slice: first request to a fresh zarrd (chunk cache off), checked against zarrs"
+log "3. large slice: first request to a fresh zarrd (caches off), checked against zarrs"
 "$TOOLS/zarrs-read" "$DATA/data.zarr" large "$LARGE_SEL" 0 --out "$TMP/large.zarrs" >/dev/null
 start_zarrd nocache
 snap0 "$ZN"
@@ -456,16 +458,16 @@ lrow() { # LABEL TIMES...
     "$(calc %.0f "$(max "$@") * 1000") (max)" "$(calc %.0f "$LARGE_BYTES / $m / 1e6")"
 }
 lrow "zarrs-read in-process (all cores), median" "${ZR_T[@]}"
-lrow "zarrd HTTP bin, chunk cache off, curl sequential, median" "${LT_NC[@]}"
+lrow "zarrd HTTP bin, caches off, curl sequential, median" "${LT_NC[@]}"
 lrow "zarrd HTTP bin, default config (repeats hit the chunk cache), median" "${LT_C[@]}"
 LARGE_RATIO=$(med "${LARGE_RATIOS[@]}")
 LARGE_CPU_NC=$(med "${LCPU_NC[@]}")
 LARGE_CPU_ZARRS=$(med "${ZR_CPU[@]}")
-# N concurrent large slices (chunk cache off): wall time of all of them, against N times
+# N concurrent large slices (caches off): wall time of all of them, against N times
 # the sequential median. Work that overlaps (fetch, decode, send) and spreads over the
 # cores gives a ratio well below 1; requests that queue behind each other give 1.
 CONC=4
-log "3. large slice: $CONC at once, chunk cache off"
+log "3. large slice: $CONC at once, caches off"
 CONC_T=()
 for r in $(seq "$ROUNDS"); do
   t0=$(date +%s.%N)
@@ -481,7 +483,7 @@ done
 CONC_WALL=$(med "${CONC_T[@]}")
 CONC_RATIO=$(calc %.2f "$CONC_WALL / ($CONC * $(med "${LT_NC[@]}"))")
 LARGE_RATIO_C=$(med "${LARGE_RATIOS_C[@]}")
-srow "3 large slice, chunk cache off, indexes cached" "$LARGE_SHARDS (1 coalesced range per shard)" \
+srow "3 large slice, caches off, indexes cached" "$LARGE_SHARDS (1 coalesced range per shard)" \
   "${LS_NC[1]}" "${LS_NC[0]}" "${LS_NC[2]}"
 srow "3 large slice, default config, repeated" "0 (decoded-chunk cache)" "${LS_C[1]}" "${LS_C[0]}" "${LS_C[2]}"
 
@@ -506,7 +508,7 @@ for spec in "slice:$RECT_PATH" "slice-nocache:$RECT_PATH" "arrays:/v1/arrays/ben
       what="/v1/slice rect, $RECT_CHUNKS uneven chunks, bin, default config"
       min="0 (decoded-chunk cache)" ;;
     slice-nocache)
-      what="the same, chunk cache off"
+      what="the same, caches off"
       min="$RECT_CHUNKS (one GET per chunk)" ;;
     arrays)
       what="/v1/arrays/bench/rect"
@@ -544,8 +546,8 @@ REPORT="$TMP/report.md"
   echo "| bar (median of the per-round ratios) | rounds | measured | target | |"
   echo "|---|---|---:|---:|---|"
   echo "| hot tile: zarrd req/s ÷ nginx req/s, default config | ${HOT_RATIOS[*]} | $HOT_RATIO | ≥ 0.5 | $(bar "$HOT_RATIO" 0.5) |"
-  echo "| hot tile: the same, chunk cache off | ${HOT_RATIOS_NC[*]} | $HOT_RATIO_NC | (≥ 0.5) | $(bar "$HOT_RATIO_NC" 0.5) |"
-  echo "| large slice: zarrd MB/s ÷ zarrs in-process MB/s, chunk cache off (both decode) | ${LARGE_RATIOS[*]} | $LARGE_RATIO | ≥ 1.0 | $(bar "$LARGE_RATIO" 1.0) |"
+  echo "| hot tile: the same, caches off | ${HOT_RATIOS_NC[*]} | $HOT_RATIO_NC | (≥ 0.5) | $(bar "$HOT_RATIO_NC" 0.5) |"
+  echo "| large slice: zarrd MB/s ÷ zarrs in-process MB/s, caches off (both decode) | ${LARGE_RATIOS[*]} | $LARGE_RATIO | ≥ 1.0 | $(bar "$LARGE_RATIO" 1.0) |"
   echo "| large slice: the same, default config (zarrd serves repeats from its cache) | ${LARGE_RATIOS_C[*]} | $LARGE_RATIO_C | (≥ 1.0) | $(bar "$LARGE_RATIO_C" 1.0) |"
   echo "| viewport: cold ÷ warm time for all $NV tiles | | $(calc %.1f "$VCOLD_MS / $VWARM_MS") ($VCOLD_MS ms vs $VWARM_MS ms) | — | |"
   for c in $CORES; do
@@ -554,13 +556,13 @@ REPORT="$TMP/report.md"
     # shellcheck disable=SC2086
     r2=$(med ${CPU_RATIO_NC[$c]})
     echo "| hot tile on $c core(s): zarrd CPU per request ÷ nginx's, default config | ${CPU_RATIO[$c]} | $r1 | ≤ 1.5 | $(awk -v r="$r1" 'BEGIN { print (r <= 1.5 ? "met" : "MISSED") }') |"
-    echo "| cold tile on $c core(s): zarrd CPU per request (chunk cache off) ÷ the zstd decode of the tile (${ZSTD_US} µs) | ${CPU_RATIO_NC[$c]} | $r2 | ≤ 1.5 | $(awk -v r="$r2" 'BEGIN { print (r <= 1.5 ? "met" : "MISSED") }') |"
+    echo "| cold tile on $c core(s): zarrd CPU per request (caches off) ÷ the zstd decode of the tile (${ZSTD_US} µs) | ${CPU_RATIO_NC[$c]} | $r2 | ≤ 1.5 | $(awk -v r="$r2" 'BEGIN { print (r <= 1.5 ? "met" : "MISSED") }') |"
   done
   # shellcheck disable=SC2086
   cold1=$(med ${H_CPU[nocache,${CORES%% *}]})
   echo "| cold tile: zarrd CPU per request on ${CORES%% *} core ÷ zarrs' single-thread read of the tile (${ZARRS_TILE_US} µs) | | $(calc %.2f "$cold1 / $ZARRS_TILE_US") | < 1 | $(awk -v a="$cold1" -v b="$ZARRS_TILE_US" 'BEGIN { print (a < b ? "met" : "MISSED") }') |"
-  echo "| large slice: zarrd CPU per request (chunk cache off) ÷ zarrs' CPU per read | | $(calc %.2f "$LARGE_CPU_NC / $LARGE_CPU_ZARRS") ($(calc %.0f "$LARGE_CPU_NC * 1000") ms vs $(calc %.0f "$LARGE_CPU_ZARRS * 1000") ms) | — | |"
-  echo "| large slice: $CONC at once, wall ÷ ($CONC × sequential median), chunk cache off (1 = no worse than one after another; below 1 only where one request leaves cores idle) | ${CONC_T[*]} | $CONC_RATIO | ≤ 1.0 | $(awk -v r="$CONC_RATIO" 'BEGIN { print (r <= 1.0 ? "met" : "MISSED") }') |"
+  echo "| large slice: zarrd CPU per request (caches off) ÷ zarrs' CPU per read | | $(calc %.2f "$LARGE_CPU_NC / $LARGE_CPU_ZARRS") ($(calc %.0f "$LARGE_CPU_NC * 1000") ms vs $(calc %.0f "$LARGE_CPU_ZARRS * 1000") ms) | — | |"
+  echo "| large slice: $CONC at once, wall ÷ ($CONC × sequential median), caches off (1 = no worse than one after another; below 1 only where one request leaves cores idle) | ${CONC_T[*]} | $CONC_RATIO | ≤ 1.0 | $(awk -v r="$CONC_RATIO" 'BEGIN { print (r <= 1.0 ? "met" : "MISSED") }') |"
   echo
   echo "CPU per request of the server process (user + system time of all its threads from \`/proc/PID/stat\`, nginx: master and workers), servers pinned with \`taskset\` to the first C cores, wrk on the others when there are any; median of $ROUNDS rounds. References on one thread: zstd decode of the tile's stored frame ${ZSTD_US} µs, zarrs reading the tile ${ZARRS_TILE_US} µs."
   echo

@@ -74,6 +74,11 @@ pub struct CacheConfig {
 
     /// Rendered IIIF images kept; 0 turns the cache off.
     pub tile_bytes: u64,
+    /// Whole responses of hot data requests (`responses`); 0 turns the cache off.
+    pub response_bytes: u64,
+    /// How long a kept response is replayed (at most the metadata and shard-index
+    /// lifetimes); 0 turns the cache off.
+    pub response_ttl_secs: u64,
     pub shard_index_ttl_secs: u64,
     pub metadata_ttl_secs: u64,
     /// How long "this object does not exist" is remembered (and the `max-age` of responses
@@ -89,6 +94,8 @@ impl Default for CacheConfig {
             compat_bytes: 64 * 1024 * 1024,
 
             tile_bytes: 64 * 1024 * 1024,
+            response_bytes: 64 * 1024 * 1024,
+            response_ttl_secs: 1,
             shard_index_ttl_secs: 300,
             metadata_ttl_secs: 60,
             missing_ttl_secs: 5,
@@ -227,7 +234,11 @@ impl Config {
     pub fn memory_budget_bytes(&self) -> u64 {
         self.limits.memory_bytes.unwrap_or_else(|| {
             crate::budget::default_budget(
-                self.cache.chunk_bytes + self.cache.shard_index_bytes + self.cache.compat_bytes + self.cache.tile_bytes,
+                self.cache.chunk_bytes
+                    + self.cache.shard_index_bytes
+                    + self.cache.compat_bytes
+                    + self.cache.tile_bytes
+                    + self.cache.response_bytes,
             )
         })
     }

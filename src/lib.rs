@@ -17,6 +17,7 @@ pub mod iiif;
 pub mod metrics;
 pub mod middleware;
 pub mod overviews;
+pub mod responses;
 pub mod server;
 pub mod store;
 pub mod zarr;

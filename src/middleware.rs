@@ -1,5 +1,6 @@
 //! Cross-cutting HTTP behaviour (API.md "Cross-cutting"), outermost first:
-//! request ids, structured access logs and metrics; CORS; response compression; and the
+//! request ids, structured access logs and metrics; hot responses (`responses`); CORS;
+//! response compression; and the
 //! guard that bounds in-flight requests (503 + Retry-After) and their duration (504).
 //! Connection-level limits (timeouts, the connection cap, shutdown) are in `server`.
 
@@ -51,6 +52,7 @@ pub fn apply(router: Router, config: &Config) -> Router {
         .layer(from_fn_with_state(guard, guard_requests))
         .layer(CompressionLayer::new().gzip(true).zstd(true).compress_when(Compressible))
         .layer(cors(&config.http.cors_origins))
+        .layer(from_fn_with_state(Arc::new(crate::responses::Responses::new(config)), crate::responses::layer))
         .layer(from_fn(observe))
 }
 
@@ -176,6 +178,8 @@ fn route_label(path: &str) -> &'static str {
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+/// The process id, asked once: `std::process::id()` is a system call every time.
+static PROCESS_ID: std::sync::LazyLock<u32> = std::sync::LazyLock::new(std::process::id);
 
 /// A client-supplied id is kept when it is short printable ASCII; otherwise one is made.
 fn request_id(request: &Request) -> String {
@@ -184,10 +188,7 @@ fn request_id(request: &Request) -> String {
         .get(&REQUEST_ID)
         .and_then(|v| v.to_str().ok())
         .filter(|v| !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_graphic()))
-        .map_or_else(
-            || format!("{:x}-{:x}", std::process::id(), NEXT_ID.fetch_add(1, Ordering::Relaxed)),
-            str::to_owned,
-        )
+        .map_or_else(|| format!("{:x}-{:x}", *PROCESS_ID, NEXT_ID.fetch_add(1, Ordering::Relaxed)), str::to_owned)
 }
 
 /// Request id on the request, the response and the log span; one access-log line and
@@ -200,12 +201,13 @@ async fn observe(mut request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     let route = route_label(&path);
-    if let Ok(v) = HeaderValue::from_str(&id) {
-        request.headers_mut().insert(REQUEST_ID, v);
+    let id_header = HeaderValue::from_str(&id).ok();
+    if let Some(v) = &id_header {
+        request.headers_mut().insert(REQUEST_ID, v.clone());
     }
     let span = tracing::info_span!("request", request_id = %id, %method, uri = %request.uri());
     let mut response = next.run(request).instrument(span.clone()).await;
-    if let Ok(v) = HeaderValue::from_str(&id) {
+    if let Some(v) = id_header {
         response.headers_mut().insert(REQUEST_ID, v);
     }
     let status = response.status().as_u16();

@@ -129,6 +129,54 @@ async fn etag_gives_304_and_changes_with_the_data() {
     assert_ne!(rewritten.header("etag"), etag);
 }
 
+/// Hot responses (`cache.response_*`, src/responses.rs): a repeated request is replayed
+/// without the read path, for at most `response_ttl_secs`; conditional requests and
+/// errors always go through.
+#[tokio::test]
+async fn hot_responses_are_replayed_for_their_lifetime_only() {
+    // Without the decoded-chunk cache every read that runs fetches the chunk.
+    let (app, mem) = altered_app("[cache]\nchunk_bytes = 0\nresponse_ttl_secs = 1").await;
+    let uri = "/v1/slice/conf/regular/f4_zstd_partial?s=0:10,0:10&format=bin";
+    let key = Path::from("regular/f4_zstd_partial/c/0/0");
+    let first = get(&app, uri).await;
+    assert_eq!(first.status, 200, "{}", first.describe());
+    // The chunk becomes garbage: a read would now be a 502, so a 200 is the kept response.
+    let original = mem.get(&key).await.unwrap().bytes().await.unwrap();
+    mem.put(&key, b"garbage".to_vec().into()).await.unwrap();
+    let again = get(&app, uri).await;
+    assert_eq!((again.status.as_u16(), &again.body), (200, &first.body), "{}", again.describe());
+    assert_eq!(again.header("etag"), first.header("etag"));
+    assert_ne!(again.header("x-request-id"), first.header("x-request-id"), "request ids stay per request");
+    // A conditional request reads, and finds the garbage.
+    get_with(&app, uri, &[("if-none-match", "\"other\"")]).await.assert_problem(502);
+    // Once the lifetime is over the read path runs again; its error is not kept.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    get(&app, uri).await.assert_problem(502);
+    mem.put(&key, original.into()).await.unwrap();
+    let repaired = get(&app, uri).await;
+    assert_eq!((repaired.status.as_u16(), &repaired.body), (200, &first.body), "{}", repaired.describe());
+}
+
+/// A kept response is replayed only to requests with the same `Accept-Encoding` and
+/// `Origin`: a compressed body or another origin's CORS headers never reach the wrong client.
+#[tokio::test]
+async fn hot_responses_depend_on_the_negotiating_headers() {
+    let (app, _) = altered_app("[http]\ncors_origins = [\"https://a.example\"]").await;
+    let uri = "/v1/slice/conf/regular/f4_zstd_partial?s=0:10,0:20&format=json";
+    let plain = get(&app, uri).await;
+    assert_eq!(plain.status, 200);
+    assert_eq!(plain.header("content-encoding"), "");
+    assert_eq!(plain.header("access-control-allow-origin"), "");
+    let gzip = get_with(&app, uri, &[("accept-encoding", "gzip")]).await;
+    assert_eq!(gzip.header("content-encoding"), "gzip", "{}", gzip.describe());
+    let cors = get_with(&app, uri, &[("origin", "https://a.example")]).await;
+    assert_eq!(cors.header("access-control-allow-origin"), "https://a.example", "{}", cors.describe());
+    assert_eq!(cors.body, plain.body);
+    // And the kept plain response is still the plain one.
+    let again = get(&app, uri).await;
+    assert_eq!((again.header("content-encoding"), &again.body), ("", &plain.body));
+}
+
 #[tokio::test]
 async fn unknown_names_are_404() {
     let app = conformance_app();

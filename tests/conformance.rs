@@ -500,11 +500,12 @@ fn box_indices(shape: &[u64], start: &[u64], count: &[u64]) -> Vec<u64> {
 }
 
 /// The first read-grid chunk of every numeric array, requested exactly (the hot-tile
-/// request of a viewer), in every format, with the chunk cache off and on, twice each (the
-/// repeat is sent from the cache as it is when the cache is on).
+/// request of a viewer), in every format, with the decoded-chunk cache off and on, twice
+/// each (the repeat is sent from the chunk cache as it is when it is on), and with the
+/// response cache too (the repeat is then the kept response).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exact_chunks_are_served_whole() {
-    for cache in ["", "[cache]\nchunk_bytes = 0"] {
+    for cache in ["[cache]\nresponse_bytes = 0", "[cache]\nchunk_bytes = 0\nresponse_bytes = 0", ""] {
         for set in SETS.iter().filter(|s| !TEXT_SETS.contains(s)) {
             let store = common::local_store(&set_dir(set).join("data.zarr"));
             let app = common::app_with(vec![("conf", store)], common::config(cache));

@@ -22,8 +22,8 @@ const INNER: &str = "/v1/slice/conf/sharded/i2_rect_shards?s=0:5,0:5";
 
 #[tokio::test]
 async fn cold_inner_chunk_is_index_plus_one_range_and_hot_is_one() {
-    // Without the decoded-chunk cache, a hot read re-reads the chunk's byte range.
-    let (app, store) = counting_app("[cache]\nchunk_bytes = 0").await;
+    // Without the decoded-chunk and response caches, a hot read re-reads the chunk's byte range.
+    let (app, store) = counting_app("[cache]\nchunk_bytes = 0\nresponse_bytes = 0").await;
     // Warm the metadata cache with another array's shard so only i2's data reads count.
     assert_eq!(get(&app, "/v1/arrays/conf/sharded/i2_rect_shards").await.status, 200);
     let before = store.total();
@@ -36,7 +36,8 @@ async fn cold_inner_chunk_is_index_plus_one_range_and_hot_is_one() {
 
 #[tokio::test]
 async fn hot_tiles_come_from_the_decoded_chunk_cache() {
-    let (app, store) = counting_app("").await;
+    // Without the response cache, which would answer the repeats before any read.
+    let (app, store) = counting_app("[cache]\nresponse_bytes = 0").await;
     let first = get(&app, INNER).await;
     let before = store.total();
     let again = get(&app, INNER).await;
@@ -97,7 +98,7 @@ async fn adjacent_inner_chunks_of_a_shard_are_one_request() {
 async fn a_rewritten_shard_is_not_mixed_with_its_old_index() {
     use object_store::ObjectStoreExt;
     let (store, mem) = common::memory_store_handle(&common::conformance_dir().join("data.zarr")).await;
-    let app = app_with(vec![("conf", store)], config("[cache]\nchunk_bytes = 0"));
+    let app = app_with(vec![("conf", store)], config("[cache]\nchunk_bytes = 0\nresponse_bytes = 0"));
     let uri = "/v1/slice/conf/sharded/i2_rect_shards?s=0:10,0:50&format=bin";
     let first = get(&app, uri).await;
     assert_eq!(first.status, 200);
