@@ -7,8 +7,9 @@
 //! at most [`MAX_BODY`], and that carry the configured `Cache-Control` (responses holding
 //! fill for missing objects have a shorter one, and a writer may add those objects soon).
 //! Conditional and range requests, and requests with credentials, always go through.
-//! The key holds the request headers a response depends on (`Accept-Encoding`, `Accept`,
-//! `Origin`), so compressed bodies and CORS headers are never served to the wrong client.
+//! The key holds every request header a response depends on ([`VARY`]: content negotiation,
+//! CORS, and the host and scheme IIIF `info.json` builds its `id` from), so a compressed body,
+//! another origin's CORS headers or another host's URLs never reach the wrong client.
 //!
 //! Entries live `cache.response_ttl_secs` (1 s by default, and never longer than the
 //! metadata and shard-index lifetimes): a rewritten chunk is seen at most that much later
@@ -31,13 +32,24 @@ use crate::config::Config;
 /// rarely repeated at the rates where skipping the read path matters.
 pub const MAX_BODY: usize = 4 << 20;
 
-/// What a response depends on besides the stored data.
+/// How many request headers responses depend on besides the target ([`VARY`]).
+const VARIES: usize = 6;
+
+/// The request headers responses depend on besides the target.
+const VARY: [header::HeaderName; VARIES] = [
+    header::ACCEPT_ENCODING,
+    header::ACCEPT,
+    header::ORIGIN,
+    header::HOST,
+    header::HeaderName::from_static("x-forwarded-host"),
+    header::HeaderName::from_static("x-forwarded-proto"),
+];
+
+/// What a response depends on besides the stored data: the target and the [`VARY`] headers.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Key {
     target: String,
-    accept_encoding: Option<HeaderValue>,
-    accept: Option<HeaderValue>,
-    origin: Option<HeaderValue>,
+    vary: [Option<HeaderValue>; VARIES],
 }
 
 /// A kept `200` response.
@@ -104,9 +116,7 @@ fn key(request: &Request) -> Option<Key> {
     }
     Some(Key {
         target: request.uri().path_and_query().map_or(path, |pq| pq.as_str()).to_owned(),
-        accept_encoding: headers.get(header::ACCEPT_ENCODING).cloned(),
-        accept: headers.get(header::ACCEPT).cloned(),
-        origin: headers.get(header::ORIGIN).cloned(),
+        vary: VARY.map(|name| headers.get(name).cloned()),
     })
 }
 

@@ -175,6 +175,21 @@ async fn hot_responses_depend_on_the_negotiating_headers() {
     // And the kept plain response is still the plain one.
     let again = get(&app, uri).await;
     assert_eq!((again.header("content-encoding"), &again.body), ("", &plain.body));
+    // IIIF info.json names the image by the URL the client used.
+    let info = "/iiif/3/conf%2Fregular%2Ff4_zstd_partial/info.json";
+    for _ in 0..2 {
+        for (headers, id) in [
+            (vec![("host", "a.example")], "http://a.example/iiif/3/conf%2Fregular%2Ff4_zstd_partial"),
+            (vec![("host", "b.example")], "http://b.example/iiif/3/conf%2Fregular%2Ff4_zstd_partial"),
+            (
+                vec![("host", "b.example"), ("x-forwarded-proto", "https"), ("x-forwarded-host", "maps.example")],
+                "https://maps.example/iiif/3/conf%2Fregular%2Ff4_zstd_partial",
+            ),
+        ] {
+            let doc = get_with(&app, info, &headers).await.json();
+            assert_eq!(doc["id"], id, "{headers:?}");
+        }
+    }
 }
 
 #[tokio::test]
