@@ -38,6 +38,8 @@ pub struct AppState {
     pub config: Arc<Config>,
     /// IIIF windows and rendered images.
     pub images: iiif::Images,
+    /// Kept responses of hot data requests (replayed by a middleware layer).
+    pub responses: Arc<responses::Responses>,
     /// Set when shutdown begins, so `/readyz` fails before the listener closes.
     pub shutting_down: Arc<AtomicBool>,
     /// Per-dataset health, checked in the background (never by `/readyz`).
@@ -51,10 +53,12 @@ impl AppState {
             std::time::Duration::from_secs(config.health.check_timeout_secs),
         );
         let images = iiif::Images::new(&config);
+        let responses = Arc::new(responses::Responses::new(&config));
         Self {
             catalog: Arc::new(catalog),
             config: Arc::new(config),
             images,
+            responses,
             shutting_down: Arc::new(AtomicBool::new(false)),
             health: Arc::new(health),
         }
@@ -65,6 +69,7 @@ impl AppState {
 pub fn app(state: AppState) -> Router {
     metrics::handle();
     let config = Arc::clone(&state.config);
+    let responses = Arc::clone(&state.responses);
     let router = Router::new()
         .route("/healthz", get(api::ops::healthz))
         .route("/readyz", get(api::ops::readyz))
@@ -98,5 +103,5 @@ pub fn app(state: AppState) -> Router {
         .route("/compat/v2/{ds}/{*key}", get(api::compat::view::<2>).head(api::compat::view::<2>))
         .fallback(|| async { error::Error::NotFound("no such route; see openapi.yaml for the API".into()) })
         .with_state(state);
-    middleware::apply(router, &config)
+    middleware::apply(router, &config, responses)
 }

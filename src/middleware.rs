@@ -41,7 +41,7 @@ const EXPOSED: [HeaderName; 10] = [
 ];
 
 /// Wraps the router in every layer, configured from `config`.
-pub fn apply(router: Router, config: &Config) -> Router {
+pub fn apply(router: Router, config: &Config, responses: Arc<crate::responses::Responses>) -> Router {
     let guard = Arc::new(Guard {
         permits: Semaphore::new(config.limits.max_in_flight),
         timeout: Duration::from_secs(config.limits.request_timeout_secs),
@@ -52,7 +52,7 @@ pub fn apply(router: Router, config: &Config) -> Router {
         .layer(from_fn_with_state(guard, guard_requests))
         .layer(CompressionLayer::new().gzip(true).zstd(true).compress_when(Compressible))
         .layer(cors(&config.http.cors_origins))
-        .layer(from_fn_with_state(Arc::new(crate::responses::Responses::new(config)), crate::responses::layer))
+        .layer(from_fn_with_state(responses, crate::responses::layer))
         .layer(from_fn(observe))
 }
 

@@ -94,6 +94,11 @@ impl Responses {
         Self { cache, cache_control: HeaderValue::from_str(&config.http.cache_control).ok() }
     }
 
+    /// Bytes held (moka's weighted size, which lags inserts a little).
+    pub fn size(&self) -> u64 {
+        self.cache.as_ref().map_or(0, Cache::weighted_size)
+    }
+
     /// Whether `response` may be kept and replayed to any request with the same key.
     fn keeps(&self, response: &Response) -> bool {
         response.status() == StatusCode::OK

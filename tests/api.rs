@@ -143,7 +143,9 @@ async fn hot_responses_are_replayed_for_their_lifetime_only() {
     // The chunk becomes garbage: a read would now be a 502, so a 200 is the kept response.
     let original = mem.get(&key).await.unwrap().bytes().await.unwrap();
     mem.put(&key, b"garbage".to_vec().into()).await.unwrap();
+    let hits_before = response_cache_hits(&app).await;
     let again = get(&app, uri).await;
+    assert!(response_cache_hits(&app).await > hits_before, "counted as a hit in /metrics");
     assert_eq!((again.status.as_u16(), &again.body), (200, &first.body), "{}", again.describe());
     assert_eq!(again.header("etag"), first.header("etag"));
     assert_ne!(again.header("x-request-id"), first.header("x-request-id"), "request ids stay per request");
@@ -157,8 +159,18 @@ async fn hot_responses_are_replayed_for_their_lifetime_only() {
     assert_eq!((repaired.status.as_u16(), &repaired.body), (200, &first.body), "{}", repaired.describe());
 }
 
-/// A kept response is replayed only to requests with the same `Accept-Encoding` and
-/// `Origin`: a compressed body or another origin's CORS headers never reach the wrong client.
+/// `zarrd_cache_hits_total{cache="response"}` from `/metrics` (process-wide: other tests
+/// running at once only add to it).
+async fn response_cache_hits(app: &axum::Router) -> f64 {
+    let text = String::from_utf8(get(app, "/metrics").await.body.to_vec()).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("zarrd_cache_hits_total{cache=\"response\"} "))
+        .map_or(0.0, |v| v.parse().unwrap())
+}
+
+/// A kept response is replayed only to requests with the same `Accept-Encoding`, `Origin`
+/// and host: a compressed body, another origin's CORS headers or another host's IIIF ids
+/// never reach the wrong client.
 #[tokio::test]
 async fn hot_responses_depend_on_the_negotiating_headers() {
     let (app, _) = altered_app("[http]\ncors_origins = [\"https://a.example\"]").await;

@@ -31,5 +31,6 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
 pub async fn metrics(State(state): State<AppState>) -> Response {
     crate::metrics::cache_size("shard_index", state.catalog.indexes.size());
     crate::metrics::cache_size("chunk", state.catalog.chunks.size());
+    crate::metrics::cache_size("response", state.responses.size());
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], crate::metrics::handle().render()).into_response()
 }
