@@ -13,15 +13,14 @@ use std::panic::AssertUnwindSafe;
 /// count tokio's runtime takes when it is built. Left to itself rayon sizes the pool at its
 /// first use, from the CPUs allowed at that moment: a process moved onto fewer CPUs before
 /// its first decode (`taskset`, a cgroup change) would keep that smaller pool for its whole
-/// life. Threads are named `zarrd-cpu-N` for `top -H` and profiles. Returns the pool's size.
-pub fn start_pool() -> Result<usize, String> {
+/// life. Threads are named `zarrd-cpu-N` for `top -H` and profiles.
+pub fn start_pool() -> Result<(), String> {
     let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("zarrd-cpu-{i}"))
         .build_global()
-        .map_err(|e| format!("cannot start the CPU pool: {e}"))?;
-    Ok(threads)
+        .map_err(|e| format!("cannot start the CPU pool: {e}"))
 }
 
 /// Runs `work` on rayon's pool and waits for it without blocking the runtime. A panic in
