@@ -157,6 +157,12 @@ cleanup() {
     local status=$?
     [[ -z ${CLIENT_PID:-} ]] || { kill "$CLIENT_PID" 2>/dev/null || true; wait "$CLIENT_PID" 2>/dev/null || true; }
     stop_zarrd
+    # A panic is a bug even when it was answered 500 or cut a body: the clients' run fails.
+    if grep -q 'zarrd::panic' "$WORK/zarrd.log" 2>/dev/null; then
+        log "zarrd logged a panic:"
+        grep -A2 'zarrd::panic' "$WORK/zarrd.log" >&2 || true
+        status=1
+    fi
     rm -rf "$WORK"
     exit "$status"
 }

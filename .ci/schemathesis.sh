@@ -57,6 +57,12 @@ cleanup() {
         kill -KILL "$SERVER_PID" 2>/dev/null || true
         wait "$SERVER_PID" 2>/dev/null || true
     fi
+    # A panic is a bug even when it was answered 500: schemathesis' inputs must not cause one.
+    if grep -q 'zarrd::panic' "$WORK/server.log" 2>/dev/null; then
+        log "zarrd logged a panic:"
+        grep -A2 'zarrd::panic' "$WORK/server.log" >&2 || true
+        status=1
+    fi
     if [[ $status -ne 0 && -s $WORK/server.log ]]; then
         log "last server log lines:"
         tail -n 40 "$WORK/server.log" >&2 || true

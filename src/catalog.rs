@@ -52,6 +52,8 @@ pub struct Catalog {
     versions: VersionCache,
     pub chunks: ChunkCache,
     max_chunks: u64,
+    /// How view chunks of `/compat` are sized.
+    compat: crate::config::CompatConfig,
     pub budget: MemoryBudget,
     stream_idle: Duration,
 }
@@ -183,6 +185,7 @@ impl Catalog {
             versions: VersionCache::new(1_000_000, lifetimes),
             chunks: ChunkCache::new(config.cache.chunk_bytes, lifetimes),
             max_chunks: config.limits.max_chunks_per_request,
+            compat: config.compat,
             budget: MemoryBudget::new(
                 config.memory_budget_bytes(),
                 Duration::from_millis(config.limits.memory_wait_ms),
@@ -272,7 +275,8 @@ impl Catalog {
                 for (path, node) in found {
                     match node {
                         Ok(Node::Array(meta)) => {
-                            let chunk_shape = view_chunk_shape(&meta, ds.compat.get(&path).map(Vec::as_slice));
+                            let chunk_shape =
+                                view_chunk_shape(&meta, ds.compat.get(&path).map(Vec::as_slice), &self.compat);
                             tree.insert(path, ViewNode::Array { meta, chunk_shape });
                         }
                         Ok(Node::Group(group)) => tree.insert(path, ViewNode::Group(group.attributes.clone())),
@@ -297,7 +301,7 @@ impl Catalog {
             let path = segments[..end].join("/");
             match Box::pin(self.node(ds, &path)).await {
                 Ok(Node::Array(meta)) => {
-                    let chunk_shape = view_chunk_shape(&meta, ds.compat.get(&path).map(Vec::as_slice));
+                    let chunk_shape = view_chunk_shape(&meta, ds.compat.get(&path).map(Vec::as_slice), &self.compat);
                     tree.insert(path, ViewNode::Array { meta, chunk_shape });
                     // Nothing below an array is a node.
                     break;

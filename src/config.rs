@@ -29,6 +29,8 @@ pub struct Config {
     #[serde(default)]
     pub log: LogConfig,
     #[serde(default)]
+    pub compat: CompatConfig,
+    #[serde(default)]
     pub datasets: BTreeMap<String, DatasetConfig>,
 }
 
@@ -152,6 +154,24 @@ pub const FD_HEADROOM: u64 = 256;
 pub fn default_max_connections(fd_limit: u64) -> usize {
     let cap = if fd_limit > 2 * FD_HEADROOM { fd_limit - FD_HEADROOM } else { fd_limit / 2 };
     usize::try_from(cap.max(1)).unwrap_or(usize::MAX)
+}
+
+/// How the compatibility views (`/compat`) size their chunks for the network (API.md
+/// "Compatibility views"; the rule is `zarr::compat::view_chunk_shape`).
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct CompatConfig {
+    /// A stored (or inner) chunk of a regular grid holding at least this many decoded bytes
+    /// is a view chunk as it is.
+    pub min_chunk_bytes: u64,
+    /// The decoded size aimed at by view chunks made for smaller chunks and rectilinear grids.
+    pub chunk_bytes: u64,
+}
+
+impl Default for CompatConfig {
+    fn default() -> Self {
+        Self { min_chunk_bytes: 256 * 1024, chunk_bytes: 1024 * 1024 }
+    }
 }
 
 /// The background check of every dataset's root (see `health`); `/readyz` never waits on it.
@@ -309,6 +329,16 @@ impl Config {
                     return Err(invalid(&format!("datasets.{name}.compat.{path}"), "chunk edges must be at least 1"));
                 }
             }
+        }
+        if self.compat.chunk_bytes == 0 || self.compat.chunk_bytes > crate::zarr::codec::MAX_DECODED_CHUNK_BYTES as u64
+        {
+            return Err(invalid(
+                "compat.chunk_bytes",
+                format!(
+                    "must be between 1 and {} (a view chunk is decoded whole)",
+                    crate::zarr::codec::MAX_DECODED_CHUNK_BYTES
+                ),
+            ));
         }
         let l = &self.limits;
         for (field, value) in [

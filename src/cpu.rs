@@ -25,14 +25,18 @@ pub fn start_pool() -> Result<(), String> {
 
 /// Runs `work` on rayon's pool and waits for it without blocking the runtime. A panic in
 /// `work` (a bug) comes back as `Err` with its message instead of aborting the process,
-/// which is what a panic in `rayon::spawn` would otherwise do.
+/// which is what a panic in `rayon::spawn` would otherwise do (the panic hook has counted
+/// and logged it: `panics`).
 pub async fn run<T, F>(work: F) -> Result<T, String>
 where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,
 {
     let (tx, rx) = tokio::sync::oneshot::channel();
+    // The request's span goes along, so a panic here is logged with its request id.
+    let span = tracing::Span::current();
     rayon::spawn(move || {
+        let _entered = span.enter();
         let result = std::panic::catch_unwind(AssertUnwindSafe(work))
             .map_err(|panic| panic_message(panic.as_ref()).unwrap_or_else(|| "a CPU task panicked".to_owned()));
         // The request may have gone away (client disconnected): nothing to tell then.

@@ -17,6 +17,7 @@ pub mod iiif;
 pub mod metrics;
 pub mod middleware;
 pub mod overviews;
+pub mod panics;
 pub mod responses;
 pub mod server;
 pub mod store;
@@ -68,6 +69,8 @@ impl AppState {
 /// The zarrd router with all routes of API.md and the cross-cutting layers.
 pub fn app(state: AppState) -> Router {
     metrics::handle();
+    // From here a panic anywhere is counted and logged once, with its request id.
+    panics::install_hook();
     let config = Arc::clone(&state.config);
     let responses = Arc::clone(&state.responses);
     let router = Router::new()

@@ -20,7 +20,10 @@ pub fn handle() -> PrometheusHandle {
                 .build_recorder();
             let handle = recorder.handle();
             // A recorder may already be set by an embedding program; ours then stays local.
-            let _ = metrics::set_global_recorder(recorder);
+            if metrics::set_global_recorder(recorder).is_ok() {
+                // Shown from the start, so an alert on it has a series to watch.
+                metrics::counter!("zarrd_panics_total").absolute(0);
+            }
             handle
         })
         .clone()

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::extract::{Request, State};
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderName, HeaderValue, Method, header};
 use axum::middleware::{Next, from_fn, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
@@ -95,11 +95,15 @@ impl Predicate for Compressible {
 }
 
 /// A panic in a handler is a bug; the client still gets a 500 problem document and the
-/// connection survives.
+/// connection survives. The panic hook (`panics`) has counted and logged it with the
+/// request id; the client learns only that id, not the panic's message.
 #[allow(clippy::needless_pass_by_value)] // the signature CatchPanicLayer::custom requires
-fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
-    let what = crate::cpu::panic_message(panic.as_ref()).unwrap_or_default();
-    Error::Internal(format!("handler panicked: {what}")).into_response()
+fn panic_response(_panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    Error::Status(
+        axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+        "an internal error (a bug) stopped this request; it is logged under this response's X-Request-Id".into(),
+    )
+    .into_response()
 }
 
 /// Errors produced outside the handlers (axum's extractor rejections such as a path that
@@ -158,23 +162,16 @@ async fn guard_requests(State(guard): State<Arc<Guard>>, request: Request, next:
     }
 }
 
-/// A low-cardinality route label for metrics: the route family, not the full path.
-fn route_label(path: &str) -> &'static str {
-    let mut parts = path.trim_start_matches('/').split('/');
-    match (parts.next(), parts.next()) {
-        (Some("healthz"), None) => "/healthz",
-        (Some("readyz"), None) => "/readyz",
-        (Some("metrics"), None) => "/metrics",
-        (Some("zarr"), Some(_)) => "/zarr",
-        (Some("iiif"), Some(_)) => "/iiif",
-        (Some("view" | "viewer"), Some(_)) | (Some(""), None) => "/viewer",
-        (Some("v1"), Some("datasets")) => "/v1/datasets",
-        (Some("v1"), Some("arrays")) => "/v1/arrays",
-        (Some("v1"), Some("slice")) => "/v1/slice",
-        (Some("v1"), Some("chunks")) => "/v1/chunks",
-        (Some("v1"), Some("chunk")) => "/v1/chunk",
-        _ => "other",
-    }
+/// The route label of metrics and logs: the literal part of the route the router matched
+/// (`/v1/slice/{ds}/{*path}` → `/v1/slice`, `/compat/v3/{ds}/{*key}` → `/compat/v3`, `/` →
+/// `/`), so every route has its own name without a list kept beside the router; `other`
+/// for requests that matched no route. Bounded: there are as many labels as routes.
+fn route_label(matched: Option<&MatchedPath>) -> String {
+    let Some(matched) = matched else { return "other".to_owned() };
+    let path = matched.as_str();
+    let literal = path.find('{').map_or(path, |at| &path[..at]);
+    let trimmed = literal.trim_end_matches('/');
+    if trimmed.is_empty() { "/".to_owned() } else { trimmed.to_owned() }
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -200,12 +197,12 @@ async fn observe(mut request: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
-    let route = route_label(&path);
+    let route = route_label(request.extensions().get::<MatchedPath>());
     let id_header = HeaderValue::from_str(&id).ok();
     if let Some(v) = &id_header {
         request.headers_mut().insert(REQUEST_ID, v.clone());
     }
-    let span = tracing::info_span!("request", request_id = %id, %method, uri = %request.uri());
+    let span = tracing::info_span!("request", request_id = %id, %method, uri = %request.uri(), %route);
     let mut response = next.run(request).instrument(span.clone()).await;
     if let Some(v) = id_header {
         response.headers_mut().insert(REQUEST_ID, v);
@@ -213,10 +210,13 @@ async fn observe(mut request: Request, next: Next) -> Response {
     let status = response.status().as_u16();
     let length =
         response.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());
+    // A HEAD response is whole once its headers are sent: hyper never polls its body.
+    let head = method == Method::HEAD;
     response.map(|body| {
-        crate::body::tracked(body, length, move |sent| {
+        crate::body::tracked(body, length, span.clone(), move |sent| {
             let elapsed = started.elapsed();
-            crate::metrics::request(route, status, elapsed.as_secs_f64(), sent.bytes);
+            let complete = sent.complete || head;
+            crate::metrics::request(&route, status, elapsed.as_secs_f64(), sent.bytes);
             span.in_scope(|| {
                 // Probes and scrapes arrive every few seconds from every load balancer and
                 // kubelet and would drown the access log: at DEBUG unless they fail.
@@ -227,10 +227,10 @@ async fn observe(mut request: Request, next: Next) -> Response {
                             target: "zarrd::access",
                             $level,
                             status,
-                            route,
+                            route = %route,
                             latency_ms = elapsed.as_secs_f64() * 1000.0,
                             bytes = sent.bytes,
-                            complete = sent.complete,
+                            complete,
                             "{method} {path}"
                         )
                     };
@@ -249,14 +249,41 @@ async fn observe(mut request: Request, next: Next) -> Response {
 mod tests {
     use super::*;
 
-    #[test]
-    fn route_labels_are_bounded() {
-        assert_eq!(route_label("/v1/slice/sample/climate/t2m"), "/v1/slice");
-        assert_eq!(route_label("/zarr/sample/zarr.json"), "/zarr");
-        assert_eq!(route_label("/healthz"), "/healthz");
-        assert_eq!(route_label("/iiif/3/sample%2Fterrain%2Felevation/full/max/0/default.png"), "/iiif");
-        assert_eq!(route_label("/"), "/viewer");
-        assert_eq!(route_label("/v1/unknown/x"), "other");
-        assert_eq!(route_label("/random/junk/here"), "other");
+    #[tokio::test]
+    async fn route_labels_come_from_the_matched_route() {
+        use axum::routing::get;
+        use tower::ServiceExt;
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let record = {
+            let seen = Arc::clone(&seen);
+            move |request: Request, next: Next| {
+                let seen = Arc::clone(&seen);
+                async move {
+                    seen.lock().unwrap().push(route_label(request.extensions().get::<MatchedPath>()));
+                    next.run(request).await
+                }
+            }
+        };
+        let app = Router::new()
+            .route("/", get(|| async { "" }))
+            .route("/healthz", get(|| async { "" }))
+            .route("/v1/slice/{ds}/{*path}", get(|| async { "" }))
+            .route("/compat/v3/{ds}/{*key}", get(|| async { "" }))
+            .route("/iiif/3/{identifier}/info.json", get(|| async { "" }))
+            .route("/zarr/{ds}/", get(|| async { "" }))
+            .layer(from_fn(record));
+        for uri in [
+            "/",
+            "/healthz",
+            "/v1/slice/sample/climate/t2m",
+            "/compat/v3/s/a/c/0",
+            "/iiif/3/x/info.json",
+            "/zarr/s/",
+            "/nope/x",
+        ] {
+            let request = axum::http::Request::get(uri).body(axum::body::Body::empty()).unwrap();
+            app.clone().oneshot(request).await.unwrap();
+        }
+        assert_eq!(*seen.lock().unwrap(), ["/", "/healthz", "/v1/slice", "/compat/v3", "/iiif/3", "/zarr", "other"],);
     }
 }

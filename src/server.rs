@@ -197,7 +197,7 @@ async fn connection(
                 let response = app.oneshot(request).await?;
                 // The request stays in flight until its body is sent or abandoned.
                 Ok::<_, std::convert::Infallible>(
-                    response.map(|body| crate::body::tracked(body, None, move |_| drop(busy))),
+                    response.map(|body| crate::body::tracked(body, None, tracing::Span::none(), move |_| drop(busy))),
                 )
             }
         })

@@ -181,9 +181,16 @@ impl Server {
 }
 
 impl Drop for Server {
+    /// Stops the server, and fails the test if it logged a panic anywhere (even one that
+    /// became a 500 or a cut body).
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let logs = self.logs();
+        let panics: Vec<&str> = logs.lines().filter(|l| l.contains("\"target\":\"zarrd::panic\"")).collect();
+        if !std::thread::panicking() {
+            assert!(panics.is_empty(), "the server panicked: {panics:?}");
+        }
     }
 }
 

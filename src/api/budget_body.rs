@@ -42,13 +42,14 @@ pub fn held(body: Body, reservation: Reservation) -> Body {
     Body::new(Held { inner: body, _reservation: reservation })
 }
 
-/// `head` (e.g. an `.npy` header), then the bands from the read path. A failed band ends
-/// the body with an error, which makes hyper abort the connection: the client sees fewer
-/// bytes than `Content-Length` promised, never a wrong byte.
-pub fn streamed(head: Vec<u8>, bands: tokio::sync::mpsc::Receiver<Result<Bytes, ReadError>>) -> Body {
+/// `head` (e.g. an `.npy` header), then the bands from the read path, `length` bytes in
+/// all. A failed band, or bands that stop short (the task making them died), end the body
+/// with an error, which makes hyper abort the connection: the client sees a cut body (under
+/// any encoding), never a wrong byte or a short body that looks whole.
+pub fn streamed(head: Vec<u8>, mut bands: tokio::sync::mpsc::Receiver<Result<Bytes, ReadError>>, length: u64) -> Body {
     let first = futures::stream::iter((!head.is_empty()).then(|| Ok::<_, ReadError>(Bytes::from(head))));
-    let rest = futures::stream::unfold(bands, |mut rx| async move { rx.recv().await.map(|band| (band, rx)) });
-    Body::from_stream(futures::StreamExt::chain(first, rest))
+    let rest = futures::stream::poll_fn(move |cx| bands.poll_recv(cx));
+    crate::body::streamed(futures::StreamExt::chain(first, rest), length)
 }
 
 /// `head` then `data`, sent without copying `data` (a cached chunk's bytes), with its

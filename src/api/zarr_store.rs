@@ -273,7 +273,8 @@ async fn serve(
         })?;
         crate::metrics::storage_bytes(bytes.len());
         // The bytes stay reserved until the body has been sent.
-        crate::body::tracked(axum::body::Body::from(bytes), None, move |_| drop(held)).into_response()
+        crate::body::tracked(axum::body::Body::from(bytes), None, tracing::Span::none(), move |_| drop(held))
+            .into_response()
     } else {
         // Streamed from storage as the client takes it: a large object never sits whole
         // in memory, and a slow client holds only the backend's buffers. A storage failure
@@ -284,7 +285,7 @@ async fn serve(
                 std::io::Error::other("storage read failed")
             })
         });
-        axum::body::Body::from_stream(stream).into_response()
+        crate::body::streamed(stream, served.end - served.start).into_response()
     };
     set(&mut response, header::CONTENT_LENGTH, &(served.end - served.start).to_string());
     if range.is_some() {

@@ -7,14 +7,22 @@
 //! decode it, and it is zarr-python's default chain (`bytes` + `zstd`), so most stored chunks
 //! are already what the view declares and are served as they are, without re-encoding.
 //!
-//! The view chunk shape ([`view_chunk_shape`]):
-//! - a regular unsharded array keeps its chunk shape (a view chunk is a stored chunk);
-//! - a sharded array (regular or rectilinear shards, nested or not) uses its innermost chunk
-//!   shape (a view chunk is one inner chunk, cut from its shard by byte range);
-//! - a rectilinear unsharded array uses, per dimension, the edge that covers most of the
-//!   extent (ties: the larger), so most view chunks coincide with, or straddle at most two,
-//!   stored chunks;
+//! The view chunk shape ([`view_chunk_shape`]) is sized for the network (API.md
+//! "Compatibility views"): a client reading a whole array makes about ⌈bytes / chunk_bytes⌉
+//! requests, never one per tiny stored chunk.
+//! - The read grid (the innermost chunks of a sharded array, the stored chunks otherwise) is
+//!   kept when it is regular and its chunks hold at least `compat.min_chunk_bytes` decoded:
+//!   a view chunk is then one stored or inner chunk, served as stored when it is already in
+//!   the view's encoding.
+//! - Otherwise (small chunks, rectilinear grids) view chunks of about `compat.chunk_bytes`
+//!   are made, growing the last dimensions first (C order: a view chunk is then a few
+//!   contiguous runs of the array, and a plane of `[time, y, x]` data is one or a few
+//!   requests), each edge a multiple of the stored edge where that dimension is regular, so
+//!   a view chunk covers whole stored chunks; the server assembles each from any number of
+//!   stored chunks.
 //! - `datasets.NAME.compat."PATH" = [..]` overrides the shape of one array.
+//! - Text arrays keep the read grid (regular) or the edge covering most of each rectilinear
+//!   dimension: their decoded size is unknown until read.
 //!
 //! A view chunk whose stored data is entirely missing is reported as missing (HTTP 404:
 //! clients read the fill value), exactly as a missing stored chunk is.
@@ -41,6 +49,7 @@ use super::read::{ArrayReader, ReadError};
 use super::selection::DimSelection;
 use super::strings::{decode_chunk, decode_cost, fill_text};
 use crate::cache::MISSING;
+use crate::config::CompatConfig;
 
 /// The zstd level of re-encoded view chunks: zstd's default, a good speed/ratio balance for
 /// chunks encoded on demand.
@@ -152,14 +161,48 @@ impl ViewTree {
 }
 
 /// The view's chunk shape of an array (see the module docs for the rule).
-pub fn view_chunk_shape(meta: &ArrayMetadata, configured: Option<&[u64]>) -> Vec<u64> {
+pub fn view_chunk_shape(meta: &ArrayMetadata, configured: Option<&[u64]>, sizing: &CompatConfig) -> Vec<u64> {
     if let Some(shape) = configured.filter(|s| s.len() == meta.shape.len() && s.iter().all(|&e| e > 0)) {
         return shape.to_vec();
     }
-    if let Some(inner) = meta.read_chunk_shape() {
-        return inner;
+    // The read grid's edge per dimension where it is regular.
+    let regular: Vec<Option<u64>> = match meta.read_chunk_shape() {
+        Some(inner) => inner.into_iter().map(|e| Some(e.max(1))).collect(),
+        None => meta
+            .chunk_grid
+            .dims
+            .iter()
+            .map(|d| match d {
+                Dim::Fixed { edge, .. } => Some((*edge).max(1)),
+                Dim::Varying { .. } => None,
+            })
+            .collect(),
+    };
+    if meta.data_type.is_variable() {
+        return regular.iter().zip(&meta.chunk_grid.dims).map(|(e, d)| e.unwrap_or_else(|| covering_edge(d))).collect();
     }
-    meta.chunk_grid.dims.iter().map(covering_edge).collect()
+    let item = meta.data_type.size() as u64;
+    if let Some(edges) = regular.iter().copied().collect::<Option<Vec<u64>>>()
+        && edges.iter().try_fold(item, |n, &e| n.checked_mul(e)).is_none_or(|bytes| bytes >= sizing.min_chunk_bytes)
+    {
+        return edges;
+    }
+    grown(&meta.shape, &regular, (sizing.chunk_bytes / item).max(1))
+}
+
+/// View chunk edges of about `target` elements over an array of `shape`: the last
+/// dimensions first, each edge the whole extent or a multiple of its stored edge (`units`,
+/// `None` where the grid is rectilinear and any edge will do).
+fn grown(shape: &[u64], units: &[Option<u64>], target: u64) -> Vec<u64> {
+    let mut edges = vec![1u64; shape.len()];
+    let mut elements = 1u64;
+    for d in (0..shape.len()).rev() {
+        let unit = units[d].unwrap_or(1);
+        let room = (target / elements).max(1);
+        edges[d] = if shape[d] <= room { shape[d].max(1) } else { (room / unit).max(1) * unit };
+        elements = elements.saturating_mul(edges[d].min(shape[d]).max(1));
+    }
+    edges
 }
 
 /// The edge of a dimension that covers most of its extent (ties: the larger edge).
@@ -682,6 +725,83 @@ mod tests {
         let grid = super::super::chunk_grid::ChunkGrid::from_json(&json, &[181, 26]).unwrap();
         assert_eq!(covering_edge(&grid.dims[0]), 31);
         assert_eq!(covering_edge(&grid.dims[1]), 10);
+    }
+
+    fn array(shape: &[u64], data_type: &str, grid: Value, codecs: Value) -> Arc<ArrayMetadata> {
+        let doc = json!({"zarr_format": 3, "node_type": "array", "shape": shape, "data_type": data_type,
+            "chunk_grid": grid, "chunk_key_encoding": {"name": "default"}, "fill_value": 0, "codecs": codecs});
+        let crate::zarr::metadata::Node::Array(m) = crate::zarr::metadata::Node::from_value(doc).unwrap() else {
+            panic!("not an array")
+        };
+        m
+    }
+
+    fn regular(chunks: &[u64]) -> Value {
+        json!({"name": "regular", "configuration": {"chunk_shape": chunks}})
+    }
+
+    fn sharded(inner: &[u64]) -> Value {
+        json!([{"name": "sharding_indexed", "configuration": {"chunk_shape": inner,
+            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]}}])
+    }
+
+    #[test]
+    fn view_chunks_are_sized_for_the_network() {
+        let sizing = CompatConfig::default();
+        let bytes = json!([{"name": "bytes", "configuration": {"endian": "little"}}]);
+        // The sample's t2m: shards of [31|28|30, 36, 36] holding [1, 36, 36] inner chunks of
+        // 5 KiB: one view chunk of the 1 MiB wanted holds 25 whole days.
+        let grid = json!({"name": "rectilinear", "configuration": {"kind": "inline",
+            "chunk_shapes": [[31, 28, 31, 30, 31, 30, [31, 2], 30, 31, 30, 31], [[36, 2]], [[36, 4]]]}});
+        let t2m = array(&[365, 72, 144], "float32", grid, sharded(&[1, 36, 36]));
+        assert_eq!(view_chunk_shape(&t2m, None, &sizing), [25, 72, 144]);
+        // 32 KiB inner chunks of a regular sharded grid grow by whole inner chunks.
+        let elevation = array(&[1024, 1024], "uint16", regular(&[512, 512]), sharded(&[128, 128]));
+        assert_eq!(view_chunk_shape(&elevation, None, &sizing), [512, 1024]);
+        // Stored chunks of at least min_chunk_bytes are kept, however large.
+        let big = array(&[4096, 4096], "float64", regular(&[256, 256]), bytes.clone());
+        assert_eq!(view_chunk_shape(&big, None, &sizing), [256, 256]);
+        let huge = array(&[100_000, 100_000], "uint8", regular(&[8192, 8192]), bytes.clone());
+        assert_eq!(view_chunk_shape(&huge, None, &sizing), [8192, 8192]);
+        // A rectilinear grid of tiny edges (many_edges: 5,949 float32 in 3,000 chunks): one
+        // view chunk.
+        let edges: Vec<u64> = (0..3000).map(|i| if i % 2 == 0 { 1 } else { 2 } + u64::from(i == 2999) * 450).collect();
+        let n: u64 = edges.iter().sum();
+        let grid = json!({"name": "rectilinear", "configuration": {"kind": "inline", "chunk_shapes": [edges]}});
+        let many = array(&[n], "float32", grid, bytes.clone());
+        assert_eq!(view_chunk_shape(&many, None, &sizing), [n]);
+        // A configured shape wins; 0-d arrays have no edges.
+        assert_eq!(view_chunk_shape(&t2m, Some(&[1, 72, 144]), &sizing), [1, 72, 144]);
+        assert_eq!(view_chunk_shape(&array(&[], "int8", regular(&[]), bytes), None, &sizing), Vec::<u64>::new());
+    }
+
+    proptest::proptest! {
+        /// Grown view chunks: whole stored chunks (edges multiples of the stored edge, or the
+        /// whole extent), never larger than wanted unless one stored chunk is, and a whole
+        /// array takes at most about twice ⌈elements / target⌉ of them.
+        #[test]
+        fn grown_view_chunks_cover_whole_stored_chunks(
+            dims in proptest::collection::vec((1u64..2000, proptest::option::of(1u64..64)), 0..4),
+            target in 1u64..100_000,
+        ) {
+            let shape: Vec<u64> = dims.iter().map(|d| d.0).collect();
+            let units: Vec<Option<u64>> = dims.iter().map(|d| d.1).collect();
+            let edges = grown(&shape, &units, target);
+            for d in 0..shape.len() {
+                let unit = units[d].unwrap_or(1);
+                proptest::prop_assert!(edges[d] >= 1);
+                proptest::prop_assert!(edges[d] % unit == 0 || edges[d] == shape[d], "{edges:?} {units:?}");
+                // An edge grown beyond one stored chunk keeps the chunk within the target.
+                let from_here: u64 = edges[d..].iter().zip(&shape[d..]).map(|(&e, &n)| e.min(n)).product();
+                proptest::prop_assert!(edges[d].min(shape[d]) <= unit || from_here <= target, "{edges:?} > {target}");
+            }
+            if units.iter().all(|u| u.is_none()) {
+                let chunks: u64 = shape.iter().zip(&edges).map(|(&n, &e)| n.div_ceil(e)).product();
+                let total: u64 = shape.iter().product();
+                proptest::prop_assert!(chunks <= 2 * total.div_ceil(target), "{chunks} chunks of {edges:?} for {shape:?}");
+            }
+        }
     }
 
     #[test]

@@ -701,7 +701,7 @@ impl ArrayReader {
     {
         let (tx, rx) = tokio::sync::mpsc::channel(1);
         let (cache, idle) = (self.chunks.clone(), self.stream_idle);
-        tokio::spawn(async move {
+        let task = async move {
             let _reservation = reservation;
             let mut bands = std::pin::pin!(
                 groups
@@ -739,7 +739,9 @@ impl ArrayReader {
                     return;
                 }
             }
-        });
+        };
+        // In the request's span: a panic while assembling is logged with its request id.
+        tokio::spawn(tracing::Instrument::in_current_span(task));
         rx
     }
 

@@ -122,6 +122,13 @@ pub async fn get(app: &Router, uri: &str) -> Reply {
 }
 
 pub async fn get_with(app: &Router, uri: &str, headers: &[(&str, &str)]) -> Reply {
+    let reply = send(app, uri, headers).await;
+    assert_no_panics();
+    reply
+}
+
+/// A GET, without checking for panics (for the tests that inject them).
+pub async fn send(app: &Router, uri: &str, headers: &[(&str, &str)]) -> Reply {
     let mut req = Request::get(uri);
     for (k, v) in headers {
         req = req.header(*k, *v);
@@ -131,6 +138,15 @@ pub async fn get_with(app: &Router, uri: &str, headers: &[(&str, &str)]) -> Repl
     let headers = response.headers().clone();
     let body = response.into_body().collect().await.unwrap().to_bytes();
     Reply { status, headers, body }
+}
+
+/// Fails the test when the server under test panicked anywhere (a handler, a body, the CPU
+/// pool, a background task), even where the panic was turned into a 500 or a cut body.
+/// The tests' own failed assertions (in `tests/`) are not the server's. Tests that inject
+/// panics live in their own binary (`tests/panics.rs`).
+pub fn assert_no_panics() {
+    let server: Vec<String> = zarrd::panics::recent().into_iter().filter(|p| !p.starts_with("tests/")).collect();
+    assert!(server.is_empty(), "the server panicked: {server:?}");
 }
 
 /// A parsed `.npy` file with its data converted to little-endian.

@@ -31,6 +31,7 @@ import json
 from importlib.metadata import version
 import sys
 import traceback
+import urllib.request
 from pathlib import Path
 
 import aiohttp
@@ -225,6 +226,8 @@ def main() -> int:
 
     check("zarr-python list_dir /zarr/sample", zarr_listing)
 
+    request_counts(base, check)
+
     print("\nHTTP requests to open the sample tree:")
     for label, n in counts.items():
         print(f"  {n:4d}  {label}")
@@ -234,6 +237,76 @@ def main() -> int:
         print(f"{client}: {ok} array reads passed, {bad} failed, {impossible} client limitations")
     print(f"compat-clients: {len(passed)} passed, {len(failures)} failed")
     return 1 if failures else 0
+
+
+# View chunks are sized for the network (API.md "Compatibility views"; zarrd's defaults).
+MIN_CHUNK_BYTES = 256 * 1024
+CHUNK_BYTES = 1024 * 1024
+# Metadata documents a client may read before the chunks (zarr.json, or .zarray, .zattrs,
+# .zgroup and a consolidated document).
+METADATA_REQUESTS = 4
+
+
+def compat_requests(base: str) -> dict[str, int]:
+    """zarrd's own count of /compat requests so far, by route (from /metrics)."""
+    text = urllib.request.urlopen(f"{base}/metrics", timeout=10).read().decode()
+    counts = {"/compat/v3": 0, "/compat/v2": 0}
+    for line in text.splitlines():
+        if line.startswith("zarrd_http_requests_total{"):
+            labels, value = line.rsplit(" ", 1)
+            for route in counts:
+                if f'route="{route}"' in labels:
+                    counts[route] += int(float(value))
+    return counts
+
+
+def request_counts(base: str, check) -> None:
+    """zarr-python and TensorStore read every numeric array of every fixture set and the
+    sample whole through both views; zarrd counts the requests each read made. A read costs
+    its metadata documents plus at most about twice ⌈bytes / chunk_bytes⌉ view chunks, or one
+    request per stored chunk where those are kept for holding at least min_chunk_bytes."""
+    arrays = []
+    for ds, fixture_set in DATASETS.items():
+        for entry in json.loads((FIXTURES / fixture_set / "manifest.json").read_text())["arrays"]:
+            if entry["dtype"] != "string":
+                arrays.append((ds, entry["path"]))
+    arrays += [("sample", "climate/t2m"), ("sample", "terrain/elevation"), ("sample", "climate/lat")]
+    table = []
+    for ds, path in arrays:
+        for flavor, zarr_format, driver in [("v3", 3, "zarr3"), ("v2", 2, "zarr")]:
+            url = f"{base}/compat/{flavor}/{ds}"
+            route = f"/compat/{flavor}"
+            meta_key = "zarr.json" if flavor == "v3" else ".zarray"
+            doc = json.loads(urllib.request.urlopen(f"{url}/{path}/{meta_key}", timeout=10).read())
+            shape = doc["shape"]
+            chunks = doc["chunk_grid"]["configuration"]["chunk_shape"] if flavor == "v3" else doc["chunks"]
+            item = np.dtype(doc["data_type"] if flavor == "v3" else doc["dtype"]).itemsize
+            nbytes = int(np.prod(shape, dtype=np.int64)) * item
+            grid = int(np.prod([-(-n // max(c, 1)) for n, c in zip(shape, chunks)], dtype=np.int64))
+            allowed = max(1, 2 * -(-nbytes // CHUNK_BYTES))
+            if int(np.prod(chunks, dtype=np.int64)) * item >= MIN_CHUNK_BYTES:
+                allowed = max(allowed, grid)
+            for client in ["zarr-python", "tensorstore"]:
+                label = f"{client} /compat/{flavor}/{ds}/{path} whole"
+
+                def read(client=client, flavor=flavor, path=path, url=url, route=route, allowed=allowed,
+                         grid=grid, nbytes=nbytes, zarr_format=zarr_format, driver=driver, label=label):
+                    before = compat_requests(base)[route]
+                    if client == "zarr-python":
+                        store = FsspecStore.from_url(url, read_only=True)
+                        zarr.open_array(store=store, path=path, mode="r", zarr_format=zarr_format)[...]
+                    else:
+                        ts.open({"driver": driver, "kvstore": f"{url}/{path}/"}, read=True).result().read().result()
+                    n = compat_requests(base)[route] - before
+                    table.append((n, grid, nbytes, label))
+                    if n > METADATA_REQUESTS + allowed:
+                        return f"{n} requests for {nbytes} bytes in {grid} view chunks (at most {METADATA_REQUESTS} + {allowed})"
+                    return None
+
+                check(label, read)
+    print("\nrequests to read an array whole (zarrd's count; view chunks; bytes), the largest:")
+    for n, grid, nbytes, label in sorted(table, key=lambda r: -r[2])[:12]:
+        print(f"  {n:5d} requests  {grid:5d} chunks  {nbytes:10d} B  {label}")
 
 
 def _list_dir(store: FsspecStore, prefix: str) -> list[str]:
