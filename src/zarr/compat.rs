@@ -8,7 +8,7 @@
 //! are already what the view declares and are served as they are, without re-encoding.
 //!
 //! The view chunk shape ([`view_chunk_shape`]) is sized for the network (API.md
-//! "Compatibility views"): a client reading a whole array makes about ⌈bytes / chunk_bytes⌉
+//! "Compatibility views"): a client reading a whole array makes about `⌈bytes ÷ chunk_bytes⌉`
 //! requests, never one per tiny stored chunk.
 //! - The read grid (the innermost chunks of a sharded array, the stored chunks otherwise) is
 //!   kept when it is regular and its chunks hold at least `compat.min_chunk_bytes` decoded:
@@ -727,7 +727,7 @@ mod tests {
         assert_eq!(covering_edge(&grid.dims[1]), 10);
     }
 
-    fn array(shape: &[u64], data_type: &str, grid: Value, codecs: Value) -> Arc<ArrayMetadata> {
+    fn array(shape: &[u64], data_type: &str, grid: &Value, codecs: &Value) -> Arc<ArrayMetadata> {
         let doc = json!({"zarr_format": 3, "node_type": "array", "shape": shape, "data_type": data_type,
             "chunk_grid": grid, "chunk_key_encoding": {"name": "default"}, "fill_value": 0, "codecs": codecs});
         let crate::zarr::metadata::Node::Array(m) = crate::zarr::metadata::Node::from_value(doc).unwrap() else {
@@ -754,26 +754,26 @@ mod tests {
         // 5 KiB: one view chunk of the 1 MiB wanted holds 25 whole days.
         let grid = json!({"name": "rectilinear", "configuration": {"kind": "inline",
             "chunk_shapes": [[31, 28, 31, 30, 31, 30, [31, 2], 30, 31, 30, 31], [[36, 2]], [[36, 4]]]}});
-        let t2m = array(&[365, 72, 144], "float32", grid, sharded(&[1, 36, 36]));
+        let t2m = array(&[365, 72, 144], "float32", &grid, &sharded(&[1, 36, 36]));
         assert_eq!(view_chunk_shape(&t2m, None, &sizing), [25, 72, 144]);
         // 32 KiB inner chunks of a regular sharded grid grow by whole inner chunks.
-        let elevation = array(&[1024, 1024], "uint16", regular(&[512, 512]), sharded(&[128, 128]));
+        let elevation = array(&[1024, 1024], "uint16", &regular(&[512, 512]), &sharded(&[128, 128]));
         assert_eq!(view_chunk_shape(&elevation, None, &sizing), [512, 1024]);
         // Stored chunks of at least min_chunk_bytes are kept, however large.
-        let big = array(&[4096, 4096], "float64", regular(&[256, 256]), bytes.clone());
+        let big = array(&[4096, 4096], "float64", &regular(&[256, 256]), &bytes);
         assert_eq!(view_chunk_shape(&big, None, &sizing), [256, 256]);
-        let huge = array(&[100_000, 100_000], "uint8", regular(&[8192, 8192]), bytes.clone());
+        let huge = array(&[100_000, 100_000], "uint8", &regular(&[8192, 8192]), &bytes);
         assert_eq!(view_chunk_shape(&huge, None, &sizing), [8192, 8192]);
         // A rectilinear grid of tiny edges (many_edges: 5,949 float32 in 3,000 chunks): one
         // view chunk.
         let edges: Vec<u64> = (0..3000).map(|i| if i % 2 == 0 { 1 } else { 2 } + u64::from(i == 2999) * 450).collect();
         let n: u64 = edges.iter().sum();
         let grid = json!({"name": "rectilinear", "configuration": {"kind": "inline", "chunk_shapes": [edges]}});
-        let many = array(&[n], "float32", grid, bytes.clone());
+        let many = array(&[n], "float32", &grid, &bytes);
         assert_eq!(view_chunk_shape(&many, None, &sizing), [n]);
         // A configured shape wins; 0-d arrays have no edges.
         assert_eq!(view_chunk_shape(&t2m, Some(&[1, 72, 144]), &sizing), [1, 72, 144]);
-        assert_eq!(view_chunk_shape(&array(&[], "int8", regular(&[]), bytes), None, &sizing), Vec::<u64>::new());
+        assert_eq!(view_chunk_shape(&array(&[], "int8", &regular(&[]), &bytes), None, &sizing), Vec::<u64>::new());
     }
 
     proptest::proptest! {
@@ -791,12 +791,12 @@ mod tests {
             for d in 0..shape.len() {
                 let unit = units[d].unwrap_or(1);
                 proptest::prop_assert!(edges[d] >= 1);
-                proptest::prop_assert!(edges[d] % unit == 0 || edges[d] == shape[d], "{edges:?} {units:?}");
+                proptest::prop_assert!(edges[d].is_multiple_of(unit) || edges[d] == shape[d], "{edges:?} {units:?}");
                 // An edge grown beyond one stored chunk keeps the chunk within the target.
                 let from_here: u64 = edges[d..].iter().zip(&shape[d..]).map(|(&e, &n)| e.min(n)).product();
                 proptest::prop_assert!(edges[d].min(shape[d]) <= unit || from_here <= target, "{edges:?} > {target}");
             }
-            if units.iter().all(|u| u.is_none()) {
+            if units.iter().all(Option::is_none) {
                 let chunks: u64 = shape.iter().zip(&edges).map(|(&n, &e)| n.div_ceil(e)).product();
                 let total: u64 = shape.iter().product();
                 proptest::prop_assert!(chunks <= 2 * total.div_ceil(target), "{chunks} chunks of {edges:?} for {shape:?}");
