@@ -9,7 +9,7 @@ use serde_json::json;
 
 use crate::budget::BudgetError;
 use crate::store::StoreError;
-use crate::zarr::metadata::MetadataError;
+use crate::zarr::json::MetadataError;
 use crate::zarr::read::ReadError;
 use crate::zarr::selection::SelectionError;
 

@@ -10,7 +10,7 @@ use std::path::Path;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use zarrd::api::zarr_store::ByteRange;
-use zarrd::zarr::codec::sharding::ShardingCodec;
+use zarrd::zarr::codec::ShardingCodec;
 use zarrd::zarr::data_type::DataType;
 use zarrd::zarr::metadata::Node;
 use zarrd::zarr::selection::Selection;

@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use super::metadata::MetadataError;
+use super::json::MetadataError;
 
 /// A core Zarr v3 data type (`complex_float32`/`complex_float64` are accepted as aliases),
 /// or the variable-length `string`.

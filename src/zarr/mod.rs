@@ -8,6 +8,7 @@ pub mod compat;
 pub mod copy;
 pub mod data_type;
 pub mod indexer;
+pub mod json;
 pub mod listing;
 pub mod locate;
 pub mod metadata;

@@ -17,7 +17,8 @@ use super::chunk_key::ChunkKeyEncoding;
 use super::codec::numeric::{Kind, NumType};
 use super::codec::{ArrayToArray, ArrayToBytes, BytesCodec, BytesToBytes, CodecChain, Transpose};
 use super::data_type::DataType;
-use super::metadata::{ArrayMetadata, GroupMetadata, MetadataError, u64_list};
+use super::json::{MetadataError, u64_list};
+use super::metadata::{ArrayMetadata, GroupMetadata};
 
 /// The v2 metadata keys of a node, relative to its path.
 pub const ZARRAY: &str = ".zarray";

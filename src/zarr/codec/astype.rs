@@ -4,9 +4,9 @@
 
 use serde_json::{Map, Value};
 
-use super::CodecError;
+use super::error::CodecError;
 use super::numeric::{NumType, map_elements};
-use crate::zarr::metadata::MetadataError;
+use crate::zarr::json::MetadataError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AsType {

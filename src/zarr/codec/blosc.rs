@@ -3,7 +3,7 @@
 //! Decoding needs only the blosc header, so the stored configuration is not consulted.
 #![allow(unsafe_code)]
 
-use super::CodecError;
+use super::error::CodecError;
 
 pub fn decode(input: &[u8], max_len: usize) -> Result<Vec<u8>, CodecError> {
     let mut nbytes: usize = 0;

@@ -3,9 +3,9 @@
 
 use serde_json::{Map, Value};
 
-use super::CodecError;
+use super::error::CodecError;
 use crate::zarr::data_type::DataType;
-use crate::zarr::metadata::MetadataError;
+use crate::zarr::json::MetadataError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BytesCodec {
@@ -35,7 +35,7 @@ impl BytesCodec {
     pub fn decode(self, input: Vec<u8>, shape: &[u64], data_type: DataType) -> Result<Vec<u8>, CodecError> {
         // No input is as long as an overflowing size.
         let expected =
-            super::element_count(shape).and_then(|n| n.checked_mul(data_type.size() as u64)).unwrap_or(u64::MAX);
+            super::error::element_count(shape).and_then(|n| n.checked_mul(data_type.size() as u64)).unwrap_or(u64::MAX);
         if input.len() as u64 != expected {
             return Err(CodecError::corrupt(
                 "bytes",

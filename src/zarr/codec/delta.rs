@@ -4,9 +4,9 @@
 
 use serde_json::{Map, Value};
 
-use super::CodecError;
+use super::error::CodecError;
 use super::numeric::{Kind, NumType, Scalar, map_elements};
-use crate::zarr::metadata::MetadataError;
+use crate::zarr::json::MetadataError;
 
 /// The element type of a numcodecs `delta` configuration (`dtype`, default the array's).
 /// An `astype` other than `dtype` makes the running sum's type a `NumPy` promotion

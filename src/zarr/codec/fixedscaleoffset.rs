@@ -5,9 +5,9 @@
 
 use serde_json::{Map, Value};
 
-use super::CodecError;
+use super::error::CodecError;
 use super::numeric::{Kind, NumType, Scalar, map_elements};
-use crate::zarr::metadata::MetadataError;
+use crate::zarr::json::MetadataError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FixedScaleOffset {

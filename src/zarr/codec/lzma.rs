@@ -4,8 +4,8 @@
 
 use serde_json::{Map, Value};
 
-use super::CodecError;
-use crate::zarr::metadata::MetadataError;
+use super::error::CodecError;
+use crate::zarr::json::MetadataError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LzmaFormat {

@@ -2,7 +2,7 @@
 //! as `<i4`, `>f8`, `|u1`), and the element reads, writes and casts the filters need. Not a
 //! codec itself: the shared vocabulary of the v2 filters.
 
-use super::CodecError;
+use super::error::CodecError;
 use crate::zarr::data_type::DataType;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,9 +124,9 @@ impl NumType {
     }
 
     /// Requires a real (non-complex) type for a filter that does arithmetic.
-    pub fn real(self, codec: &str) -> Result<Self, crate::zarr::metadata::MetadataError> {
+    pub fn real(self, codec: &str) -> Result<Self, crate::zarr::json::MetadataError> {
         if self.kind == Kind::Complex {
-            return Err(crate::zarr::metadata::MetadataError::Unsupported(format!("{codec} filter on complex values")));
+            return Err(crate::zarr::json::MetadataError::Unsupported(format!("{codec} filter on complex values")));
         }
         Ok(self)
     }

@@ -3,16 +3,20 @@
 //!
 //! A shard holds inner chunks plus an index of `(offset, nbytes)` pairs at its start or
 //! end. The read path fetches the index by a prefix or suffix range and then only the
-//! inner chunks it needs; [`ShardingCodec::decode`] decodes a whole shard for nested
-//! sharding and for chains where byte ranges cannot be used.
+//! inner chunks it needs; [`Sharding::decode`] decodes a whole shard for nested sharding
+//! and for chains where byte ranges cannot be used.
+//!
+//! The codec is generic over the chains it nests ([`Chain`]; zarrd's is `CodecChain`, whose
+//! alias `ShardingCodec` the rest of the code uses): the chain names this codec among its
+//! array→bytes codecs, so this module names no chain, and the two modules import no cycle.
 //! The number of inner chunks is computed per shard, since rectilinear shards differ.
 
 use serde_json::{Map, Value};
 
-use super::{CodecChain, CodecError};
+use super::error::{CodecError, element_count};
 use crate::zarr::copy::{Region, copy_region, filled};
 use crate::zarr::data_type::DataType;
-use crate::zarr::metadata::{MetadataError, u64_list};
+use crate::zarr::json::{MetadataError, u64_list};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IndexLocation {
@@ -29,11 +33,22 @@ impl IndexLocation {
     }
 }
 
+/// What the sharding codec needs of the chains it nests (the inner chunks' and the
+/// index's): parsing, a fixed encoded size, decoding.
+pub trait Chain: Sized {
+    /// Parses a codec list for chunks holding `data_type` with the given distinct edges.
+    fn parse(value: &Value, data_type: DataType, chunk_edges: &[Vec<u64>], field: &str) -> Result<Self, MetadataError>;
+    /// The encoded size of a chunk of `shape`, when the chain fixes it.
+    fn fixed_encoded_size(&self, shape: &[u64], data_type: DataType) -> Option<u64>;
+    /// Decodes one chunk of `shape`.
+    fn decode(&self, encoded: &[u8], shape: &[u64], data_type: DataType, fill: &[u8]) -> Result<Vec<u8>, CodecError>;
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShardingCodec {
+pub struct Sharding<C> {
     pub chunk_shape: Vec<u64>,
-    pub codecs: CodecChain,
-    pub index_codecs: CodecChain,
+    pub codecs: C,
+    pub index_codecs: C,
     pub index_location: IndexLocation,
 }
 
@@ -92,7 +107,7 @@ impl ShardIndex {
 /// The most inner chunks a shard may have (its index is 16 bytes per inner chunk).
 pub const MAX_INNER_CHUNKS: u64 = 1 << 22;
 
-impl ShardingCodec {
+impl<C: Chain> Sharding<C> {
     /// `shard_edges` lists every distinct shard edge per dimension; each must be a multiple
     /// of the inner chunk edge (sharding v1.0; zarr-specs #370 would lift this).
     pub fn from_config(
@@ -120,14 +135,14 @@ impl ShardingCodec {
             }
         }
         let inner_edges: Vec<Vec<u64>> = chunk_shape.iter().map(|&e| vec![e]).collect();
-        let codecs = CodecChain::from_json(
+        let codecs = C::parse(
             config.get("codecs").unwrap_or(&Value::Null),
             data_type,
             &inner_edges,
             "sharding_indexed.codecs",
         )?;
         let index_edges = vec![Vec::new(); chunk_shape.len() + 1];
-        let index_codecs = CodecChain::from_json(
+        let index_codecs = C::parse(
             config.get("index_codecs").unwrap_or(&Value::Null),
             DataType::UInt64,
             &index_edges,
@@ -256,8 +271,8 @@ impl ShardingCodec {
     pub fn decode(&self, shard: &[u8], shape: &[u64], data_type: DataType, fill: &[u8]) -> Result<Vec<u8>, CodecError> {
         let index = self.index_of_shard(shard, shape)?;
         let item = data_type.size();
-        // CodecChain::decode has bounded the size of `shape` before any codec runs.
-        let mut out = filled(super::element_count(shape).unwrap_or(0) as usize, fill);
+        // The chain's decode has bounded the size of `shape` before any codec runs.
+        let mut out = filled(element_count(shape).unwrap_or(0) as usize, fill);
         let rank = shape.len();
         let mut coords = vec![0u64; rank];
         let ones = vec![1u64; rank];
@@ -293,6 +308,7 @@ impl ShardingCodec {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::zarr::codec::ShardingCodec;
     use serde_json::json;
 
     pub fn default_config(chunk_shape: &[u64], location: &str) -> Value {

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use crate::zarr::copy::strides;
-use crate::zarr::metadata::MetadataError;
+use crate::zarr::json::MetadataError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Transpose {
@@ -47,7 +47,7 @@ impl Transpose {
             stride_of[j] = encoded_strides[i];
         }
         // CodecChain::decode has bounded the size of `shape` before any codec runs.
-        let n = super::element_count(shape).unwrap_or(0) as usize;
+        let n = super::error::element_count(shape).unwrap_or(0) as usize;
         let mut out = vec![0u8; n * item];
         if n == 0 {
             return out;
