@@ -253,7 +253,7 @@ impl Config {
     /// The memory budget in bytes: configured, or the documented default.
     pub fn memory_budget_bytes(&self) -> u64 {
         self.limits.memory_bytes.unwrap_or_else(|| {
-            crate::budget::default_budget(
+            crate::ops::budget::default_budget(
                 self.cache.chunk_bytes
                     + self.cache.shard_index_bytes
                     + self.cache.compat_bytes

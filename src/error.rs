@@ -7,11 +7,11 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use crate::budget::BudgetError;
+use crate::ops::budget::BudgetError;
+use crate::read::ReadError;
+use crate::read::selection::SelectionError;
 use crate::store::StoreError;
 use crate::zarr::json::MetadataError;
-use crate::zarr::read::ReadError;
-use crate::zarr::selection::SelectionError;
 
 pub const PROBLEM_JSON: &str = "application/problem+json";
 

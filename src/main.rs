@@ -63,7 +63,7 @@ enum Command {
         #[arg(long, value_name = "URL")]
         out: String,
         /// Inner chunk edge of the levels; levels stop at the first that fits one tile.
-        #[arg(long, default_value_t = zarrd::iiif::TILE_SIZE, value_parser = clap::value_parser!(u64).range(1..=zarrd::overviews::MAX_TILE))]
+        #[arg(long, default_value_t = zarrd::images::iiif::TILE_SIZE, value_parser = clap::value_parser!(u64).range(1..=zarrd::images::overviews::MAX_TILE))]
         tile_size: u64,
     },
 }
@@ -99,7 +99,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Err(e) = zarrd::cpu::start_pool() {
+    if let Err(e) = zarrd::ops::cpu::start_pool() {
         eprintln!("zarrd: {e}");
         return ExitCode::FAILURE;
     }
@@ -126,13 +126,13 @@ fn main() -> ExitCode {
 /// `zarrd overviews`: reads the array through the read engine (under the configured memory
 /// budget and chunk limit) and writes its pyramid to `out`.
 fn overviews(config: Option<&std::path::Path>, dataset: &str, array: &str, out: &str, tile: u64) -> ExitCode {
-    let run = || -> Result<zarrd::overviews::Summary, String> {
+    let run = || -> Result<zarrd::images::overviews::Summary, String> {
         let config = Config::load(config, std::env::vars(), &Overrides::default()).map_err(|e| e.to_string())?;
         // Progress (a line per level) on stderr; the summary goes to stdout.
         let filter = EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new(&config.log.level));
         tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).init();
         let catalog = Catalog::from_config(&config).map_err(|e| e.to_string())?;
-        zarrd::cpu::start_pool()?;
+        zarrd::ops::cpu::start_pool()?;
         let options = config.datasets.get(dataset).map(|d| d.options.clone()).unwrap_or_default();
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
@@ -141,10 +141,10 @@ fn overviews(config: Option<&std::path::Path>, dataset: &str, array: &str, out: 
         runtime.block_on(async {
             let ds = catalog.dataset(dataset).map_err(|e| e.to_string())?;
             let reader = catalog.array(ds, array).await.map_err(|e| e.to_string())?;
-            let store = zarrd::overviews::open_output(out, (&format!("datasets.{dataset}.options"), &options))
+            let store = zarrd::images::overviews::open_output(out, (&format!("datasets.{dataset}.options"), &options))
                 .map_err(|e| e.to_string())?;
-            let options = zarrd::overviews::Options::with_tile(tile);
-            zarrd::overviews::write(&reader, &store, array, options).await.map_err(|e| e.to_string())
+            let options = zarrd::images::overviews::Options::with_tile(tile);
+            zarrd::images::overviews::write(&reader, &store, array, options).await.map_err(|e| e.to_string())
         })
     };
     match run() {
@@ -167,9 +167,9 @@ fn overviews(config: Option<&std::path::Path>, dataset: &str, array: &str, out: 
     }
 }
 
-fn init_logging(config: &Config) -> std::io::Result<zarrd::logbuf::Guard> {
+fn init_logging(config: &Config) -> std::io::Result<zarrd::ops::logbuf::Guard> {
     let filter = EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new(&config.log.level));
-    let (writer, guard) = zarrd::logbuf::spawn(std::io::stdout(), zarrd::logbuf::MAX_BUFFERED)?;
+    let (writer, guard) = zarrd::ops::logbuf::spawn(std::io::stdout(), zarrd::ops::logbuf::MAX_BUFFERED)?;
     // Colour codes only for a person at a terminal: under docker, Kubernetes or systemd
     // stdout is a pipe or file and the codes would litter the collected logs. NO_COLOR
     // (no-color.org) turns them off at a terminal too.
@@ -184,8 +184,8 @@ fn init_logging(config: &Config) -> std::io::Result<zarrd::logbuf::Guard> {
 }
 
 async fn serve(state: AppState) -> std::io::Result<()> {
-    let fd_limit = zarrd::server::raise_fd_limit().unwrap_or(1024);
-    let settings = zarrd::server::Settings::new(&state.config.http, fd_limit);
+    let fd_limit = zarrd::http::server::raise_fd_limit().unwrap_or(1024);
+    let settings = zarrd::http::server::Settings::new(&state.config.http, fd_limit);
     let listen = state.config.listen;
     let listener = tokio::net::TcpListener::bind(listen).await?;
     tracing::info!(
@@ -208,7 +208,7 @@ async fn serve(state: AppState) -> std::io::Result<()> {
         tracing::info!("shutting down: readiness failed, draining");
         tokio::time::sleep(drain).await;
     };
-    zarrd::server::serve(listener, zarrd::app(state), settings, shutdown).await
+    zarrd::http::server::serve(listener, zarrd::app(state), settings, shutdown).await
 }
 
 async fn shutdown_signal() {

@@ -204,7 +204,7 @@ async fn string_arrays_read_back_through_both_views() {
         data.display(),
         data.display()
     ));
-    let app = zarrd::app(zarrd::AppState::new(zarrd::catalog::Catalog::from_config(&config).unwrap(), config));
+    let app = zarrd::app(zarrd::http::AppState::new(zarrd::catalog::Catalog::from_config(&config).unwrap(), config));
     let mut missing_seen = 0;
     for array in manifest("strings")["arrays"].as_array().unwrap() {
         let path = array["path"].as_str().unwrap();
@@ -409,7 +409,7 @@ async fn configured_view_chunk_shapes() {
         dir.join("data.zarr").display()
     ));
     let catalog = zarrd::catalog::Catalog::from_config(&config).unwrap();
-    let app = zarrd::app(zarrd::AppState::new(catalog, config));
+    let app = zarrd::app(zarrd::http::AppState::new(catalog, config));
     let doc = get(&app, "/compat/v3/conf/rectilinear/f4/zarr.json").await.json();
     assert_eq!(doc["chunk_grid"]["configuration"]["chunk_shape"], serde_json::json!([7, 100]));
     let want = expected(&dir, "rectilinear/f4");

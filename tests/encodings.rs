@@ -152,8 +152,8 @@ async fn listen(app: axum::Router) -> u16 {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let config = common::config("");
-    let settings = zarrd::server::Settings::new(&config.http, 1024);
-    tokio::spawn(zarrd::server::serve(listener, app, settings, std::future::pending()));
+    let settings = zarrd::http::server::Settings::new(&config.http, 1024);
+    tokio::spawn(zarrd::http::server::serve(listener, app, settings, std::future::pending()));
     port
 }
 

@@ -42,7 +42,8 @@ fn modules(dir: &Path, prefix: &str, out: &mut BTreeMap<String, PathBuf>) {
         if path.is_dir() {
             modules(&path, &format!("{prefix}{name}/"), out);
         } else if path.extension().is_some_and(|e| e == "rs") {
-            let module = if name == "mod" { prefix.trim_end_matches('/').to_owned() } else { format!("{prefix}{name}") };
+            let module =
+                if name == "mod" { prefix.trim_end_matches('/').to_owned() } else { format!("{prefix}{name}") };
             let module = if module == "main" { continue } else { module };
             out.insert(module, path);
         }
@@ -116,7 +117,8 @@ fn paths(module: &str, code: &str) -> Vec<Vec<String>> {
     let mut found = Vec::new();
     let mut i = 0;
     while i < bytes.len() {
-        let word_start = i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_' || bytes[i - 1] == b':');
+        let word_start =
+            i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_' || bytes[i - 1] == b':');
         let rest = &code[i..];
         let head = ["crate::", "super::", "self::"].into_iter().find(|h| word_start && rest.starts_with(h));
         let Some(head) = head else {
@@ -343,8 +345,7 @@ fn modules_import_no_cycle() {
             let inside: Vec<String> = c
                 .iter()
                 .map(|m| {
-                    let to: Vec<&str> =
-                        graph.edges[m].iter().filter(|t| c.contains(t)).map(String::as_str).collect();
+                    let to: Vec<&str> = graph.edges[m].iter().filter(|t| c.contains(t)).map(String::as_str).collect();
                     format!("{m} -> {}", to.join(", "))
                 })
                 .collect();
@@ -380,7 +381,9 @@ fn no_source_file_is_long() {
 
 #[test]
 fn the_checker_sees_paths_and_groups() {
-    let code = code("use super::{a::B, c};\nuse crate::x::y::{self, Z}; // crate::comment\nlet s = \"crate::str\";\nself::q::r();");
+    let code = code(
+        "use super::{a::B, c};\nuse crate::x::y::{self, Z}; // crate::comment\nlet s = \"crate::str\";\nself::q::r();",
+    );
     let found = paths("p/m", &code);
     let as_text: Vec<String> = found.iter().map(|p| p.join("/")).collect();
     assert_eq!(as_text, ["p/a/B", "p/c", "x/y/self", "x/y/Z", "p/m/q/r"]);

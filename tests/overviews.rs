@@ -16,12 +16,12 @@ use common::{Npy, get};
 use object_store::memory::InMemory;
 use object_store::path::Path as ObjectPath;
 use serde_json::Value;
-use zarrd::AppState;
 use zarrd::catalog::Catalog;
 use zarrd::config::Config;
-use zarrd::overviews::Options;
+use zarrd::http::AppState;
+use zarrd::images::overviews::Options;
+use zarrd::read::selection::DimSelection;
 use zarrd::store::Store;
-use zarrd::zarr::selection::DimSelection;
 
 const U1: &str = "regular/u1_blosc"; // 100 x 100 uint8 in 32 x 32 chunks, fill 0
 
@@ -74,20 +74,20 @@ fn catalog(stores: Vec<(&str, Store)>, config: &Config) -> Catalog {
 }
 
 /// Writes the pyramid of `path` (of the conformance fixtures) into a new in-memory store.
-async fn pyramid(path: &str, options: Options) -> (Arc<InMemory>, zarrd::overviews::Summary) {
+async fn pyramid(path: &str, options: Options) -> (Arc<InMemory>, zarrd::images::overviews::Summary) {
     pyramid_with(path, options, "").await
 }
 
 /// Like [`pyramid`], with `extra` configuration (limits) for the reads.
-async fn pyramid_with(path: &str, options: Options, extra: &str) -> (Arc<InMemory>, zarrd::overviews::Summary) {
+async fn pyramid_with(path: &str, options: Options, extra: &str) -> (Arc<InMemory>, zarrd::images::overviews::Summary) {
     let config = common::config(extra);
     let catalog = catalog(vec![("conf", conf_store())], &config);
     let reader = catalog.array(catalog.dataset("conf").unwrap(), path).await.unwrap();
     let mem = Arc::new(InMemory::new());
     let out = Store::new(mem.clone(), ObjectPath::default());
-    let summary = zarrd::overviews::write(&reader, &out, path, options).await.unwrap();
+    let summary = zarrd::images::overviews::write(&reader, &out, path, options).await.unwrap();
     // A second run into the same place is refused rather than mixing two pyramids.
-    let again = zarrd::overviews::write(&reader, &out, path, options).await.unwrap_err();
+    let again = zarrd::images::overviews::write(&reader, &out, path, options).await.unwrap_err();
     assert!(again.to_string().contains("already holds zarr.json"), "{again}");
     (mem, summary)
 }
@@ -340,11 +340,11 @@ async fn pyramids_are_written_to_s3_and_served_from_there() {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()
     );
     let url = format!("s3://{bucket}/{run}/u1.zarr");
-    let out = zarrd::overviews::open_output(&url, ("datasets.conf.options", &options)).unwrap();
+    let out = zarrd::images::overviews::open_output(&url, ("datasets.conf.options", &options)).unwrap();
     let config = common::config("[limits]\nmax_chunks_per_request = 4\n[cache]\nchunk_bytes = 0");
     let mut catalog = catalog(vec![("conf", conf_store())], &config);
     let reader = catalog.array(catalog.dataset("conf").unwrap(), U1).await.unwrap();
-    zarrd::overviews::write(&reader, &out, U1, Options::with_tile(16)).await.unwrap();
+    zarrd::images::overviews::write(&reader, &out, U1, Options::with_tile(16)).await.unwrap();
     // The same objects as written to memory.
     let (mem, _) = pyramid(U1, Options::with_tile(16)).await;
     let s3 = zarrd::catalog::open_url("test", &url, ("test.options", &options)).unwrap();
@@ -410,7 +410,7 @@ async fn a_pyramid_of_an_array_twice_the_memory_budget() {
     let source = catalog(vec![("big", Store::new(mem, ObjectPath::default()))], &config);
     let reader = source.array(source.dataset("big").unwrap(), "big").await.unwrap();
     let out = Arc::new(InMemory::new());
-    let summary = zarrd::overviews::write(
+    let summary = zarrd::images::overviews::write(
         &reader,
         &Store::new(out.clone(), ObjectPath::default()),
         "big",
@@ -442,6 +442,6 @@ async fn leftovers_of_an_interrupted_run_are_refused() {
     // A run stopped after its first level's metadata: no group zarr.json yet.
     mem.put(&ObjectPath::from("0/zarr.json"), b"{}".to_vec().into()).await.unwrap();
     let out = Store::new(mem, ObjectPath::default());
-    let e = zarrd::overviews::write(&reader, &out, U1, Options::with_tile(16)).await.unwrap_err();
+    let e = zarrd::images::overviews::write(&reader, &out, U1, Options::with_tile(16)).await.unwrap_err();
     assert!(e.to_string().contains("already holds 0/zarr.json"), "{e}");
 }

@@ -57,11 +57,11 @@ async fn body_panics() -> Response {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         panic!("injected panic in a response body")
     });
-    zarrd::body::streamed(futures::StreamExt::chain(first, then), 100_000).into_response()
+    zarrd::http::body::streamed(futures::StreamExt::chain(first, then), 100_000).into_response()
 }
 
 async fn cpu_panics() -> Response {
-    match zarrd::cpu::run(|| -> u8 { panic!("injected panic on the CPU pool") }).await {
+    match zarrd::ops::cpu::run(|| -> u8 { panic!("injected panic on the CPU pool") }).await {
         Ok(_) => "no panic?".into_response(),
         Err(e) => zarrd::error::Error::Internal(e).into_response(),
     }
@@ -69,18 +69,18 @@ async fn cpu_panics() -> Response {
 
 fn app() -> Router {
     let config = common::config("");
-    let state = zarrd::AppState::new(zarrd::catalog::Catalog::new(Vec::new(), &config), config);
+    let state = zarrd::http::AppState::new(zarrd::catalog::Catalog::new(Vec::new(), &config), config);
     let responses = Arc::clone(&state.responses);
     let config = Arc::clone(&state.config);
     let router = Router::new()
         .route("/boom/handler", get(handler_panics))
         .route("/boom/body", get(body_panics))
         .route("/boom/cpu/{x}", get(cpu_panics))
-        .route("/metrics", get(zarrd::api::ops::metrics))
+        .route("/metrics", get(zarrd::http::routes::ops::metrics))
         .with_state(state);
-    zarrd::metrics::handle();
-    zarrd::panics::install_hook();
-    zarrd::middleware::apply(router, &config, responses)
+    zarrd::ops::metrics::handle();
+    zarrd::ops::panics::install_hook();
+    zarrd::http::middleware::apply(router, &config, responses)
 }
 
 fn panics_metric(text: &str) -> u64 {
@@ -113,8 +113,8 @@ async fn injected_panics_are_counted_logged_and_answered() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let config = common::config("");
-    let settings = zarrd::server::Settings::new(&config.http, 1024);
-    tokio::spawn(zarrd::server::serve(listener, app.clone(), settings, std::future::pending()));
+    let settings = zarrd::http::server::Settings::new(&config.http, 1024);
+    tokio::spawn(zarrd::http::server::serve(listener, app.clone(), settings, std::future::pending()));
     let out = tokio::process::Command::new("curl")
         .args(["-sS", "-D", "-", "-o", "/dev/null", &format!("http://127.0.0.1:{port}/boom/body")])
         .output()
@@ -126,7 +126,7 @@ async fn injected_panics_are_counted_logged_and_answered() {
     // And again through the server, after the cut: still serving.
     let metrics = common::send(&app, "/metrics", &[]).await;
     assert_eq!(panics_metric(&String::from_utf8_lossy(&metrics.body)), 3, "three panics counted");
-    assert_eq!(zarrd::panics::count(), 3);
+    assert_eq!(zarrd::ops::panics::count(), 3);
 
     // Each logged once, with its request id and route.
     let lines = logs.panics();

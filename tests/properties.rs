@@ -9,11 +9,11 @@ use std::path::Path;
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use zarrd::api::zarr_store::ByteRange;
+use zarrd::http::routes::zarr_store::ByteRange;
+use zarrd::read::selection::Selection;
 use zarrd::zarr::codec::ShardingCodec;
 use zarrd::zarr::data_type::DataType;
 use zarrd::zarr::metadata::Node;
-use zarrd::zarr::selection::Selection;
 
 /// `cases` per property, kept modest so the suite stays fast; `PROPTEST_CASES=100000`
 /// runs a deeper search by hand.

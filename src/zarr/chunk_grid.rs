@@ -9,7 +9,7 @@
 
 use serde_json::{Value, json};
 
-use super::json::MetadataError;
+use crate::zarr::json::MetadataError;
 
 /// One run of equal edges along a varying dimension.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -213,12 +213,12 @@ impl ChunkGrid {
 
     /// Parses the `chunk_grid` member of `zarr.json` for an array of `shape`.
     pub fn from_json(value: &Value, shape: &[u64]) -> Result<Self, MetadataError> {
-        let (name, config) = super::json::extension_parts(value, "chunk_grid")?;
+        let (name, config) = crate::zarr::json::extension_parts(value, "chunk_grid")?;
         let config = config.ok_or_else(|| MetadataError::invalid("chunk_grid", "missing configuration"))?;
         match name {
             "regular" => {
                 let chunk_shape =
-                    super::json::u64_list(config.get("chunk_shape"), "chunk_grid.configuration.chunk_shape")?;
+                    crate::zarr::json::u64_list(config.get("chunk_shape"), "chunk_grid.configuration.chunk_shape")?;
                 Self::regular(&chunk_shape, shape)
             }
             "rectilinear" => {

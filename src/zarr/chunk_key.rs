@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::json::MetadataError;
+use crate::zarr::json::MetadataError;
 
 /// How chunk coordinates become store keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,7 +26,7 @@ const FANOUT_DEFAULT_CHILDREN: u64 = 1000;
 
 impl ChunkKeyEncoding {
     pub fn from_json(value: &Value) -> Result<Self, MetadataError> {
-        let (name, config) = super::json::extension_parts(value, "chunk_key_encoding")?;
+        let (name, config) = crate::zarr::json::extension_parts(value, "chunk_key_encoding")?;
         let separator = |default: char| -> Result<char, MetadataError> {
             match config.and_then(|c| c.get("separator")) {
                 None => Ok(default),

@@ -6,11 +6,11 @@
 //!
 //! `string` (zarr-extensions `data-types/string`) is the one variable-length type: its
 //! elements are UTF-8 text, decoded by the `vlen-utf8` codec on a path of its own
-//! ([`crate::zarr::strings`]); the fixed-size engine never sees it.
+//! ([`crate::read::strings`]); the fixed-size engine never sees it.
 
 use serde_json::Value;
 
-use super::json::MetadataError;
+use crate::zarr::json::MetadataError;
 
 /// A core Zarr v3 data type (`complex_float32`/`complex_float64` are accepted as aliases),
 /// or the variable-length `string`.
@@ -90,7 +90,7 @@ impl DataType {
         }
     }
 
-    /// Whether elements have no fixed size (and so go through [`crate::zarr::strings`]).
+    /// Whether elements have no fixed size (and so go through [`crate::read::strings`]).
     pub fn is_variable(self) -> bool {
         self == Self::String
     }

@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::chunk_grid::ChunkGrid;
-use super::chunk_key::ChunkKeyEncoding;
-use super::codec::{CodecChain, ShardingCodec};
-use super::data_type::DataType;
-use super::json::{MetadataError, extension_parts, u64_list};
+use crate::zarr::chunk_grid::ChunkGrid;
+use crate::zarr::chunk_key::ChunkKeyEncoding;
+use crate::zarr::codec::{CodecChain, ShardingCodec};
+use crate::zarr::data_type::DataType;
+use crate::zarr::json::{MetadataError, extension_parts, u64_list};
 
 /// A parsed array `zarr.json`.
 #[derive(Debug, Clone)]
@@ -136,7 +136,7 @@ fn parse_array(doc: Map<String, Value>) -> Result<ArrayMetadata, MetadataError> 
     let chunk_key_encoding = ChunkKeyEncoding::from_json(doc.get("chunk_key_encoding").unwrap_or(&Value::Null))?;
     let fill_value = data_type
         .parse_fill_value(doc.get("fill_value").ok_or_else(|| MetadataError::invalid("fill_value", "missing"))?)?;
-    let edges: Vec<Vec<u64>> = chunk_grid.dims.iter().map(super::chunk_grid::Dim::distinct_edges).collect();
+    let edges: Vec<Vec<u64>> = chunk_grid.dims.iter().map(crate::zarr::chunk_grid::Dim::distinct_edges).collect();
     let codecs = CodecChain::from_json(doc.get("codecs").unwrap_or(&Value::Null), data_type, &edges, "codecs")?;
     match doc.get("storage_transformers") {
         None | Some(Value::Null) => {}

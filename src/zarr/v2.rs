@@ -12,13 +12,13 @@
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
-use super::chunk_grid::ChunkGrid;
-use super::chunk_key::ChunkKeyEncoding;
-use super::codec::numeric::{Kind, NumType};
-use super::codec::{ArrayToArray, ArrayToBytes, BytesCodec, BytesToBytes, CodecChain, Transpose};
-use super::data_type::DataType;
-use super::json::{MetadataError, u64_list};
-use super::metadata::{ArrayMetadata, GroupMetadata};
+use crate::zarr::chunk_grid::ChunkGrid;
+use crate::zarr::chunk_key::ChunkKeyEncoding;
+use crate::zarr::codec::numeric::{Kind, NumType};
+use crate::zarr::codec::{ArrayToArray, ArrayToBytes, BytesCodec, BytesToBytes, CodecChain, Transpose};
+use crate::zarr::data_type::DataType;
+use crate::zarr::json::{MetadataError, u64_list};
+use crate::zarr::metadata::{ArrayMetadata, GroupMetadata};
 
 /// The v2 metadata keys of a node, relative to its path.
 pub const ZARRAY: &str = ".zarray";

@@ -15,9 +15,9 @@ use object_store::memory::InMemory;
 use object_store::path::Path as ObjectPath;
 use serde_json::Value;
 use tower::ServiceExt;
-use zarrd::AppState;
 use zarrd::catalog::Catalog;
 use zarrd::config::Config;
+use zarrd::http::AppState;
 use zarrd::store::Store;
 
 pub fn fixtures() -> PathBuf {
@@ -43,7 +43,7 @@ pub fn config(extra: &str) -> Config {
 
 /// A local dataset as zarrd opens one (contained: symlinks never lead out of it).
 pub fn local_store(dir: &Path) -> Store {
-    Store::new(Arc::new(zarrd::contained::ContainedFs::new(dir).unwrap()), ObjectPath::default())
+    Store::new(Arc::new(zarrd::store::contained::ContainedFs::new(dir).unwrap()), ObjectPath::default())
 }
 
 /// Copies every file under `dir` into an in-memory store.
@@ -145,7 +145,7 @@ pub async fn send(app: &Router, uri: &str, headers: &[(&str, &str)]) -> Reply {
 /// The tests' own failed assertions (in `tests/`) are not the server's. Tests that inject
 /// panics live in their own binary (`tests/panics.rs`).
 pub fn assert_no_panics() {
-    let server: Vec<String> = zarrd::panics::recent().into_iter().filter(|p| !p.starts_with("tests/")).collect();
+    let server: Vec<String> = zarrd::ops::panics::recent().into_iter().filter(|p| !p.starts_with("tests/")).collect();
     assert!(server.is_empty(), "the server panicked: {server:?}");
 }
 

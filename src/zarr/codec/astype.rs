@@ -4,8 +4,8 @@
 
 use serde_json::{Map, Value};
 
-use super::error::CodecError;
-use super::numeric::{NumType, map_elements};
+use crate::zarr::codec::error::CodecError;
+use crate::zarr::codec::numeric::{NumType, map_elements};
 use crate::zarr::json::MetadataError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 //! Decoding needs only the blosc header, so the stored configuration is not consulted.
 #![allow(unsafe_code)]
 
-use super::error::CodecError;
+use crate::zarr::codec::error::CodecError;
 
 pub fn decode(input: &[u8], max_len: usize) -> Result<Vec<u8>, CodecError> {
     let mut nbytes: usize = 0;

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::error::CodecError;
+use crate::zarr::codec::error::CodecError;
 use crate::zarr::data_type::DataType;
 use crate::zarr::json::MetadataError;
 
@@ -34,8 +34,9 @@ impl BytesCodec {
     /// Checks the length and returns little-endian elements, reusing `input`'s buffer.
     pub fn decode(self, input: Vec<u8>, shape: &[u64], data_type: DataType) -> Result<Vec<u8>, CodecError> {
         // No input is as long as an overflowing size.
-        let expected =
-            super::error::element_count(shape).and_then(|n| n.checked_mul(data_type.size() as u64)).unwrap_or(u64::MAX);
+        let expected = crate::zarr::codec::error::element_count(shape)
+            .and_then(|n| n.checked_mul(data_type.size() as u64))
+            .unwrap_or(u64::MAX);
         if input.len() as u64 != expected {
             return Err(CodecError::corrupt(
                 "bytes",

@@ -3,12 +3,12 @@
 
 use serde_json::Value;
 
-use super::astype::AsType;
-use super::error::CodecError;
-use super::fixedscaleoffset::FixedScaleOffset;
-use super::lzma::LzmaFormat;
-use super::numeric::NumType;
-use super::{blosc, bz2, crc32c, delta, gzip, lz4, lzma, shuffle, zlib, zstd};
+use crate::zarr::codec::astype::AsType;
+use crate::zarr::codec::error::CodecError;
+use crate::zarr::codec::fixedscaleoffset::FixedScaleOffset;
+use crate::zarr::codec::lzma::LzmaFormat;
+use crate::zarr::codec::numeric::NumType;
+use crate::zarr::codec::{blosc, bz2, crc32c, delta, gzip, lz4, lzma, shuffle, zlib, zstd};
 use crate::zarr::json::MetadataError;
 
 /// The bytes→bytes codecs: the v3 ones, and the numcodecs compressors and filters of Zarr

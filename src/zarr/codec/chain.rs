@@ -4,13 +4,13 @@
 
 use serde_json::Value;
 
-use super::bytes::BytesCodec;
-use super::bytes_to_bytes::BytesToBytes;
-use super::error::{CodecError, MAX_DECODED_CHUNK_BYTES, element_count};
-use super::sharding::{Chain, Sharding};
-use super::transpose::Transpose;
-use super::vlen::{self, VlenStrings};
-use super::zstd;
+use crate::zarr::codec::bytes::BytesCodec;
+use crate::zarr::codec::bytes_to_bytes::BytesToBytes;
+use crate::zarr::codec::error::{CodecError, MAX_DECODED_CHUNK_BYTES, element_count};
+use crate::zarr::codec::sharding::{Chain, Sharding};
+use crate::zarr::codec::transpose::Transpose;
+use crate::zarr::codec::vlen::{self, VlenStrings};
+use crate::zarr::codec::zstd;
 use crate::zarr::data_type::DataType;
 use crate::zarr::json::{MetadataError, extension_parts};
 

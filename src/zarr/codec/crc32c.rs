@@ -1,7 +1,7 @@
 //! The `crc32c` codec (bytes→bytes): a little-endian CRC-32C of the data, appended.
 //! Spec: <https://zarr-specs.readthedocs.io/en/latest/v3/codecs/crc32c/index.html>.
 
-use super::error::CodecError;
+use crate::zarr::codec::error::CodecError;
 
 /// Verifies the checksum and returns the data without it.
 pub fn decode(input: &[u8]) -> Result<&[u8], CodecError> {

@@ -4,8 +4,8 @@
 
 use serde_json::{Map, Value};
 
-use super::error::CodecError;
-use super::numeric::{Kind, NumType, Scalar, map_elements};
+use crate::zarr::codec::error::CodecError;
+use crate::zarr::codec::numeric::{Kind, NumType, Scalar, map_elements};
 use crate::zarr::json::MetadataError;
 
 /// The element type of a numcodecs `delta` configuration (`dtype`, default the array's).

@@ -5,8 +5,8 @@
 
 use serde_json::{Map, Value};
 
-use super::error::CodecError;
-use super::numeric::{Kind, NumType, Scalar, map_elements};
+use crate::zarr::codec::error::CodecError;
+use crate::zarr::codec::numeric::{Kind, NumType, Scalar, map_elements};
 use crate::zarr::json::MetadataError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 
 use flate2::read::{MultiGzDecoder, ZlibDecoder};
 
-use super::error::{CodecError, read_capped};
+use crate::zarr::codec::error::{CodecError, read_capped};
 
 pub fn decode(input: &[u8], max_len: usize) -> Result<Vec<u8>, CodecError> {
     if input.starts_with(&[0x1f, 0x8b]) {

@@ -1,7 +1,7 @@
 //! numcodecs `lz4` (Zarr v2 compressor): a little-endian `u32` decoded size, then one LZ4
 //! block (numcodecs' `LZ4.encode` with `store_size` on, how every zarr writes it).
 
-use super::error::CodecError;
+use crate::zarr::codec::error::CodecError;
 
 pub fn decode(input: &[u8], max_len: usize) -> Result<Vec<u8>, CodecError> {
     let Some((header, block)) = input.split_first_chunk::<4>() else {

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use super::error::CodecError;
+use crate::zarr::codec::error::CodecError;
 use crate::zarr::json::MetadataError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -24,10 +24,10 @@ pub mod vlen;
 mod zlib;
 mod zstd;
 
-pub use self::bytes::BytesCodec;
-pub use self::bytes_to_bytes::BytesToBytes;
-pub use self::chain::{ArrayToArray, ArrayToBytes, CodecChain, ShardingCodec};
-pub use self::error::{CodecError, MAX_DECODED_CHUNK_BYTES, element_count};
-pub use self::sharding::{IndexLocation, InnerChunk, ShardIndex};
-pub use self::transpose::Transpose;
-pub use self::vlen::VlenStrings;
+pub use crate::zarr::codec::bytes::BytesCodec;
+pub use crate::zarr::codec::bytes_to_bytes::BytesToBytes;
+pub use crate::zarr::codec::chain::{ArrayToArray, ArrayToBytes, CodecChain, ShardingCodec};
+pub use crate::zarr::codec::error::{CodecError, MAX_DECODED_CHUNK_BYTES, element_count};
+pub use crate::zarr::codec::sharding::{IndexLocation, InnerChunk, ShardIndex};
+pub use crate::zarr::codec::transpose::Transpose;
+pub use crate::zarr::codec::vlen::VlenStrings;

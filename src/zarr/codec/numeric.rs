@@ -2,7 +2,7 @@
 //! as `<i4`, `>f8`, `|u1`), and the element reads, writes and casts the filters need. Not a
 //! codec itself: the shared vocabulary of the v2 filters.
 
-use super::error::CodecError;
+use crate::zarr::codec::error::CodecError;
 use crate::zarr::data_type::DataType;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

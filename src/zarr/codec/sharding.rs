@@ -13,7 +13,7 @@
 
 use serde_json::{Map, Value};
 
-use super::error::{CodecError, element_count};
+use crate::zarr::codec::error::{CodecError, element_count};
 use crate::zarr::copy::{Region, copy_region, filled};
 use crate::zarr::data_type::DataType;
 use crate::zarr::json::{MetadataError, u64_list};
@@ -135,12 +135,8 @@ impl<C: Chain> Sharding<C> {
             }
         }
         let inner_edges: Vec<Vec<u64>> = chunk_shape.iter().map(|&e| vec![e]).collect();
-        let codecs = C::parse(
-            config.get("codecs").unwrap_or(&Value::Null),
-            data_type,
-            &inner_edges,
-            "sharding_indexed.codecs",
-        )?;
+        let codecs =
+            C::parse(config.get("codecs").unwrap_or(&Value::Null), data_type, &inner_edges, "sharding_indexed.codecs")?;
         let index_edges = vec![Vec::new(); chunk_shape.len() + 1];
         let index_codecs = C::parse(
             config.get("index_codecs").unwrap_or(&Value::Null),

@@ -2,7 +2,7 @@
 //! `b * count + i`, grouping the same byte of every element. Bytes past the last whole
 //! element are left where they are.
 
-use super::error::CodecError;
+use crate::zarr::codec::error::CodecError;
 
 pub fn decode(input: &[u8], max_len: usize, elementsize: usize) -> Result<Vec<u8>, CodecError> {
     if input.len() > max_len {

@@ -47,7 +47,7 @@ impl Transpose {
             stride_of[j] = encoded_strides[i];
         }
         // CodecChain::decode has bounded the size of `shape` before any codec runs.
-        let n = super::error::element_count(shape).unwrap_or(0) as usize;
+        let n = crate::zarr::codec::error::element_count(shape).unwrap_or(0) as usize;
         let mut out = vec![0u8; n * item];
         if n == 0 {
             return out;

@@ -8,7 +8,7 @@
 //! Decoding keeps the chunk's bytes and records where each element lies, instead of one
 //! allocation per element: only the elements a request selects are ever copied out.
 
-use super::error::CodecError;
+use crate::zarr::codec::error::CodecError;
 
 /// A decoded chunk of text: element `i` is `text[spans[i].0..spans[i].1]`, valid UTF-8.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

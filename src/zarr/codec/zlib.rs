@@ -3,7 +3,7 @@
 
 use flate2::read::ZlibDecoder;
 
-use super::error::{CodecError, read_capped};
+use crate::zarr::codec::error::{CodecError, read_capped};
 
 pub fn decode(input: &[u8], max_len: usize) -> Result<Vec<u8>, CodecError> {
     read_capped(ZlibDecoder::new(input), max_len, "zlib")

@@ -5,7 +5,7 @@
 
 use std::cell::RefCell;
 
-use super::error::{CodecError, read_capped};
+use crate::zarr::codec::error::{CodecError, read_capped};
 
 thread_local! {
     /// A decompression context per thread: creating one per chunk is measurable.

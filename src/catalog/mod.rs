@@ -1,0 +1,499 @@
+//! The datasets zarrd serves: name → store, plus a TTL cache of parsed node metadata
+//! (`zarr.json`, or a v2 node's `.zarray`/`.zgroup` + `.zattrs`) so a rewritten array is
+//! seen within `cache.metadata_ttl_secs`. Each node is detected on its own: a dataset may
+//! mix v2 and v3 nodes.
+
+pub mod health;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use moka::future::Cache;
+use object_store::path::Path;
+use serde_json::{Value, json};
+
+use crate::compat::{ViewNode, ViewTree, view_chunk_shape};
+use crate::config::{Config, ConfigError, DatasetConfig};
+use crate::error::{Error, Result};
+use crate::ops::budget::MemoryBudget;
+use crate::read::ArrayReader;
+use crate::read::cache::{ChunkCache, Lifetimes, ObjectKey, ShardIndexCache, VersionCache, ViewChunkCache};
+use crate::store::Store;
+use crate::store::contained::ContainedFs;
+use crate::zarr::metadata::Node;
+use crate::zarr::v2;
+
+/// Nodes listed (and directories visited) at most per dataset, and group nesting followed
+/// at most, when a dataset has no consolidated metadata and its tree is found by listing.
+const MAX_LISTED_NODES: usize = 10_000;
+const MAX_LISTED_DEPTH: usize = 32;
+
+/// One configured dataset.
+#[derive(Debug)]
+pub struct Dataset {
+    pub name: Arc<str>,
+    pub title: Option<String>,
+    pub store: Store,
+    /// Configured chunk shapes of arrays in the compatibility views, by array path.
+    pub compat: BTreeMap<String, Vec<u64>>,
+    /// Configured overview sources (pyramids written by `zarrd overviews`), by array
+    /// path: each a dataset of its own whose root is an OME-NGFF multiscales group.
+    pub overviews: BTreeMap<String, Arc<Dataset>>,
+}
+
+pub struct Catalog {
+    datasets: BTreeMap<String, Arc<Dataset>>,
+    metadata: Cache<ObjectKey, Node>,
+    trees: Cache<Arc<str>, Arc<Vec<Value>>>,
+    views: Cache<Arc<str>, Arc<ViewTree>>,
+    /// Encoded chunks of the compatibility views.
+    pub view_chunks: ViewChunkCache,
+    pub indexes: ShardIndexCache,
+    versions: VersionCache,
+    pub chunks: ChunkCache,
+    max_chunks: u64,
+    /// How view chunks of `/compat` are sized.
+    compat: crate::config::CompatConfig,
+    pub budget: MemoryBudget,
+    stream_idle: Duration,
+}
+
+/// Opens the store behind a dataset URL: a local path, `file://`, or any URL
+/// `object_store` understands (`s3://`, `gs://`, `az://`, `http(s)://`, `memory:///`).
+pub fn open_store(name: &str, ds: &DatasetConfig) -> Result<Store, ConfigError> {
+    open_url(&format!("datasets.{name}.url"), &ds.url, (&format!("datasets.{name}.options"), &ds.options))
+}
+
+/// Opens the store at `url` with `object_store` options (and the name of the field they
+/// come from); errors name `field`.
+pub fn open_url(
+    field: &str,
+    url: &str,
+    (options_field, options): (&str, &BTreeMap<String, String>),
+) -> Result<Store, ConfigError> {
+    let bad = |reason: String| ConfigError::Invalid { field: field.to_owned(), reason };
+    let local = |path: std::path::PathBuf| -> Result<Store, ConfigError> {
+        if !path.is_dir() {
+            return Err(bad(format!("`{}` is not a directory", path.display())));
+        }
+        // Contained: symlinks that lead out of the dataset are never followed.
+        let fs = ContainedFs::new(&path).map_err(|e| bad(format!("cannot open `{}`: {e}", path.display())))?;
+        Ok(Store::new(Arc::new(fs), Path::default()))
+    };
+    if !url.contains("://") {
+        return local(std::path::PathBuf::from(url));
+    }
+    let parsed = url::Url::parse(url).map_err(|e| bad(format!("not a valid URL: {e}")))?;
+    if parsed.scheme() == "file" {
+        return local(parsed.to_file_path().map_err(|()| bad("not a valid file URL".into()))?);
+    }
+    check_options(options_field, parsed.scheme(), options)?;
+    let (store, root) = object_store::parse_url_opts(&parsed, options).map_err(|e| bad(e.to_string()))?;
+    Ok(Store::new(Arc::from(store), root))
+}
+
+/// `object_store` ignores option names it does not know; a typo in a credential name must
+/// fail at startup instead.
+fn check_options(options_field: &str, scheme: &str, options: &BTreeMap<String, String>) -> Result<(), ConfigError> {
+    use std::str::FromStr;
+    for key in options.keys() {
+        let k = key.to_ascii_lowercase();
+        let known = match scheme {
+            "s3" | "s3a" => object_store::aws::AmazonS3ConfigKey::from_str(&k).is_ok(),
+            "gs" => object_store::gcp::GoogleConfigKey::from_str(&k).is_ok(),
+            "az" | "adl" | "azure" | "abfs" | "abfss" => object_store::azure::AzureConfigKey::from_str(&k).is_ok(),
+            "http" | "https" => object_store::ClientConfigKey::from_str(&k).is_ok(),
+            _ => false,
+        };
+        if !known {
+            return Err(ConfigError::Invalid {
+                field: format!("{options_field}.{key}"),
+                reason: format!(
+                    "not an option of the `{scheme}` backend (see the object_store documentation for its config keys)"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+impl Catalog {
+    /// Opens every configured dataset; a bad URL fails here, before serving.
+    pub fn from_config(config: &Config) -> Result<Self, ConfigError> {
+        let datasets = config
+            .datasets
+            .iter()
+            .map(|(name, ds)| Ok((name.clone(), open_store(name, ds)?, ds.title.clone())))
+            .collect::<Result<Vec<_>, ConfigError>>()?;
+        let mut catalog = Self::new(datasets, config);
+        for (name, ds) in &config.datasets {
+            if let Some(dataset) = catalog.datasets.get_mut(name).and_then(Arc::get_mut) {
+                dataset.compat.clone_from(&ds.compat);
+            }
+            for (path, url) in &ds.overviews {
+                let field = format!("datasets.{name}.overviews.{path}");
+                let store = open_url(&field, url, (&format!("datasets.{name}.options"), &ds.options))?;
+                catalog.add_overviews(name, path, store);
+            }
+        }
+        Ok(catalog)
+    }
+
+    /// Makes `store` (the root of a pyramid written by `zarrd overviews`) the overview
+    /// source of array `path` of dataset `name`. Its objects are cached under a dataset
+    /// name no configured dataset can have (`NAME:overviews:PATH`).
+    pub fn add_overviews(&mut self, name: &str, path: &str, store: Store) {
+        if let Some(dataset) = self.datasets.get_mut(name).and_then(Arc::get_mut) {
+            let overview = Dataset {
+                name: format!("{name}:overviews:{path}").into(),
+                title: None,
+                store,
+                compat: BTreeMap::new(),
+                overviews: BTreeMap::new(),
+            };
+            dataset.overviews.insert(path.to_owned(), Arc::new(overview));
+        }
+    }
+
+    /// A catalog over stores opened by the caller (tests use in-memory stores).
+    pub fn new(datasets: Vec<(String, Store, Option<String>)>, config: &Config) -> Self {
+        let ttl = Duration::from_secs(config.cache.metadata_ttl_secs.max(1));
+        let missing = Duration::from_secs(config.cache.missing_ttl_secs);
+        let lifetimes = Lifetimes { present: ttl, missing };
+        Self {
+            datasets: datasets
+                .into_iter()
+                .map(|(name, store, title)| {
+                    let dataset = Dataset {
+                        name: name.as_str().into(),
+                        title,
+                        store,
+                        compat: BTreeMap::new(),
+                        overviews: BTreeMap::new(),
+                    };
+                    (name, Arc::new(dataset))
+                })
+                .collect(),
+            metadata: Cache::builder().max_capacity(10_000).time_to_live(ttl).build(),
+            trees: Cache::builder().max_capacity(64).time_to_live(ttl).build(),
+            views: Cache::builder().max_capacity(64).time_to_live(ttl).build(),
+            view_chunks: ViewChunkCache::new(config.cache.compat_bytes, lifetimes),
+            indexes: ShardIndexCache::new(
+                config.cache.shard_index_bytes,
+                Lifetimes { present: Duration::from_secs(config.cache.shard_index_ttl_secs), missing },
+            ),
+            versions: VersionCache::new(1_000_000, lifetimes),
+            chunks: ChunkCache::new(config.cache.chunk_bytes, lifetimes),
+            max_chunks: config.limits.max_chunks_per_request,
+            compat: config.compat,
+            budget: MemoryBudget::new(
+                config.memory_budget_bytes(),
+                Duration::from_millis(config.limits.memory_wait_ms),
+            ),
+            stream_idle: Duration::from_secs(config.limits.request_timeout_secs),
+        }
+    }
+
+    pub fn datasets(&self) -> impl Iterator<Item = &Arc<Dataset>> {
+        self.datasets.values()
+    }
+
+    pub fn dataset(&self, name: &str) -> Result<&Arc<Dataset>> {
+        self.datasets.get(name).ok_or_else(|| {
+            let known: Vec<&str> = self.datasets.keys().map(String::as_str).collect();
+            Error::NotFound(format!("unknown dataset `{name}`; configured datasets: {}", known.join(", ")))
+        })
+    }
+
+    /// The parsed metadata of the node at `path` ("" for the dataset root): its
+    /// `zarr.json`, else its Zarr v2 documents.
+    pub async fn node(&self, ds: &Dataset, path: &str) -> Result<Node> {
+        let key = metadata_key(path)?;
+        let cache_key = (Arc::clone(&ds.name), key.clone());
+        self.metadata
+            .try_get_with(cache_key, async {
+                if let Some(bytes) = ds.store.get(&key).await? {
+                    return Node::parse(&bytes).map_err(|e| Error::metadata(&key, e));
+                }
+                v2_node(ds, path).await?.ok_or_else(|| not_found(&ds.name, path))
+            })
+            .await
+            .map_err(Arc::unwrap_or_clone)
+    }
+
+    /// A reader for the array at `path`.
+    pub async fn array(&self, ds: &Dataset, path: &str) -> Result<ArrayReader> {
+        match self.node(ds, path).await? {
+            Node::Array(meta) => Ok(ArrayReader {
+                dataset: Arc::clone(&ds.name),
+                store: ds.store.clone(),
+                path: path.to_owned(),
+                meta,
+                indexes: self.indexes.clone(),
+                versions: self.versions.clone(),
+                chunks: self.chunks.clone(),
+                max_chunks: self.max_chunks,
+                budget: self.budget.clone(),
+                stream_idle: self.stream_idle,
+            }),
+            Node::Group(_) => Err(Error::NotFound(format!(
+                "`{path}` in dataset `{}` is a group, not an array; GET /v1/datasets/{} lists its arrays",
+                ds.name, ds.name
+            ))),
+        }
+    }
+
+    /// Every node of the dataset: from consolidated metadata when the root has it, else by
+    /// listing groups (arrays are not descended into, so chunks are never enumerated).
+    pub async fn tree(&self, ds: &Dataset) -> Result<Arc<Vec<Value>>> {
+        self.trees
+            // Boxed: walking a tree nests many node loads, too large a future to move around.
+            .try_get_with(Arc::clone(&ds.name), async { Box::pin(self.discover(ds)).await.map(Arc::new) })
+            .await
+            .map_err(Arc::unwrap_or_clone)
+    }
+
+    /// The dataset as the compatibility views present it: every node of [`Self::tree`] that
+    /// zarrd can read (arrays with their view chunk shape), implicit groups made explicit.
+    /// Nodes zarrd cannot serve are left out, so clients never meet them.
+    pub async fn view_tree(&self, ds: &Dataset) -> Result<Arc<ViewTree>> {
+        self.views
+            .try_get_with(Arc::clone(&ds.name), async {
+                let nodes = Box::pin(self.tree(ds)).await?;
+                // The tree's nodes are usually cached already (listing them read them); the
+                // rest are read 16 at a time.
+                let paths: Vec<String> = nodes.iter().filter_map(|n| n["path"].as_str().map(str::to_owned)).collect();
+                let found: Vec<(String, Result<Node>)> = futures::stream::iter(paths)
+                    .map(|path| async move {
+                        let node = Box::pin(self.node(ds, &path)).await;
+                        (path, node)
+                    })
+                    .buffered(16)
+                    .collect()
+                    .await;
+                let mut tree = ViewTree::default();
+                for (path, node) in found {
+                    match node {
+                        Ok(Node::Array(meta)) => {
+                            let chunk_shape =
+                                view_chunk_shape(&meta, ds.compat.get(&path).map(Vec::as_slice), &self.compat);
+                            tree.insert(path, ViewNode::Array { meta, chunk_shape });
+                        }
+                        Ok(Node::Group(group)) => tree.insert(path, ViewNode::Group(group.attributes.clone())),
+                        // Nodes zarrd cannot serve are left out of the views.
+                        Err(Error::NotFound(_) | Error::Unsupported(_) | Error::Corrupt(_)) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(Arc::new(tree))
+            })
+            .await
+            .map_err(Arc::unwrap_or_clone)
+    }
+
+    /// The part of the view along `key` when the whole tree cannot be had (a store that
+    /// can neither list nor has consolidated metadata): the node at every prefix of the
+    /// key, read directly. Marked incomplete, so groups claim no subtree.
+    pub async fn partial_view_tree(&self, ds: &Dataset, key: &str) -> Result<ViewTree> {
+        let mut tree = ViewTree { complete: false, ..ViewTree::default() };
+        let segments: Vec<&str> = key.split('/').filter(|s| !s.is_empty()).collect();
+        for end in 0..=segments.len() {
+            let path = segments[..end].join("/");
+            match Box::pin(self.node(ds, &path)).await {
+                Ok(Node::Array(meta)) => {
+                    let chunk_shape = view_chunk_shape(&meta, ds.compat.get(&path).map(Vec::as_slice), &self.compat);
+                    tree.insert(path, ViewNode::Array { meta, chunk_shape });
+                    // Nothing below an array is a node.
+                    break;
+                }
+                Ok(Node::Group(group)) => tree.insert(path, ViewNode::Group(group.attributes.clone())),
+                Err(Error::NotFound(_) | Error::Unsupported(_) | Error::Corrupt(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(tree)
+    }
+
+    async fn discover(&self, ds: &Dataset) -> Result<Vec<Value>> {
+        let root = self.node(ds, "").await?;
+        let mut nodes = vec![describe("", &root)];
+        let Node::Group(group) = &root else { return Ok(nodes) };
+        let listing = ds.store.list_dirs("").await;
+        let mut candidates = match (&group.consolidated, listing) {
+            (_, Ok(names)) => names,
+            // Some stores cannot list (plain HTTP servers); consolidated metadata suffices.
+            (Some(_), Err(e)) => {
+                tracing::warn!(dataset = %ds.name, error = %e, "cannot list the dataset root; using consolidated metadata only");
+                Vec::new()
+            }
+            (None, Err(e)) => return Err(e.into()),
+        };
+        if let Some(consolidated) = &group.consolidated {
+            for (path, doc) in consolidated {
+                nodes.push(describe_doc(path, doc));
+            }
+            // Writers consolidate only what they recognise (zarr-python leaves out arrays
+            // under an implicit group), so the root's other directories are walked too;
+            // when the consolidated metadata is complete that costs this one listing.
+            let known: std::collections::HashSet<&str> =
+                consolidated.keys().filter_map(|k| k.split('/').next()).collect();
+            candidates.retain(|name| !known.contains(name.as_str()));
+        }
+        self.walk(ds, candidates, &mut nodes).await?;
+        nodes.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
+        Ok(nodes)
+    }
+
+    /// Probes `candidates` (paths of directories) for nodes, level by level: groups and
+    /// directories without `zarr.json` are listed for the next level, arrays never (so
+    /// chunks are never enumerated).
+    async fn walk(&self, ds: &Dataset, mut candidates: Vec<String>, nodes: &mut Vec<Value>) -> Result<()> {
+        let mut visited = 0usize;
+        for _ in 0..MAX_LISTED_DEPTH {
+            visited += candidates.len();
+            if candidates.is_empty() || nodes.len() >= MAX_LISTED_NODES || visited >= MAX_LISTED_NODES {
+                break;
+            }
+            let found: Vec<(String, Result<Node>)> = futures::stream::iter(std::mem::take(&mut candidates))
+                .map(|path| async move { (path.clone(), self.node(ds, &path).await) })
+                .buffered(16)
+                .collect()
+                .await;
+            let mut containers = Vec::new();
+            for (path, node) in found {
+                match node {
+                    Ok(node) => {
+                        if matches!(node, Node::Group(_)) {
+                            containers.push(path.clone());
+                        }
+                        nodes.push(describe(&path, &node));
+                    }
+                    // A directory without zarr.json under a group is not a node, but old
+                    // writers left implicit groups, so look inside (chunk directories only
+                    // exist under arrays, which are never descended).
+                    Err(Error::NotFound(_)) => containers.push(path),
+                    // A node the server cannot serve is still part of the tree.
+                    Err(Error::Unsupported(_) | Error::Corrupt(_)) => {
+                        nodes.push(json!({"path": path, "node_type": "array"}));
+                    }
+                    Err(e) => return Err(e),
+                }
+                if nodes.len() >= MAX_LISTED_NODES {
+                    return Ok(());
+                }
+            }
+            for container in &containers {
+                candidates.extend(ds.store.list_dirs(container).await?.into_iter().map(|name| join(container, &name)));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A Zarr v2 node: `.zarray` or `.zgroup`, with `.zattrs` (fetched alongside, since both
+/// kinds need it); at the root, a group's consolidated `.zmetadata` too. `None` when the
+/// path holds neither document.
+async fn v2_node(ds: &Dataset, path: &str) -> Result<Option<Node>> {
+    let key = |name: &str| if path.is_empty() { name.to_owned() } else { format!("{path}/{name}") };
+    let (zarray_key, zgroup_key, zattrs_key) = (key(v2::ZARRAY), key(v2::ZGROUP), key(v2::ZATTRS));
+    let (zarray, zattrs) = futures::try_join!(ds.store.get(&zarray_key), ds.store.get(&zattrs_key))?;
+    if let Some(zarray) = zarray {
+        let meta = v2::parse_array(&zarray, zattrs.as_deref()).map_err(|e| Error::metadata(&zarray_key, e))?;
+        return Ok(Some(Node::Array(Arc::new(meta))));
+    }
+    let Some(zgroup) = ds.store.get(&zgroup_key).await? else { return Ok(None) };
+    let mut group = v2::parse_group(&zgroup, zattrs.as_deref()).map_err(|e| Error::metadata(&zgroup_key, e))?;
+    if path.is_empty()
+        && let Some(zmetadata) = ds.store.get(v2::ZMETADATA).await?
+    {
+        group.consolidated = Some(v2::consolidated(&zmetadata).map_err(|e| Error::metadata(v2::ZMETADATA, e))?);
+    }
+    Ok(Some(Node::Group(Arc::new(group))))
+}
+
+fn join(parent: &str, name: &str) -> String {
+    if parent.is_empty() { name.to_owned() } else { format!("{parent}/{name}") }
+}
+
+fn not_found(dataset: &str, path: &str) -> Error {
+    if path.is_empty() {
+        Error::NotFound(format!("dataset `{dataset}` has no zarr.json (nor Zarr v2 .zgroup or .zarray) at its root"))
+    } else {
+        Error::NotFound(format!("no array or group `{path}` in dataset `{dataset}`"))
+    }
+}
+
+/// The key of a node's `zarr.json`, rejecting paths with empty, `.` or `..` segments.
+fn metadata_key(path: &str) -> Result<String> {
+    if path.is_empty() {
+        return Ok("zarr.json".to_owned());
+    }
+    if path.split('/').any(|p| p.is_empty() || p == "." || p == "..") {
+        return Err(Error::NotFound(format!(
+            "`{path}` is not a valid node path (segments must be non-empty and not `.` or `..`)"
+        )));
+    }
+    Ok(format!("{path}/zarr.json"))
+}
+
+fn describe(path: &str, node: &Node) -> Value {
+    match node {
+        Node::Array(a) => {
+            json!({"path": path, "node_type": "array", "shape": a.shape, "data_type": a.data_type.name()})
+        }
+        Node::Group(_) => json!({"path": path, "node_type": "group"}),
+    }
+}
+
+/// A consolidated entry, described without requiring the server to support it.
+fn describe_doc(path: &str, doc: &Value) -> Value {
+    let node_type = doc.get("node_type").and_then(Value::as_str).unwrap_or("group");
+    let mut out = json!({"path": path, "node_type": node_type});
+    if node_type == "array" {
+        out["shape"] = doc.get("shape").cloned().unwrap_or(Value::Null);
+        out["data_type"] = match doc.get("data_type") {
+            Some(Value::Object(o)) => o.get("name").cloned().unwrap_or(Value::Null),
+            other => other.cloned().unwrap_or(Value::Null),
+        };
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ds(url: &str, options: &[(&str, &str)]) -> DatasetConfig {
+        DatasetConfig {
+            url: url.into(),
+            title: None,
+            options: options.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect(),
+            overviews: BTreeMap::default(),
+            compat: BTreeMap::default(),
+        }
+    }
+
+    #[test]
+    fn opens_every_kind_of_url() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_str().unwrap();
+        assert!(open_store("a", &ds(path, &[])).is_ok());
+        assert!(open_store("a", &ds(&format!("file://{path}"), &[])).is_ok());
+        assert!(open_store("a", &ds("memory:///", &[])).is_ok());
+        let s3 = [("aws_region", "eu-west-1"), ("aws_access_key_id", "k"), ("aws_secret_access_key", "s")];
+        assert!(open_store("a", &ds("s3://bucket/prefix/data.zarr", &s3)).is_ok());
+        assert!(open_store("a", &ds("https://example.org/data.zarr", &[("timeout", "5s")])).is_ok());
+    }
+
+    #[test]
+    fn bad_urls_and_options_name_the_field() {
+        let err = open_store("x", &ds("/definitely/not/here", &[])).unwrap_err().to_string();
+        assert!(err.contains("datasets.x.url"), "{err}");
+        let err = open_store("x", &ds("s3://bucket/p", &[("aws_secret_acess_key", "typo")])).unwrap_err().to_string();
+        assert!(err.contains("datasets.x.options.aws_secret_acess_key"), "{err}");
+        let err = open_store("x", &ds("ftp://host/p", &[])).unwrap_err().to_string();
+        assert!(err.contains("datasets.x.url"), "{err}");
+    }
+}

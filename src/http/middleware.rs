@@ -1,0 +1,289 @@
+//! Cross-cutting HTTP behaviour (API.md "Cross-cutting"), outermost first:
+//! request ids, structured access logs and metrics; hot responses (`responses`); CORS;
+//! response compression; and the
+//! guard that bounds in-flight requests (503 + Retry-After) and their duration (504).
+//! Connection-level limits (timeouts, the connection cap, shutdown) are in `server`.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{HeaderName, HeaderValue, Method, header};
+use axum::middleware::{Next, from_fn, from_fn_with_state};
+use axum::response::{IntoResponse, Response};
+use tokio::sync::Semaphore;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::compression::CompressionLayer;
+use tower_http::compression::predicate::{DefaultPredicate, Predicate};
+use tower_http::cors::{AllowOrigin, CorsLayer};
+use tracing::Instrument;
+
+use crate::config::Config;
+use crate::error::Error;
+use crate::http::routes::NoCompress;
+
+pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Response headers a browser script may read.
+const EXPOSED: [HeaderName; 10] = [
+    HeaderName::from_static("zarr-shape"),
+    HeaderName::from_static("zarr-data-type"),
+    HeaderName::from_static("zarr-chunk-key"),
+    HeaderName::from_static("zarr-byte-range"),
+    header::ETAG,
+    header::CONTENT_RANGE,
+    header::ACCEPT_RANGES,
+    header::LAST_MODIFIED,
+    header::CONTENT_LENGTH,
+    REQUEST_ID,
+];
+
+/// Wraps the router in every layer, configured from `config`.
+pub fn apply(router: Router, config: &Config, responses: Arc<crate::http::responses::Responses>) -> Router {
+    let guard = Arc::new(Guard {
+        permits: Semaphore::new(config.limits.max_in_flight),
+        timeout: Duration::from_secs(config.limits.request_timeout_secs),
+    });
+    router
+        .layer(from_fn(problem_documents))
+        .layer(CatchPanicLayer::custom(panic_response))
+        .layer(from_fn_with_state(guard, guard_requests))
+        .layer(CompressionLayer::new().gzip(true).zstd(true).compress_when(Compressible))
+        .layer(cors(&config.http.cors_origins))
+        .layer(from_fn_with_state(responses, crate::http::responses::layer))
+        .layer(from_fn(observe))
+}
+
+fn cors(origins: &[String]) -> CorsLayer {
+    let allow = if origins.iter().any(|o| o == "*") {
+        AllowOrigin::any()
+    } else {
+        AllowOrigin::list(origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()))
+    };
+    CorsLayer::new()
+        .allow_origin(allow)
+        .allow_methods([Method::GET, Method::HEAD])
+        .allow_headers([
+            header::RANGE,
+            header::IF_NONE_MATCH,
+            header::IF_MATCH,
+            header::IF_MODIFIED_SINCE,
+            header::IF_UNMODIFIED_SINCE,
+            header::ACCEPT,
+            REQUEST_ID,
+        ])
+        .expose_headers(EXPOSED)
+        .max_age(Duration::from_hours(1))
+}
+
+/// Compress JSON and raw binary bodies, but never stored (already encoded) bytes, partial
+/// content, or images.
+#[derive(Clone, Copy)]
+struct Compressible;
+
+impl Predicate for Compressible {
+    fn should_compress<B>(&self, response: &axum::http::Response<B>) -> bool
+    where
+        B: axum::body::HttpBody,
+    {
+        response.extensions().get::<NoCompress>().is_none()
+            && response.status() != axum::http::StatusCode::PARTIAL_CONTENT
+            && DefaultPredicate::new().should_compress(response)
+    }
+}
+
+/// A panic in a handler is a bug; the client still gets a 500 problem document and the
+/// connection survives. The panic hook (`panics`) has counted and logged it with the
+/// request id; the client learns only that id, not the panic's message.
+#[allow(clippy::needless_pass_by_value)] // the signature CatchPanicLayer::custom requires
+fn panic_response(_panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    Error::Status(
+        axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+        "an internal error (a bug) stopped this request; it is logged under this response's X-Request-Id".into(),
+    )
+    .into_response()
+}
+
+/// Errors produced outside the handlers (axum's extractor rejections such as a path that
+/// is not UTF-8, 405 Method Not Allowed) become problem documents too.
+async fn problem_documents(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_problem = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(crate::error::PROBLEM_JSON.as_bytes()));
+    if !(status.is_client_error() || status.is_server_error()) || is_problem {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, 64 * 1024)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    let detail = if text.trim().is_empty() {
+        match status {
+            axum::http::StatusCode::METHOD_NOT_ALLOWED => "this route answers only GET and HEAD".to_owned(),
+            _ => status.canonical_reason().unwrap_or("error").to_owned(),
+        }
+    } else {
+        text
+    };
+    let mut problem = Error::Status(status, detail).into_response();
+    if let Some(allow) = parts.headers.get(header::ALLOW) {
+        problem.headers_mut().insert(header::ALLOW, allow.clone());
+    }
+    problem
+}
+
+struct Guard {
+    permits: Semaphore,
+    timeout: Duration,
+}
+
+/// Operations endpoints stay answerable under load, so probes see the truth.
+fn is_ops(path: &str) -> bool {
+    matches!(path, "/healthz" | "/readyz" | "/metrics")
+}
+
+async fn guard_requests(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+    if is_ops(request.uri().path()) {
+        return next.run(request).await;
+    }
+    let Ok(_permit) = guard.permits.try_acquire() else {
+        return Error::Unavailable { detail: "too many requests in flight; retry shortly".into(), retry_after: 1 }
+            .into_response();
+    };
+    match tokio::time::timeout(guard.timeout, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => Error::Timeout(guard.timeout.as_secs()).into_response(),
+    }
+}
+
+/// The route label of metrics and logs: the literal part of the route the router matched
+/// (`/v1/slice/{ds}/{*path}` → `/v1/slice`, `/compat/v3/{ds}/{*key}` → `/compat/v3`, `/` →
+/// `/`), so every route has its own name without a list kept beside the router; `other`
+/// for requests that matched no route. Bounded: there are as many labels as routes.
+fn route_label(matched: Option<&MatchedPath>) -> String {
+    let Some(matched) = matched else { return "other".to_owned() };
+    let path = matched.as_str();
+    let literal = path.find('{').map_or(path, |at| &path[..at]);
+    let trimmed = literal.trim_end_matches('/');
+    if trimmed.is_empty() { "/".to_owned() } else { trimmed.to_owned() }
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+/// The process id, asked once: `std::process::id()` is a system call every time.
+static PROCESS_ID: std::sync::LazyLock<u32> = std::sync::LazyLock::new(std::process::id);
+
+/// A client-supplied id is kept when it is short printable ASCII; otherwise one is made.
+fn request_id(request: &Request) -> String {
+    request
+        .headers()
+        .get(&REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_graphic()))
+        .map_or_else(|| format!("{:x}-{:x}", *PROCESS_ID, NEXT_ID.fetch_add(1, Ordering::Relaxed)), str::to_owned)
+}
+
+/// Request id on the request, the response and the log span; one access-log line and
+/// the request metrics per request, once the body has been sent or abandoned, so they
+/// carry the bytes actually sent (hyper adds `Content-Length` only after this layer, and
+/// streamed bodies have none) and the time to the last byte.
+async fn observe(mut request: Request, next: Next) -> Response {
+    let id = request_id(&request);
+    let started = Instant::now();
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let route = route_label(request.extensions().get::<MatchedPath>());
+    let id_header = HeaderValue::from_str(&id).ok();
+    if let Some(v) = &id_header {
+        request.headers_mut().insert(REQUEST_ID, v.clone());
+    }
+    let span = tracing::info_span!("request", request_id = %id, %method, uri = %request.uri(), %route);
+    let mut response = next.run(request).instrument(span.clone()).await;
+    if let Some(v) = id_header {
+        response.headers_mut().insert(REQUEST_ID, v);
+    }
+    let status = response.status().as_u16();
+    let length =
+        response.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());
+    // A HEAD response is whole once its headers are sent: hyper never polls its body.
+    let head = method == Method::HEAD;
+    response.map(|body| {
+        crate::http::body::tracked(body, length, span.clone(), move |sent| {
+            let elapsed = started.elapsed();
+            let complete = sent.complete || head;
+            crate::ops::metrics::request(&route, status, elapsed.as_secs_f64(), sent.bytes);
+            span.in_scope(|| {
+                // Probes and scrapes arrive every few seconds from every load balancer and
+                // kubelet and would drown the access log: at DEBUG unless they fail.
+                let routine = is_ops(&path) && status < 400;
+                macro_rules! access {
+                    ($level:expr) => {
+                        tracing::event!(
+                            target: "zarrd::access",
+                            $level,
+                            status,
+                            route = %route,
+                            latency_ms = elapsed.as_secs_f64() * 1000.0,
+                            bytes = sent.bytes,
+                            complete,
+                            "{method} {path}"
+                        )
+                    };
+                }
+                if routine {
+                    access!(tracing::Level::DEBUG);
+                } else {
+                    access!(tracing::Level::INFO);
+                }
+            });
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn route_labels_come_from_the_matched_route() {
+        use axum::routing::get;
+        use tower::ServiceExt;
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let record = {
+            let seen = Arc::clone(&seen);
+            move |request: Request, next: Next| {
+                let seen = Arc::clone(&seen);
+                async move {
+                    seen.lock().unwrap().push(route_label(request.extensions().get::<MatchedPath>()));
+                    next.run(request).await
+                }
+            }
+        };
+        let app = Router::new()
+            .route("/", get(|| async { "" }))
+            .route("/healthz", get(|| async { "" }))
+            .route("/v1/slice/{ds}/{*path}", get(|| async { "" }))
+            .route("/compat/v3/{ds}/{*key}", get(|| async { "" }))
+            .route("/iiif/3/{identifier}/info.json", get(|| async { "" }))
+            .route("/zarr/{ds}/", get(|| async { "" }))
+            .layer(from_fn(record));
+        for uri in [
+            "/",
+            "/healthz",
+            "/v1/slice/sample/climate/t2m",
+            "/compat/v3/s/a/c/0",
+            "/iiif/3/x/info.json",
+            "/zarr/s/",
+            "/nope/x",
+        ] {
+            let request = axum::http::Request::get(uri).body(axum::body::Body::empty()).unwrap();
+            app.clone().oneshot(request).await.unwrap();
+        }
+        assert_eq!(*seen.lock().unwrap(), ["/", "/healthz", "/v1/slice", "/compat/v3", "/iiif/3", "/zarr", "other"],);
+    }
+}

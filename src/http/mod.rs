@@ -1,0 +1,99 @@
+//! The HTTP edge: the router ([`app`]) over thin route handlers (`routes`: parse,
+//! call, encode), the cross-cutting layers (`middleware`, `responses`), response bodies
+//! (`body`, `budget_body`) and formats (`encode`, `listing`), and the connection layer
+//! (`server`).
+
+pub mod body;
+pub mod budget_body;
+pub mod encode;
+pub mod listing;
+pub mod middleware;
+pub mod responses;
+pub mod routes;
+pub mod server;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use axum::Router;
+use axum::routing::get;
+
+use crate::catalog::Catalog;
+use crate::config::Config;
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct AppState {
+    pub catalog: Arc<Catalog>,
+    pub config: Arc<Config>,
+    /// IIIF windows and rendered images.
+    pub images: crate::images::iiif::Images,
+    /// Kept responses of hot data requests (replayed by a middleware layer).
+    pub responses: Arc<responses::Responses>,
+    /// Set when shutdown begins, so `/readyz` fails before the listener closes.
+    pub shutting_down: Arc<AtomicBool>,
+    /// Per-dataset health, checked in the background (never by `/readyz`).
+    pub health: Arc<crate::catalog::health::Health>,
+}
+
+impl AppState {
+    pub fn new(catalog: Catalog, config: Config) -> Self {
+        let health = crate::catalog::health::Health::new(
+            std::time::Duration::from_secs(config.health.check_interval_secs),
+            std::time::Duration::from_secs(config.health.check_timeout_secs),
+        );
+        let images = crate::images::iiif::Images::new(&config);
+        let responses = Arc::new(responses::Responses::new(&config));
+        Self {
+            catalog: Arc::new(catalog),
+            config: Arc::new(config),
+            images,
+            responses,
+            shutting_down: Arc::new(AtomicBool::new(false)),
+            health: Arc::new(health),
+        }
+    }
+}
+
+/// The zarrd router with all routes of API.md and the cross-cutting layers.
+pub fn app(state: AppState) -> Router {
+    crate::ops::metrics::handle();
+    // From here a panic anywhere is counted and logged once, with its request id.
+    crate::ops::panics::install_hook();
+    let config = Arc::clone(&state.config);
+    let responses = Arc::clone(&state.responses);
+    let router = Router::new()
+        .route("/healthz", get(routes::ops::healthz))
+        .route("/readyz", get(routes::ops::readyz))
+        .route("/metrics", get(routes::ops::metrics))
+        .route("/v1/datasets", get(routes::datasets::list))
+        .route("/v1/datasets/{ds}", get(routes::datasets::show))
+        .route("/v1/arrays/{ds}", get(routes::arrays::show))
+        .route("/v1/arrays/{ds}/{*path}", get(routes::arrays::show))
+        .route("/v1/slice/{ds}", get(routes::slice::slice))
+        .route("/v1/slice/{ds}/{*path}", get(routes::slice::slice))
+        .route("/v1/chunks/{ds}", get(routes::chunks::list))
+        .route("/v1/chunks/{ds}/{*path}", get(routes::chunks::list))
+        .route("/v1/chunk/{ds}", get(routes::chunks::chunk))
+        .route("/v1/chunk/{ds}/{*path}", get(routes::chunks::chunk))
+        // Listings (and their redirects) answer HEAD through `get`, like the other reads.
+        .route("/zarr/{ds}", get(routes::zarr_store::root))
+        .route("/zarr/{ds}/", get(routes::zarr_store::root))
+        .route("/iiif/3/{identifier}", get(routes::iiif::base))
+        .route("/iiif/3/{identifier}/info.json", get(routes::iiif::info))
+        .route("/iiif/3/{identifier}/{region}/{size}/{rotation}/{quality}", get(routes::iiif::image))
+        .route("/", get(routes::viewer::index))
+        .route("/view/{ds}", get(routes::viewer::deep_link))
+        .route("/view/{ds}/{*path}", get(routes::viewer::deep_link))
+        .route("/viewer/{file}", get(routes::viewer::asset))
+        .route("/zarr/{ds}/{*key}", get(routes::zarr_store::get).head(routes::zarr_store::get))
+        .route("/compat/v3/{ds}", get(routes::compat::view::<3>))
+        .route("/compat/v3/{ds}/", get(routes::compat::view::<3>))
+        .route("/compat/v3/{ds}/{*key}", get(routes::compat::view::<3>).head(routes::compat::view::<3>))
+        .route("/compat/v2/{ds}", get(routes::compat::view::<2>))
+        .route("/compat/v2/{ds}/", get(routes::compat::view::<2>))
+        .route("/compat/v2/{ds}/{*key}", get(routes::compat::view::<2>).head(routes::compat::view::<2>))
+        .fallback(|| async { crate::error::Error::NotFound("no such route; see openapi.yaml for the API".into()) })
+        .with_state(state);
+    middleware::apply(router, &config, responses)
+}

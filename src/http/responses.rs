@@ -1,0 +1,155 @@
+//! Whole responses of hot data requests, kept for a moment: a tile that many viewers ask
+//! for again and again is then a lookup and a write of ready bytes — no routing, no
+//! parsing of the selection, no shard-index or chunk-cache lookups, no headers to build.
+//!
+//! Only what can be replayed exactly is kept: `200` responses to plain `GET`s of array data
+//! (`/v1/slice`, `/v1/chunk`, `/iiif`, `/zarr`, `/compat`) whose whole body is in memory and
+//! at most [`MAX_BODY`], and that carry the configured `Cache-Control` (responses holding
+//! fill for missing objects have a shorter one, and a writer may add those objects soon).
+//! Conditional and range requests, and requests with credentials, always go through.
+//! The key holds every request header a response depends on ([`VARY`]: content negotiation,
+//! CORS, and the host and scheme IIIF `info.json` builds its `id` from), so a compressed body,
+//! another origin's CORS headers or another host's URLs never reach the wrong client.
+//!
+//! Entries live `cache.response_ttl_secs` (1 s by default, and never longer than the
+//! metadata and shard-index lifetimes): a rewritten chunk is seen at most that much later
+//! than without this cache.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use http_body::Body as _;
+use moka::future::Cache;
+
+use crate::config::Config;
+
+/// The largest body kept. Larger reads are streamed (`zarr::read::STREAM_MIN_BYTES`) and
+/// rarely repeated at the rates where skipping the read path matters.
+pub const MAX_BODY: usize = 4 << 20;
+
+/// How many request headers responses depend on besides the target ([`VARY`]).
+const VARIES: usize = 6;
+
+/// The request headers responses depend on besides the target.
+const VARY: [header::HeaderName; VARIES] = [
+    header::ACCEPT_ENCODING,
+    header::ACCEPT,
+    header::ORIGIN,
+    header::HOST,
+    header::HeaderName::from_static("x-forwarded-host"),
+    header::HeaderName::from_static("x-forwarded-proto"),
+];
+
+/// What a response depends on besides the stored data: the target and the [`VARY`] headers.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Key {
+    target: String,
+    vary: [Option<HeaderValue>; VARIES],
+}
+
+/// A kept `200` response.
+struct Kept {
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+/// The response cache (off when `cache.response_bytes` or its lifetime is 0).
+pub struct Responses {
+    cache: Option<Cache<Key, std::sync::Arc<Kept>>>,
+    cache_control: Option<HeaderValue>,
+}
+
+/// Request headers that make a response particular to one request or client: such
+/// requests are neither answered from the cache nor kept.
+const PARTICULAR: [header::HeaderName; 8] = [
+    header::RANGE,
+    header::IF_RANGE,
+    header::IF_NONE_MATCH,
+    header::IF_MODIFIED_SINCE,
+    header::IF_MATCH,
+    header::IF_UNMODIFIED_SINCE,
+    header::AUTHORIZATION,
+    header::COOKIE,
+];
+
+impl Responses {
+    pub fn new(config: &Config) -> Self {
+        let c = &config.cache;
+        let ttl = c.response_ttl_secs.min(c.metadata_ttl_secs).min(c.shard_index_ttl_secs);
+        let cache = (c.response_bytes > 0 && ttl > 0).then(|| {
+            Cache::builder()
+                .max_capacity(c.response_bytes)
+                .weigher(|k: &Key, v: &std::sync::Arc<Kept>| {
+                    let headers: usize = v.headers.iter().map(|(n, v)| n.as_str().len() + v.len() + 32).sum();
+                    u32::try_from(k.target.len() + headers + v.body.len() + 128).unwrap_or(u32::MAX)
+                })
+                .time_to_live(Duration::from_secs(ttl))
+                .build()
+        });
+        Self { cache, cache_control: HeaderValue::from_str(&config.http.cache_control).ok() }
+    }
+
+    /// Bytes held (moka's weighted size, which lags inserts a little).
+    pub fn size(&self) -> u64 {
+        self.cache.as_ref().map_or(0, Cache::weighted_size)
+    }
+
+    /// Whether `response` may be kept and replayed to any request with the same key.
+    fn keeps(&self, response: &Response) -> bool {
+        response.status() == StatusCode::OK
+            && response.body().size_hint().exact().is_some_and(|n| n <= MAX_BODY as u64)
+            && !response.headers().contains_key(header::SET_COOKIE)
+            && response.headers().get(header::CACHE_CONTROL) == self.cache_control.as_ref()
+    }
+}
+
+/// The key of a request that may be answered from the cache.
+fn key(request: &Request) -> Option<Key> {
+    if request.method() != Method::GET {
+        return None;
+    }
+    let path = request.uri().path();
+    let data = ["/v1/slice/", "/v1/chunk/", "/iiif/", "/zarr/", "/compat/"].iter().any(|p| path.starts_with(p));
+    let headers = request.headers();
+    if !data || PARTICULAR.iter().any(|h| headers.contains_key(h)) {
+        return None;
+    }
+    Some(Key {
+        target: request.uri().path_and_query().map_or(path, |pq| pq.as_str()).to_owned(),
+        vary: VARY.map(|name| headers.get(name).cloned()),
+    })
+}
+
+/// Middleware: answers from the cache, or runs the request and keeps what may be kept.
+pub async fn layer(State(responses): State<std::sync::Arc<Responses>>, request: Request, next: Next) -> Response {
+    let (Some(cache), Some(key)) = (&responses.cache, key(&request)) else {
+        return next.run(request).await;
+    };
+    if let Some(kept) = cache.get(&key).await {
+        crate::ops::metrics::cache_lookup("response", true);
+        let mut response = Response::new(Body::from(kept.body.clone()));
+        *response.headers_mut() = kept.headers.clone();
+        return response;
+    }
+    crate::ops::metrics::cache_lookup("response", false);
+    let response = next.run(request).await;
+    if !responses.keeps(&response) {
+        return response;
+    }
+    // The body is already in memory (it has an exact size of at most MAX_BODY): collecting
+    // it takes its one frame.
+    let (parts, body) = response.into_parts();
+    match axum::body::to_bytes(body, MAX_BODY).await {
+        Ok(bytes) => {
+            let kept = Kept { headers: parts.headers.clone(), body: bytes.clone() };
+            cache.insert(key, std::sync::Arc::new(kept)).await;
+            Response::from_parts(parts, Body::from(bytes))
+        }
+        Err(e) => crate::error::Error::Internal(format!("the response body failed: {e}")).into_response(),
+    }
+}

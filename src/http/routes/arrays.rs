@@ -1,0 +1,67 @@
+//! `GET /v1/arrays/{ds}/{*path}`: what an array is and how it is chunked.
+
+use axum::extract::{RawQuery, State};
+use axum::response::Response;
+use serde_json::{Value, json};
+
+use crate::error::Result;
+use crate::http::AppState;
+use crate::http::routes::{NodePath, Params, json_response};
+use crate::zarr::metadata::ArrayMetadata;
+
+pub async fn show(
+    State(state): State<AppState>,
+    NodePath { ds, path }: NodePath,
+    RawQuery(query): RawQuery,
+) -> Result<Response> {
+    Params::parse(query.as_deref(), &[])?;
+    let dataset = state.catalog.dataset(&ds)?;
+    let array = state.catalog.array(dataset, &path).await?;
+    Ok(json_response(&describe(&path, &array.meta), &state.config.http.cache_control))
+}
+
+/// The array-info document of API.md.
+pub fn describe(path: &str, meta: &ArrayMetadata) -> Value {
+    let doc = &meta.document;
+    let sharding = meta.sharding().map(|s| {
+        json!({
+            "chunk_shape": s.chunk_shape,
+            "index_location": s.index_location.name(),
+            "nested": s.codecs.sharding().is_some(),
+        })
+    });
+    // A v2 `.zarray` has no `data_type`, `codecs` or `chunk_key_encoding`: report the type's
+    // Zarr name, the numcodecs filters and compressor as stored (in pipeline order), and
+    // the v2 key encoding with the stored separator.
+    let (data_type, codecs, chunk_key_encoding) = if meta.zarr_format == 2 {
+        let filters = doc.get("filters").and_then(Value::as_array).cloned().unwrap_or_default();
+        let compressor = doc.get("compressor").filter(|c| !c.is_null()).cloned();
+        let separator = doc.get("dimension_separator").and_then(Value::as_str).unwrap_or(".");
+        (
+            Some(Value::from(meta.data_type.name())),
+            Some(Value::Array(filters.into_iter().chain(compressor).collect())),
+            Some(json!({"name": "v2", "configuration": {"separator": separator}})),
+        )
+    } else {
+        (doc.get("data_type").cloned(), doc.get("codecs").cloned(), doc.get("chunk_key_encoding").cloned())
+    };
+    json!({
+        "path": path,
+        "node_type": "array",
+        "zarr_format": meta.zarr_format,
+        "shape": meta.shape,
+        "data_type": data_type,
+        "fill_value": doc.get("fill_value"),
+        "dimension_names": meta.dimension_names,
+        "attributes": meta.attributes,
+        "codecs": codecs,
+        "chunk_key_encoding": chunk_key_encoding,
+        "chunk_grid": {
+            "kind": meta.chunk_grid.kind.name(),
+            "chunk_sizes": meta.chunk_grid.to_json(),
+            "grid_shape": meta.chunk_grid.grid_shape(),
+        },
+        "read_chunk_shape": meta.read_chunk_shape(),
+        "sharding": sharding,
+    })
+}

@@ -1,0 +1,47 @@
+//! `GET /v1/datasets` and `GET /v1/datasets/{ds}`.
+
+use axum::extract::{Path, RawQuery, State};
+use axum::response::Response;
+use serde_json::json;
+
+use crate::catalog::health::{DatasetHealth, Status};
+use crate::error::Result;
+use crate::http::AppState;
+use crate::http::routes::{Params, json_response};
+
+/// Names, titles and the last background health check: never a URL, credential or option.
+pub async fn list(State(state): State<AppState>, RawQuery(query): RawQuery) -> Result<Response> {
+    Params::parse(query.as_deref(), &[])?;
+    let health = state.health.datasets(&state.catalog).await;
+    let datasets: Vec<_> = state
+        .catalog
+        .datasets()
+        .map(|d| json!({"name": d.name.as_ref(), "title": d.title, "health": health_json(health.get(d.name.as_ref()))}))
+        .collect();
+    Ok(json_response(&json!({ "datasets": datasets }), &state.config.http.cache_control))
+}
+
+/// The node tree of one dataset.
+pub async fn show(
+    State(state): State<AppState>,
+    Path(ds): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Result<Response> {
+    Params::parse(query.as_deref(), &[])?;
+    let dataset = state.catalog.dataset(&ds)?;
+    let nodes = state.catalog.tree(dataset).await?;
+    Ok(json_response(&json!({"name": ds, "title": dataset.title, "nodes": *nodes}), &state.config.http.cache_control))
+}
+
+/// `{"status": "ok"|"failing"|"unknown", "checked_at": RFC 3339 or null, "detail"?}`.
+fn health_json(health: Option<&DatasetHealth>) -> serde_json::Value {
+    let Some(h) = health else {
+        return json!({"status": Status::Unknown.label(), "checked_at": null});
+    };
+    let checked_at = h.checked_at.map(|t| chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339());
+    let mut value = json!({"status": h.status.label(), "checked_at": checked_at});
+    if let Status::Failing(detail) = &h.status {
+        value["detail"] = json!(detail);
+    }
+    value
+}

@@ -1,0 +1,202 @@
+//! `GET /iiif/3/{identifier}/info.json` and
+//! `GET /iiif/3/{identifier}/{region}/{size}/{rotation}/{quality}.{format}`: the IIIF
+//! Image API 3.0 (<https://iiif.io/api/image/3.0/>), so `OpenSeadragon`, `Leaflet-IIIF` and
+//! `Mirador` can show any array. `vmin`, `vmax` and `colormap` query parameters (outside
+//! IIIF) override the window and colormap.
+
+use std::sync::Arc;
+
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::error::{Error, Result};
+use crate::http::AppState;
+use crate::http::routes::slice::with_validators;
+use crate::http::routes::{EtagBuilder, NoCompress, Params, cache_control, not_modified};
+use crate::images::iiif::grammar::{Identifier, ImageRequest, Quality};
+use crate::images::iiif::source::Image;
+use crate::images::iiif::{self, Rendered, TILE_SIZE};
+use crate::images::render::{Colormap, Style};
+use crate::read::cache::MISSING;
+
+const IMAGE_PARAMS: &[&str] = &["vmin", "vmax", "colormap"];
+const CONTEXT: &str = "http://iiif.io/api/image/3/context.json";
+
+fn path_error(e: &PathRejection) -> Error {
+    Error::BadRequest(e.body_text())
+}
+
+/// The identifier of a request path (already percent-decoded by the router); one that
+/// does not parse names no image, so it is 404 like an unknown one.
+fn identifier(text: &str) -> Result<Identifier> {
+    Identifier::parse(text).map_err(|e| Error::NotFound(e.0))
+}
+
+/// This server's base URL as the client sees it: `X-Forwarded-Proto`/`X-Forwarded-Host`
+/// (first value) behind a proxy or load balancer, else `http` and `Host`.
+fn base_url(headers: &HeaderMap) -> String {
+    let first = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(',').next())
+            .map(str::trim)
+            .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_graphic()))
+            .map(str::to_owned)
+    };
+    let proto = first("x-forwarded-proto").filter(|p| p == "http" || p == "https").unwrap_or_else(|| "http".into());
+    let host = first("x-forwarded-host").or_else(|| first("host")).unwrap_or_else(|| "localhost".into());
+    format!("{proto}://{host}")
+}
+
+/// `GET /iiif/3/{identifier}`: the spec's base URI redirects to `info.json`.
+pub async fn base(path: Result<Path<String>, PathRejection>) -> Result<Response> {
+    let Path(text) = path.map_err(|e| path_error(&e))?;
+    let id = identifier(&text)?;
+    let location = format!("/iiif/3/{}/info.json", id.encoded());
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    response
+        .headers_mut()
+        .insert(header::LOCATION, HeaderValue::from_str(&location).map_err(|e| Error::Internal(e.to_string()))?);
+    Ok(response)
+}
+
+/// `info.json`: size, tiles down to a whole-image tile, preferred sizes and what this
+/// server supports beyond level 2.
+pub async fn info(
+    State(state): State<AppState>,
+    path: Result<Path<String>, PathRejection>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response> {
+    let Path(text) = path.map_err(|e| path_error(&e))?;
+    Params::parse(query.as_deref(), &[])?;
+    let image = Image::open(&state.catalog, identifier(&text)?).await?;
+    let id = format!("{}/iiif/3/{}", base_url(&headers), image.id.encoded());
+    let (width, height) = (image.width, image.height);
+    let top = iiif::max_scale_log2(width, height);
+    let scale_factors: Vec<u64> = (0..=top).map(|k| 1u64 << k).collect();
+    // Preferred sizes: the reduced levels small enough to ask for whole, smallest first.
+    let sizes: Vec<serde_json::Value> = (0..=top)
+        .rev()
+        .map(|k| (width.div_ceil(1 << k), height.div_ceil(1 << k)))
+        .filter(|&(w, h)| w * h <= 1 << 20 || (w <= TILE_SIZE && h <= TILE_SIZE))
+        .map(|(w, h)| json!({"type": "Size", "width": w, "height": h}))
+        .collect();
+    let doc = json!({
+        "@context": CONTEXT,
+        "id": id,
+        "type": "ImageService3",
+        "protocol": "http://iiif.io/api/image",
+        "profile": "level2",
+        "width": width,
+        "height": height,
+        "tiles": [{"type": "Tile", "width": TILE_SIZE, "height": TILE_SIZE, "scaleFactors": scale_factors}],
+        "sizes": sizes,
+        // PNG first: exact levels and transparent fill (JPEG is lossy and has no alpha).
+        "preferredFormats": ["png"],
+        "extraFormats": ["png", "jpg"],
+        "extraQualities": ["color", "gray", "bitonal"],
+        "extraFeatures": ["mirroring", "sizeUpscaling", "rotationBy90s", "regionSquare", "sizeByConfinedWh"],
+    });
+    let mut tag = EtagBuilder::new("iiif-info");
+    tag.text(&id).digest(image.reader.meta.digest);
+    for level in &image.levels {
+        tag.number(u64::from(level.log2)).digest(level.reader.meta.digest);
+    }
+    let etag = tag.finish();
+    let cache_control = cache_control(&state.config, false);
+    if not_modified(&headers, &etag) {
+        return Ok(with_validators(StatusCode::NOT_MODIFIED.into_response(), &etag, &cache_control));
+    }
+    // JSON-LD media type for clients that ask for it (the spec's content negotiation).
+    let wants_ld =
+        headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("application/ld+json"));
+    let media = if wants_ld { format!("application/ld+json;profile=\"{CONTEXT}\"") } else { "application/json".into() };
+    let mut response = ([(header::CONTENT_TYPE, media)], doc.to_string()).into_response();
+    response.headers_mut().append(header::VARY, HeaderValue::from_static("accept"));
+    Ok(with_validators(response, &etag, &cache_control))
+}
+
+/// An image request.
+pub async fn image(
+    State(state): State<AppState>,
+    path: Result<Path<(String, String, String, String, String)>, PathRejection>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response> {
+    let Path((text, region, size, rotation, quality)) = path.map_err(|e| path_error(&e))?;
+    let request = ImageRequest::parse(&region, &size, &rotation, &quality).map_err(|e| Error::BadRequest(e.0))?;
+    let params = Params::parse(query.as_deref(), IMAGE_PARAMS)?;
+    let colormap = params.get("colormap").map(Colormap::parse).transpose()?;
+    if colormap.is_some() && matches!(request.quality, Quality::Gray | Quality::Bitonal) {
+        return Err(Error::BadRequest(format!(
+            "`colormap` applies to the `default` and `color` qualities, not `{}`",
+            request.quality.name()
+        )));
+    }
+    let (vmin, vmax) = (params.number("vmin")?, params.number("vmax")?);
+    if let (Some(lo), Some(hi)) = (vmin, vmax)
+        && lo > hi
+    {
+        return Err(Error::BadRequest(format!("`vmin` ({lo}) must not be greater than `vmax` ({hi})")));
+    }
+    let image = Image::open(&state.catalog, identifier(&text)?).await?;
+    // Sizes are checked before any data is read, so a huge output is refused at once.
+    let rect = request.region.resolve(image.width, image.height).map_err(|e| Error::BadRequest(e.0))?;
+    let (width, height) = request.size.resolve(rect.w, rect.h).map_err(|e| Error::BadRequest(e.0))?;
+    let pixels = u128::from(width) * u128::from(height);
+    let limit = state.config.limits.max_response_bytes;
+    // An RGBA pixel is 4 bytes; the working raster holds an f64 per pixel besides.
+    if pixels * 12 > u128::from(limit) {
+        return Err(Error::TooLarge {
+            what: "an image (12 bytes of working memory per pixel)",
+            size: pixels * 12,
+            limit,
+        });
+    }
+    let window = state.images.window(&image, vmin, vmax).await?;
+    let style = Style { window, quality: request.quality, colormap: colormap.unwrap_or(Colormap::Viridis) };
+    let key = format!(
+        "{}\u{0}{}\u{0}{:032x}\u{0}{}\u{0}{}\u{0}{}\u{0}{}",
+        image.id.encoded(),
+        image.levels.iter().map(|l| format!("{:032x}", l.reader.meta.digest)).collect::<Vec<_>>().join(","),
+        image.reader.meta.digest,
+        request.canonical(),
+        window.lo.to_bits(),
+        window.hi.to_bits(),
+        style.colormap.name()
+    );
+    let config_cache_control = cache_control(&state.config, false).into_owned();
+    if let Some(hit) = state.images.cached(&key).await {
+        return Ok(respond(&hit, &headers, &config_cache_control));
+    }
+    let held = image.reader.budget.reserve((pixels * 12) as u64).await?;
+    let (bytes, versions) = iiif::render(&image, &request, style).await?;
+    drop(held);
+    let mut tag = EtagBuilder::new("iiif");
+    tag.text(&key);
+    for (k, v) in &versions {
+        tag.text(k).text(v);
+    }
+    let any_missing = versions.iter().any(|(_, v)| v == MISSING);
+    let rendered =
+        Arc::new(Rendered { bytes: bytes.into(), etag: tag.finish(), media_type: request.format.media_type() });
+    // Images holding fill for missing objects are not kept: a writer may add them soon.
+    if !any_missing {
+        state.images.remember(key, Arc::clone(&rendered)).await;
+    }
+    Ok(respond(&rendered, &headers, &cache_control(&state.config, any_missing)))
+}
+
+fn respond(rendered: &Rendered, headers: &HeaderMap, cache_control: &str) -> Response {
+    if not_modified(headers, &rendered.etag) {
+        return with_validators(StatusCode::NOT_MODIFIED.into_response(), &rendered.etag, cache_control);
+    }
+    let mut response = ([(header::CONTENT_TYPE, rendered.media_type)], rendered.bytes.clone()).into_response();
+    response.extensions_mut().insert(NoCompress);
+    with_validators(response, &rendered.etag, cache_control)
+}

@@ -1,0 +1,336 @@
+//! `GET /v1/slice/{ds}/{*path}?s=SELECTION&format=FORMAT`: a region of an array,
+//! decoded server-side.
+
+use axum::body::{Body, Bytes};
+use axum::extract::{RawQuery, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::error::{Error, Result};
+use crate::http::AppState;
+use crate::http::budget_body;
+use crate::http::encode::{self, Format};
+use crate::http::routes::{EtagBuilder, NodePath, Params, cache_control, not_modified};
+use crate::images::render::Colormap;
+use crate::read::Decoded;
+use crate::read::cache::MISSING;
+use crate::read::selection::{DimSelection, Selection, result_shape};
+use crate::zarr::data_type::DataType;
+use crate::zarr::metadata::ArrayMetadata;
+
+const PARAMS: &[&str] = &["s", "format", "vmin", "vmax", "colormap"];
+
+pub async fn slice(
+    State(state): State<AppState>,
+    NodePath { ds, path }: NodePath,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response> {
+    let params = Params::parse(query.as_deref(), PARAMS)?;
+    let render = Render::from_request(&params, &headers)?;
+    let dataset = state.catalog.dataset(&ds)?;
+    let array = state.catalog.array(dataset, &path).await?;
+    let selection = Selection::parse(params.get("s").unwrap_or(""))?.resolve(&array.meta.shape)?;
+    let shape = result_shape(&selection);
+    if array.meta.data_type.is_variable() {
+        return text_slice(&state, &ds, &path, &array, &selection, render, &headers).await;
+    }
+    let render_bytes = render.check(&array.meta, &shape, state.config.limits.max_response_bytes)?;
+    // A revalidation is answered before any chunk is fetched or decoded: from cached
+    // versions with no storage request, else from shard indexes or HEADs.
+    if headers.contains_key(header::IF_NONE_MATCH) {
+        let versions = array.validation_versions(&selection).await?;
+        let etag = etag(&ds, &path, &array.meta, &selection, &render, &versions);
+        if not_modified(&headers, &etag) {
+            let cache_control = cache_control(&state.config, has_missing(&versions));
+            return Ok(with_validators(StatusCode::NOT_MODIFIED.into_response(), &etag, &cache_control));
+        }
+    }
+    // JSON and PNG bodies are built beside the decoded data: their memory is reserved
+    // first, and held (with the read's) until the body is sent.
+    let mut held = array.budget.reserve(render_bytes).await?;
+    let reserve = render.reserve(array.meta.data_type, &shape);
+    let output = array.read(&selection, reserve, render.streams()).await?;
+    held.merge(output.reservation);
+    let etag = etag(&ds, &path, &array.meta, &selection, &render, &output.versions);
+    let cache_control = cache_control(&state.config, has_missing(&output.versions));
+    if not_modified(&headers, &etag) {
+        return Ok(with_validators(StatusCode::NOT_MODIFIED.into_response(), &etag, &cache_control));
+    }
+    let mut response = match output.data {
+        Decoded::Whole(data) => render.respond(data, reserve, &array.meta, &shape)?,
+        Decoded::Elements(data) => render.respond_elements(data, &array.meta, &shape)?,
+        Decoded::Bands(bands) => {
+            let head = if render.format == Format::Npy {
+                encode::npy_header(array.meta.data_type, &shape)
+            } else {
+                Vec::new()
+            };
+            let length = head.len() as u64 + shape.iter().product::<u64>() * array.meta.data_type.size() as u64;
+            let mut response = render.with_data_headers(
+                budget_body::streamed(head, bands, length).into_response(),
+                array.meta.data_type,
+                &shape,
+            )?;
+            response.headers_mut().insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+            response
+        }
+    };
+    let body = std::mem::take(response.body_mut());
+    *response.body_mut() = budget_body::held(body, held);
+    Ok(with_validators(response, &etag, &cache_control))
+}
+
+/// A slice of a `string` array: read whole (text sizes are known only once read), then
+/// checked against the response limit and the budget before the body is built.
+async fn text_slice(
+    state: &AppState,
+    ds: &str,
+    path: &str,
+    array: &crate::read::ArrayReader,
+    selection: &[DimSelection],
+    render: Render,
+    headers: &HeaderMap,
+) -> Result<Response> {
+    render.check_text()?;
+    let shape = result_shape(selection);
+    if headers.contains_key(header::IF_NONE_MATCH) {
+        let versions = array.validation_versions(selection).await?;
+        let etag = etag(ds, path, &array.meta, selection, &render, &versions);
+        if not_modified(headers, &etag) {
+            let cache_control = cache_control(&state.config, has_missing(&versions));
+            return Ok(with_validators(StatusCode::NOT_MODIFIED.into_response(), &etag, &cache_control));
+        }
+    }
+    let limit = state.config.limits.max_response_bytes;
+    let output = array.read_strings(selection, limit).await?;
+    let etag = etag(ds, path, &array.meta, selection, &render, &output.versions);
+    let cache_control = cache_control(&state.config, has_missing(&output.versions));
+    if not_modified(headers, &etag) {
+        return Ok(with_validators(StatusCode::NOT_MODIFIED.into_response(), &etag, &cache_control));
+    }
+    let mut held = output.reservation;
+    let response = render.respond_text(&output.elements, &shape, limit, array, &mut held).await?;
+    drop(output.elements);
+    let mut response = response;
+    let body = std::mem::take(response.body_mut());
+    *response.body_mut() = budget_body::held(body, held);
+    Ok(with_validators(response, &etag, &cache_control))
+}
+
+/// How decoded data becomes a response body.
+#[derive(Debug, Clone, Copy)]
+pub struct Render {
+    pub format: Format,
+    pub vmin: Option<f64>,
+    pub vmax: Option<f64>,
+    /// PNG in colour through this colormap instead of gray.
+    pub colormap: Option<Colormap>,
+}
+
+impl Render {
+    /// Parses `format` (or `Accept`), `vmin` and `vmax`.
+    pub fn from_request(params: &Params, headers: &HeaderMap) -> Result<Self> {
+        let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+        Ok(Self {
+            format: Format::negotiate(params.get("format"), accept)?,
+            vmin: params.number("vmin")?,
+            vmax: params.number("vmax")?,
+            colormap: params.get("colormap").map(Colormap::parse).transpose()?,
+        })
+    }
+
+    pub fn hash_into(&self, tag: &mut EtagBuilder) {
+        tag.text(self.format.name());
+        for v in [self.vmin, self.vmax] {
+            tag.number(v.map_or(u64::MAX, f64::to_bits));
+        }
+        tag.text(self.colormap.map_or("", Colormap::name));
+    }
+
+    /// Whether the body may be streamed as it is assembled (raw elements only; JSON and
+    /// PNG are encoded from the whole result).
+    pub fn streams(&self) -> bool {
+        matches!(self.format, Format::Npy | Format::Bin)
+    }
+
+    /// Rejects, before any data is read, results that cannot be rendered or are too large.
+    /// Returns the memory the rendered body takes beside the decoded data (JSON and PNG).
+    pub fn check(&self, meta: &ArrayMetadata, shape: &[u64], limit: u64) -> Result<u64> {
+        if self.format == Format::Png {
+            if shape.len() != 2 {
+                return Err(Error::NotAcceptable(format!(
+                    "png needs a 2-D result, this one has {} dimensions; select a 2-D region (integer indices drop dimensions)",
+                    shape.len()
+                )));
+            }
+            if meta.data_type.is_complex() {
+                return Err(Error::NotAcceptable("png cannot show complex values; use npy, bin or json".into()));
+            }
+            if shape.contains(&0) {
+                return Err(Error::NotAcceptable(format!(
+                    "png cannot show an empty result (shape {shape:?}); use npy, bin or json"
+                )));
+            }
+        } else if self.vmin.is_some() || self.vmax.is_some() || self.colormap.is_some() {
+            return Err(Error::BadRequest("`vmin`, `vmax` and `colormap` apply only to format=png".into()));
+        }
+        let n: u128 = shape.iter().map(|&d| u128::from(d)).product();
+        let (what, per_element) = match self.format {
+            Format::Json => ("JSON", encode::json_bytes_per_element(meta.data_type)),
+            // The PNG encoder holds a scaled value and a pixel per element.
+            Format::Png => ("PNG", encode::PNG_BYTES_PER_ELEMENT),
+            _ => ("binary data", meta.data_type.size() as u64),
+        };
+        let size = n * u128::from(per_element);
+        if size > u128::from(limit) {
+            return Err(Error::TooLarge { what, size, limit });
+        }
+        Ok(if self.streams() { 0 } else { size as u64 })
+    }
+
+    /// Text can be given as JSON strings or a `NumPy` `U` array; `bin` and `png` need
+    /// fixed-size numbers.
+    pub fn check_text(&self) -> Result<()> {
+        if matches!(self.format, Format::Bin | Format::Png) {
+            return Err(Error::NotAcceptable(format!(
+                "{} cannot hold text: this is a `string` array; use format=json (JSON strings) or format=npy (a NumPy `<U` array)",
+                self.format.name()
+            )));
+        }
+        if self.vmin.is_some() || self.vmax.is_some() || self.colormap.is_some() {
+            return Err(Error::BadRequest("`vmin`, `vmax` and `colormap` apply only to format=png".into()));
+        }
+        Ok(())
+    }
+
+    /// The JSON or `.npy` body of text `elements` of `shape`, its size checked against
+    /// `limit` and reserved from the array's budget (into `held`) before it is built.
+    pub async fn respond_text(
+        &self,
+        elements: &[Box<str>],
+        shape: &[u64],
+        limit: u64,
+        array: &crate::read::ArrayReader,
+        held: &mut crate::ops::budget::Reservation,
+    ) -> Result<Response> {
+        let body = if self.format == Format::Json {
+            let len = encode::json_text_len(elements, shape);
+            if len > limit {
+                return Err(Error::TooLarge { what: "JSON", size: u128::from(len), limit });
+            }
+            held.merge(array.budget.reserve(len).await?);
+            encode::json_text(elements, shape, len)
+        } else {
+            let (header, size) = encode::npy_text_header(elements, shape);
+            if size > limit {
+                return Err(Error::TooLarge { what: "npy (UTF-32 text)", size: u128::from(size), limit });
+            }
+            held.merge(array.budget.reserve(size).await?);
+            encode::npy_text(elements, header, size)
+        };
+        self.with_data_headers(body.into_response(), DataType::String, shape)
+    }
+
+    /// The body and data headers for decoded `data` of `shape`.
+    /// Bytes to reserve in front of the decoded elements: the `.npy` header, so the body
+    /// is built without copying the data again.
+    pub fn reserve(&self, data_type: DataType, shape: &[u64]) -> usize {
+        if self.format == Format::Npy { encode::npy_header(data_type, shape).len() } else { 0 }
+    }
+
+    /// The body and data headers for `buffer`: `reserve` free bytes, then the decoded
+    /// elements of `shape`.
+    pub fn respond(
+        &self,
+        mut buffer: Vec<u8>,
+        reserve: usize,
+        meta: &ArrayMetadata,
+        shape: &[u64],
+    ) -> Result<Response> {
+        let data_type = meta.data_type;
+        let body = match self.format {
+            Format::Npy => {
+                let header = encode::npy_header(data_type, shape);
+                if reserve == header.len() {
+                    buffer[..reserve].copy_from_slice(&header);
+                    buffer
+                } else {
+                    [header.as_slice(), &buffer[reserve..]].concat()
+                }
+            }
+            Format::Bin if reserve == 0 => buffer,
+            Format::Bin => buffer[reserve..].to_vec(),
+            Format::Json | Format::Png => self.rendered(&buffer[reserve..], meta, shape)?,
+        };
+        self.with_data_headers(body.into_response(), data_type, shape)
+    }
+
+    /// The body for `data`, the elements of one chunk: sent as they are for `bin` and `npy`
+    /// (behind its header), with no copy.
+    pub fn respond_elements(&self, data: Bytes, meta: &ArrayMetadata, shape: &[u64]) -> Result<Response> {
+        let body = match self.format {
+            Format::Bin => Body::from(data),
+            Format::Npy => budget_body::head_and(encode::npy_header(meta.data_type, shape), data),
+            Format::Json | Format::Png => Body::from(self.rendered(&data, meta, shape)?),
+        };
+        self.with_data_headers(body.into_response(), meta.data_type, shape)
+    }
+
+    /// JSON or PNG made from `elements`.
+    fn rendered(&self, elements: &[u8], meta: &ArrayMetadata, shape: &[u64]) -> Result<Vec<u8>> {
+        match self.format {
+            Format::Json => Ok(encode::json(elements, meta.data_type, shape)),
+            _ => encode::png(elements, meta.data_type, shape, &meta.fill_value, self.vmin, self.vmax, self.colormap),
+        }
+    }
+
+    /// `Content-Type`, `Zarr-Shape` and `Zarr-Data-Type`.
+    pub fn with_data_headers(&self, mut response: Response, data_type: DataType, shape: &[u64]) -> Result<Response> {
+        let shape_header = shape.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
+        let headers = response.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(self.format.media_type()));
+        headers.insert("zarr-shape", HeaderValue::from_str(&shape_header).map_err(|e| Error::Internal(e.to_string()))?);
+        headers.insert("zarr-data-type", HeaderValue::from_static(data_type.name()));
+        Ok(response)
+    }
+}
+
+/// A strong `ETag` from everything the bytes depend on: the array's metadata, the request
+/// and the version of every stored object read.
+fn etag(
+    ds: &str,
+    path: &str,
+    meta: &ArrayMetadata,
+    selection: &[DimSelection],
+    render: &Render,
+    versions: &[(String, String)],
+) -> String {
+    let mut tag = EtagBuilder::new("slice");
+    tag.text(ds).text(path).digest(meta.digest);
+    render.hash_into(&mut tag);
+    for d in selection {
+        tag.number(d.start).number(d.step).number(d.count).number(u64::from(d.drop));
+    }
+    for (key, version) in versions {
+        tag.text(key).text(version);
+    }
+    tag.finish()
+}
+
+/// Whether any object a read touched was missing (read as fill).
+fn has_missing(versions: &[(String, String)]) -> bool {
+    versions.iter().any(|(_, v)| v == MISSING)
+}
+
+/// Adds `ETag` and `Cache-Control`.
+pub fn with_validators(mut response: Response, etag: &str, cache_control: &str) -> Response {
+    let headers = response.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(etag) {
+        headers.insert(header::ETAG, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(cache_control) {
+        headers.insert(header::CACHE_CONTROL, v);
+    }
+    response
+}

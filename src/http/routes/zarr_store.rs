@@ -1,0 +1,396 @@
+//! `GET|HEAD /zarr/{ds}/{*key}`: the dataset as a plain Zarr store over HTTP, so Zarr
+//! clients (zarr-python, zarrita.js, neuroglancer) can read it directly. Byte ranges
+//! (bounded, open-ended, suffix), `ETag`/`Last-Modified` and conditional requests follow
+//! RFC 9110; object bytes are passed through untouched (never re-compressed).
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
+use futures::StreamExt;
+use object_store::{GetOptions, GetRange, ObjectMeta};
+
+use crate::error::{Error, Result};
+use crate::http::AppState;
+use crate::http::listing::{self, Entry};
+use crate::http::routes::NoCompress;
+use crate::ops::budget::MemoryBudget;
+use crate::store::{Store, object_version};
+
+/// One byte range of `Range: bytes=…` (a list of several is served whole, as RFC 9110
+/// allows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ByteRange {
+    /// `a-b`, inclusive.
+    Bounded(u64, u64),
+    /// `a-`.
+    From(u64),
+    /// `-n`: the last n bytes.
+    Suffix(u64),
+}
+
+impl ByteRange {
+    /// Parses a `Range` header; `None` for anything that is not a single byte range
+    /// (such a header is ignored and the whole object served).
+    ///
+    /// RFC 9110 §14.1.1: positions and suffix lengths are `1*DIGIT`, nothing else. Rust's
+    /// integer parsing also takes a leading `+`, so digits are checked first: `bytes=+0-+1`
+    /// or `bytes=- 1` are not ranges. The unit is case-insensitive; whitespace is allowed
+    /// only around the range (the list syntax's OWS), not inside it.
+    pub fn parse(value: &str) -> Option<Self> {
+        let (unit, spec) = value.trim().split_once('=')?;
+        if !unit.eq_ignore_ascii_case("bytes") {
+            return None;
+        }
+        let spec = spec.trim_matches([' ', '\t']);
+        if spec.contains(',') {
+            return None;
+        }
+        let (a, b) = spec.split_once('-')?;
+        let num = |s: &str| {
+            if s.is_empty() || !s.bytes().all(|c| c.is_ascii_digit()) {
+                return None;
+            }
+            s.parse::<u64>().ok()
+        };
+        match (a.is_empty(), b.is_empty()) {
+            (true, false) => num(b).map(Self::Suffix),
+            (false, true) => num(a).map(Self::From),
+            (false, false) => {
+                let (a, b) = (num(a)?, num(b)?);
+                (a <= b).then_some(Self::Bounded(a, b))
+            }
+            (true, true) => None,
+        }
+    }
+
+    /// The satisfiable part for an object of `size` bytes, as a half-open range.
+    pub fn resolve(self, size: u64) -> Option<std::ops::Range<u64>> {
+        let r = match self {
+            Self::Bounded(a, b) => a..b.saturating_add(1).min(size),
+            Self::From(a) => a..size,
+            Self::Suffix(n) => size.saturating_sub(n)..size,
+        };
+        (r.start < r.end).then_some(r)
+    }
+
+    fn to_get_range(self) -> GetRange {
+        match self {
+            Self::Bounded(a, b) => GetRange::Bounded(a..b.saturating_add(1)),
+            Self::From(a) => GetRange::Offset(a),
+            Self::Suffix(n) => GetRange::Suffix(n),
+        }
+    }
+}
+
+pub async fn get(
+    State(state): State<AppState>,
+    method: Method,
+    uri: Uri,
+    Path((ds, key)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Response> {
+    let dataset = state.catalog.dataset(&ds)?;
+    let cache_control = state.config.http.cache_control.as_str();
+    if let Some(dir) = key.strip_suffix('/') {
+        return list(&dataset.store, dir, uri.path(), &headers, cache_control).await;
+    }
+    match serve(&dataset.store, &state.catalog.budget, &key, &headers, method == Method::HEAD).await {
+        // Not an object, but maybe a directory: redirected to its listing (the URL with a
+        // trailing slash), so relative links resolve. Missing chunks are asked for often
+        // and must stay one storage request, so keys that name a chunk (an all-digit last
+        // segment) or a metadata document are not looked up as directories.
+        Err(Error::NotFound(detail)) if may_be_directory(&key) => match dataset.store.list_entries(&key).await {
+            Ok((dirs, objects)) if !dirs.is_empty() || !objects.is_empty() => Ok(listing::to_directory(uri.path())),
+            _ => Err(Error::NotFound(detail)),
+        },
+        other => other,
+    }
+}
+
+/// Whether a key that is not an object may name a directory worth listing.
+fn may_be_directory(key: &str) -> bool {
+    let name = key.rsplit('/').next().unwrap_or(key);
+    !name.bytes().all(|b| b.is_ascii_digit()) && !name.contains('.') && name != "c"
+}
+
+/// `/zarr/{ds}` (redirected to the listing) and `/zarr/{ds}/` (the dataset root's listing).
+pub async fn root(
+    State(state): State<AppState>,
+    uri: Uri,
+    Path(ds): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response> {
+    let dataset = state.catalog.dataset(&ds)?;
+    if !uri.path().ends_with('/') {
+        return Ok(listing::to_directory(uri.path()));
+    }
+    list(&dataset.store, "", uri.path(), &headers, &state.config.http.cache_control).await
+}
+
+/// The listing of directory `dir` of the store; 404 when it holds nothing.
+async fn list(store: &Store, dir: &str, uri_path: &str, headers: &HeaderMap, cache_control: &str) -> Result<Response> {
+    let (dirs, objects) = store.list_entries(dir).await?;
+    if dirs.is_empty() && objects.is_empty() {
+        return Err(Error::NotFound(format!("no directory `{dir}/` in this dataset")));
+    }
+    let entries = dirs
+        .into_iter()
+        .map(Entry::directory)
+        .chain(objects.into_iter().map(|(name, size)| Entry::object(name, Some(size))))
+        .collect();
+    listing::respond(uri_path, entries, headers, cache_control)
+}
+
+/// Objects (or ranges) up to this size are read whole before the response head is sent;
+/// larger ones are streamed.
+///
+/// Once the head is sent a failure can only cut the body short, and neither the client
+/// nor a load balancer can tell a short body from a slow one until the connection closes;
+/// a load balancer cannot retry it either (nginx, for one, retries only before anything
+/// was sent to the client). Reading the bytes first turns a storage failure into a clean
+/// 502 and, when a replica is killed, leaves its load balancer a request it can still
+/// retry elsewhere rather than a body it must cut. Inner chunks and byte ranges that Zarr
+/// clients ask for are typically well below this; the memory is taken from the budget.
+const WHOLE_BODY_MAX: u64 = 4 * 1024 * 1024;
+
+/// The HTTP form of an object's `ETag` (quoted; derived from size and time when the store
+/// has none).
+fn http_etag(meta: &ObjectMeta) -> String {
+    let tag = object_version(meta);
+    if tag.starts_with('"') || tag.starts_with("W/\"") { tag } else { format!("\"{tag}\"") }
+}
+
+fn http_date(t: DateTime<Utc>) -> String {
+    t.format("%a, %d %b %Y %H:%M:%S GMT").to_string()
+}
+
+fn parse_http_date(value: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc2822(value.trim()).ok().map(|t| t.with_timezone(&Utc))
+}
+
+fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+fn tag_list_matches(list: &str, etag: &str) -> bool {
+    list.split(',').map(str::trim).any(|t| t == "*" || t.trim_start_matches("W/") == etag.trim_start_matches("W/"))
+}
+
+/// RFC 9110 §13.2.2: the status a precondition forces, if any.
+fn precondition(headers: &HeaderMap, meta: &ObjectMeta, etag: &str) -> Option<StatusCode> {
+    // Dates in HTTP have one-second resolution.
+    let modified = meta.last_modified.timestamp();
+    if let Some(list) = header_str(headers, header::IF_MATCH) {
+        if !tag_list_matches(list, etag) {
+            return Some(StatusCode::PRECONDITION_FAILED);
+        }
+    } else if let Some(since) = header_str(headers, header::IF_UNMODIFIED_SINCE).and_then(parse_http_date)
+        && modified > since.timestamp()
+    {
+        return Some(StatusCode::PRECONDITION_FAILED);
+    }
+    if let Some(list) = header_str(headers, header::IF_NONE_MATCH) {
+        if tag_list_matches(list, etag) {
+            return Some(StatusCode::NOT_MODIFIED);
+        }
+    } else if let Some(since) = header_str(headers, header::IF_MODIFIED_SINCE).and_then(parse_http_date)
+        && modified <= since.timestamp()
+    {
+        return Some(StatusCode::NOT_MODIFIED);
+    }
+    None
+}
+
+fn content_type(key: &str) -> &'static str {
+    // Zarr metadata documents: v3 `zarr.json`, v2 `.zarray`/`.zattrs`/`.zgroup`/`.zmetadata`.
+    let name = key.rsplit('/').next().unwrap_or(key);
+    if matches!(name, "zarr.json" | ".zarray" | ".zattrs" | ".zgroup" | ".zmetadata") {
+        "application/json"
+    } else {
+        "application/octet-stream"
+    }
+}
+
+fn not_found(key: &str) -> Error {
+    Error::NotFound(format!("no object `{key}` in this dataset"))
+}
+
+/// Answers one GET or HEAD for `key`.
+async fn serve(
+    store: &Store,
+    budget: &MemoryBudget,
+    key: &str,
+    headers: &HeaderMap,
+    head_only: bool,
+) -> Result<Response> {
+    let range = header_str(headers, header::RANGE).and_then(ByteRange::parse);
+    let conditional = [header::IF_MATCH, header::IF_NONE_MATCH, header::IF_MODIFIED_SINCE, header::IF_UNMODIFIED_SINCE]
+        .iter()
+        .any(|h| headers.contains_key(h));
+    // A HEAD, a conditional request or a ranged HEAD needs the metadata first; a plain or
+    // ranged GET goes straight to the object in one request.
+    let meta =
+        if head_only || conditional { Some(store.head(key).await?.ok_or_else(|| not_found(key))?) } else { None };
+    if let Some(meta) = &meta {
+        let etag = http_etag(meta);
+        if let Some(status) = precondition(headers, meta, &etag) {
+            if status == StatusCode::PRECONDITION_FAILED {
+                return Err(Error::PreconditionFailed(format!(
+                    "`{key}` has ETag {etag}, which the request's preconditions do not allow"
+                )));
+            }
+            return Ok(object_headers(StatusCode::NOT_MODIFIED.into_response(), key, meta));
+        }
+        if head_only {
+            return head_response(key, meta, range);
+        }
+    }
+    let mut options = GetOptions { range: range.map(ByteRange::to_get_range), ..GetOptions::default() };
+    // Read exactly the version the preconditions were checked against.
+    options.if_match = meta.as_ref().and_then(|m| m.e_tag.clone());
+    let result = match store.get_opts(key, options).await {
+        Ok(Some(r)) => r,
+        Ok(None) => return Err(not_found(key)),
+        Err(e) => {
+            // A range past the end fails in the store; tell the client the size.
+            if let Some(range) = range
+                && let Some(meta) = store.head(key).await?
+                && range.resolve(meta.size).is_none()
+            {
+                return Err(unsatisfiable(key, meta.size));
+            }
+            return Err(e.into());
+        }
+    };
+    let (meta, served) = (result.meta.clone(), result.range.clone());
+    let length = served.end - served.start;
+    let mut response = if length <= WHOLE_BODY_MAX {
+        let held = budget.reserve(length).await?;
+        let bytes = result.bytes().await.map_err(|e| {
+            tracing::warn!(error = %e, "storage failure while reading an object");
+            Error::from(crate::store::StoreError::Backend { key: key.to_owned(), source: e })
+        })?;
+        crate::ops::metrics::storage_bytes(bytes.len());
+        // The bytes stay reserved until the body has been sent.
+        crate::http::body::tracked(axum::body::Body::from(bytes), None, tracing::Span::none(), move |_| drop(held))
+            .into_response()
+    } else {
+        // Streamed from storage as the client takes it: a large object never sits whole
+        // in memory, and a slow client holds only the backend's buffers. A storage failure
+        // mid-body aborts the connection (the client sees a short body).
+        let stream = result.into_stream().map(|chunk| {
+            chunk.inspect(|b| crate::ops::metrics::storage_bytes(b.len())).map_err(|e| {
+                tracing::warn!(error = %e, "storage failure while streaming an object");
+                std::io::Error::other("storage read failed")
+            })
+        });
+        crate::http::body::streamed(stream, served.end - served.start).into_response()
+    };
+    set(&mut response, header::CONTENT_LENGTH, &(served.end - served.start).to_string());
+    if range.is_some() {
+        if served.start >= served.end && meta.size > 0 {
+            return Err(unsatisfiable(key, meta.size));
+        }
+        *response.status_mut() = StatusCode::PARTIAL_CONTENT;
+        set(
+            &mut response,
+            header::CONTENT_RANGE,
+            &format!("bytes {}-{}/{}", served.start, served.end.saturating_sub(1), meta.size),
+        );
+    }
+    Ok(object_headers(response, key, &meta))
+}
+
+fn unsatisfiable(key: &str, size: u64) -> Error {
+    Error::RangeNotSatisfiable(
+        format!("`{key}` has {size} bytes; ranges must start below that, and a suffix must be at least 1 byte"),
+        size,
+    )
+}
+
+fn head_response(key: &str, meta: &ObjectMeta, range: Option<ByteRange>) -> Result<Response> {
+    let mut response = StatusCode::OK.into_response();
+    let length = match range {
+        None => meta.size,
+        Some(r) => {
+            let served = r.resolve(meta.size).ok_or_else(|| unsatisfiable(key, meta.size))?;
+            *response.status_mut() = StatusCode::PARTIAL_CONTENT;
+            set(
+                &mut response,
+                header::CONTENT_RANGE,
+                &format!("bytes {}-{}/{}", served.start, served.end - 1, meta.size),
+            );
+            served.end - served.start
+        }
+    };
+    set(&mut response, header::CONTENT_LENGTH, &length.to_string());
+    Ok(object_headers(response, key, meta))
+}
+
+fn set(response: &mut Response, name: header::HeaderName, value: &str) {
+    if let Ok(v) = HeaderValue::from_str(value) {
+        response.headers_mut().insert(name, v);
+    }
+}
+
+/// Validators and type of a stored object; its bytes are never re-compressed.
+fn object_headers(mut response: Response, key: &str, meta: &ObjectMeta) -> Response {
+    set(&mut response, header::ETAG, &http_etag(meta));
+    set(&mut response, header::LAST_MODIFIED, &http_date(meta.last_modified));
+    set(&mut response, header::ACCEPT_RANGES, "bytes");
+    set(&mut response, header::CONTENT_TYPE, content_type(key));
+    set(&mut response, header::CACHE_CONTROL, "no-cache");
+    response.extensions_mut().insert(NoCompress);
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_resolves_ranges() {
+        assert_eq!(ByteRange::parse("bytes=0-99"), Some(ByteRange::Bounded(0, 99)));
+        assert_eq!(ByteRange::parse("bytes=100-"), Some(ByteRange::From(100)));
+        assert_eq!(ByteRange::parse("bytes=-16"), Some(ByteRange::Suffix(16)));
+        assert_eq!(ByteRange::parse("Bytes= 0-1 "), Some(ByteRange::Bounded(0, 1)), "unit case, list OWS");
+        for ignored in ["bytes=5-1", "bytes=0-1,4-5", "items=0-1", "bytes=-", "bytes=a-b"] {
+            assert_eq!(ByteRange::parse(ignored), None, "{ignored}");
+        }
+        // Only ASCII digits: no signs, inner whitespace, other digits or overflow.
+        for ignored in [
+            "bytes=+0-+1",
+            "bytes=+0-1",
+            "bytes=0-+1",
+            "bytes=-+1",
+            "bytes=+5-",
+            "bytes=-0x10",
+            "bytes=- 1",
+            "bytes=0 -1",
+            "bytes=0- 1",
+            "bytes=1 0-20",
+            "bytes=0-1-2",
+            "bytes=--1",
+            "bytes=\u{661}-2",
+            "bytes=0-18446744073709551616",
+            "bytes 0-1",
+            "=0-1",
+        ] {
+            assert_eq!(ByteRange::parse(ignored), None, "{ignored}");
+        }
+        assert_eq!(ByteRange::Bounded(0, 99).resolve(50), Some(0..50));
+        assert_eq!(ByteRange::Bounded(60, 99).resolve(50), None);
+        assert_eq!(ByteRange::Suffix(10).resolve(4), Some(0..4));
+        assert_eq!(ByteRange::Suffix(0).resolve(4), None);
+        assert_eq!(ByteRange::From(4).resolve(4), None);
+        // An end of 2^64-1 (as fuzzers send) is clamped, not overflowed.
+        assert_eq!(ByteRange::Bounded(0, u64::MAX).resolve(167), Some(0..167));
+    }
+
+    #[test]
+    fn http_dates_round_trip() {
+        let t = parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").unwrap();
+        assert_eq!(http_date(t), "Sun, 06 Nov 1994 08:49:37 GMT");
+    }
+}

@@ -1,0 +1,338 @@
+//! The connection layer in front of the router: an explicit accept loop over hyper-util's
+//! HTTP/1 + HTTP/2 connection builder, so that a server exposed to the internet bounds
+//! what a client can hold:
+//!
+//! - **Header-read timeout**: hyper's HTTP/1 `header_read_timeout` closes a connection
+//!   whose request headers do not arrive in time (slowloris). hyper starts that timer
+//!   whenever an HTTP/1 connection waits for the next request, so it also closes HTTP/1
+//!   keep-alive connections idle for longer.
+//! - **Idle timeout**: hyper has no idle timeout for HTTP/2 and does not time the protocol
+//!   detection that precedes either protocol (a client that connects and sends nothing
+//!   waits there forever). So each connection has a watchdog that counts its requests in
+//!   flight (until their response bodies are sent or dropped) and closes it gracefully
+//!   when it has had none for `header_read_timeout_secs` before its first request, or for
+//!   `keep_alive_secs` after a response. HTTP/2 keep-alive pings were not used: they
+//!   detect dead peers, not idle ones, and a dead peer is idle too.
+//! - **Connection cap**: a semaphore permit per connection, taken before `accept`, so at
+//!   the cap further clients wait in the kernel's backlog instead of using up file
+//!   descriptors (the default cap leaves [`FD_HEADROOM`] of them for storage sockets and
+//!   files; [`raise_fd_limit`] first raises the soft limit to the hard one).
+//! - **Accept errors** (EMFILE, ENFILE, ENOBUFS…) pause accepting for [`ACCEPT_BACKOFF`]
+//!   and are logged at most once a second, never in a hot loop.
+//! - **Bounded shutdown**: when `shutdown` resolves the listener closes, every connection
+//!   is asked to finish (HTTP/1 after its current response, HTTP/2 with GOAWAY), and
+//!   those still open after `shutdown_timeout_secs` (a stalled client, a slow reader) are
+//!   closed, so the process always exits.
+
+use std::future::Future;
+use std::io;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use tokio::time::Instant as Clock;
+
+use axum::Router;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
+use tokio::task::JoinSet;
+use tower::ServiceExt;
+
+use crate::config::{FD_HEADROOM, HttpConfig, default_max_connections};
+
+/// How long accepting pauses after an accept error that is not about one connection.
+pub const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// The connection limits, resolved from `http.*` and the open-file limit.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    pub header_read_timeout: Duration,
+    pub keep_alive: Duration,
+    pub max_connections: usize,
+    pub shutdown_timeout: Duration,
+}
+
+impl Settings {
+    /// `fd_limit` is the soft open-file limit in force (see [`raise_fd_limit`]).
+    pub fn new(http: &HttpConfig, fd_limit: u64) -> Self {
+        let max_connections = http.max_connections.unwrap_or_else(|| default_max_connections(fd_limit));
+        if max_connections as u64 > fd_limit.saturating_sub(FD_HEADROOM.min(fd_limit / 2)) {
+            tracing::warn!(
+                max_connections,
+                fd_limit,
+                "http.max_connections leaves few file descriptors for storage; accepts may fail and back off"
+            );
+        }
+        Self {
+            header_read_timeout: Duration::from_secs(http.header_read_timeout_secs),
+            keep_alive: Duration::from_secs(http.keep_alive_secs),
+            max_connections,
+            shutdown_timeout: Duration::from_secs(http.shutdown_timeout_secs),
+        }
+    }
+}
+
+/// Raises the soft open-file limit to the hard limit (containers often start with a soft
+/// 1024) and returns the soft limit now in force; `None` when it cannot be read.
+pub fn raise_fd_limit() -> Option<u64> {
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) => Some(limit),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot raise the open-file limit");
+            rlimit::getrlimit(rlimit::Resource::NOFILE).ok().map(|(soft, _)| soft)
+        }
+    }
+}
+
+/// Serves `app` on `listener` until `shutdown` resolves, then closes the listener and
+/// gives open connections up to `settings.shutdown_timeout` before closing them.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    settings: Settings,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(settings.header_read_timeout);
+    builder.http2().timer(TokioTimer::new());
+    let builder = Arc::new(builder);
+    let permits = Arc::new(Semaphore::new(settings.max_connections));
+    let (close, closing) = watch::channel(false);
+    let mut connections = JoinSet::new();
+    let mut errors = AcceptErrors::default();
+    tokio::pin!(shutdown);
+    loop {
+        // Finished connections are reaped here so the set holds only open ones.
+        while connections.try_join_next().is_some() {}
+        let permit = tokio::select! {
+            () = &mut shutdown => break,
+            permit = Arc::clone(&permits).acquire_owned() => match permit {
+                Ok(p) => p,
+                Err(_) => break, // never closed
+            },
+        };
+        let stream = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    errors.failed(&e).await;
+                    continue;
+                }
+            },
+        };
+        connections.spawn(connection(stream, app.clone(), Arc::clone(&builder), settings, closing.clone(), permit));
+    }
+    drop(listener);
+    close.send_replace(true);
+    tracing::info!(
+        connections = connections.len(),
+        timeout_secs = settings.shutdown_timeout.as_secs(),
+        "listener closed; waiting for open connections"
+    );
+    let all_closed = async { while connections.join_next().await.is_some() {} };
+    if tokio::time::timeout(settings.shutdown_timeout, all_closed).await.is_err() {
+        tracing::warn!(connections = connections.len(), "shutdown timeout reached; closing the remaining connections");
+        connections.shutdown().await;
+    }
+    Ok(())
+}
+
+/// Accept errors that concern the whole process (out of file descriptors or memory)
+/// pause accepting; one client's aborted handshake does not.
+#[derive(Default)]
+struct AcceptErrors {
+    last_logged: Option<Instant>,
+    suppressed: u64,
+}
+
+impl AcceptErrors {
+    async fn failed(&mut self, e: &io::Error) {
+        if matches!(
+            e.kind(),
+            io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset | io::ErrorKind::Interrupted
+        ) {
+            tracing::debug!(error = %e, "accept failed for one connection");
+            return;
+        }
+        crate::ops::metrics::accept_error();
+        let now = Instant::now();
+        if self.last_logged.is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1)) {
+            tracing::warn!(
+                error = %e,
+                suppressed = self.suppressed,
+                backoff_ms = ACCEPT_BACKOFF.as_millis() as u64,
+                "accept failed; pausing accepts (raise the open-file limit or lower http.max_connections)"
+            );
+            self.last_logged = Some(now);
+            self.suppressed = 0;
+        } else {
+            self.suppressed += 1;
+        }
+        tokio::time::sleep(ACCEPT_BACKOFF).await;
+    }
+}
+
+/// Serves one connection until it ends, is idle too long, or shutdown closes it.
+async fn connection(
+    stream: TcpStream,
+    app: Router,
+    builder: Arc<auto::Builder<TokioExecutor>>,
+    settings: Settings,
+    mut closing: watch::Receiver<bool>,
+    _permit: OwnedSemaphorePermit,
+) {
+    let _open = crate::ops::metrics::connection_opened();
+    // Small responses (probes, metadata) should not wait for Nagle's algorithm.
+    let _ = stream.set_nodelay(true);
+    let activity = Arc::new(Activity::new());
+    let service = {
+        let activity = Arc::clone(&activity);
+        hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+            let busy = activity.begin();
+            let app = app.clone();
+            async move {
+                let response = app.oneshot(request).await?;
+                // The request stays in flight until its body is sent or abandoned.
+                Ok::<_, std::convert::Infallible>(
+                    response
+                        .map(|body| crate::http::body::tracked(body, None, tracing::Span::none(), move |_| drop(busy))),
+                )
+            }
+        })
+    };
+    let conn = builder.serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(conn);
+    let mut shutting_down = false;
+    let mut idle_close: Option<tokio::time::Instant> = None;
+    loop {
+        tokio::select! {
+            ended = conn.as_mut() => {
+                if let Err(e) = ended {
+                    tracing::debug!(error = %e, "connection ended with an error");
+                }
+                return;
+            }
+            () = activity.idle_expired(settings.header_read_timeout, settings.keep_alive), if idle_close.is_none() && !shutting_down => {
+                tracing::debug!("closing an idle connection");
+                conn.as_mut().graceful_shutdown();
+                // A graceful close waits for the client; an idle one gets no longer than
+                // it had to send its headers.
+                idle_close = Some(tokio::time::Instant::now() + settings.header_read_timeout);
+            }
+            () = sleep_until_some(idle_close) => return,
+            _ = closing.wait_for(|c| *c), if !shutting_down => {
+                // serve() closes what is still open after the shutdown timeout.
+                conn.as_mut().graceful_shutdown();
+                shutting_down = true;
+            }
+        }
+    }
+}
+
+async fn sleep_until_some(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Requests in flight on one connection and since when it has had none.
+struct Activity {
+    state: Mutex<ActivityState>,
+    changed: Notify,
+}
+
+struct ActivityState {
+    in_flight: usize,
+    idle_since: Clock,
+    served: bool,
+}
+
+/// One request in flight; dropped when its response body is done.
+struct Busy(Arc<Activity>);
+
+impl Activity {
+    fn new() -> Self {
+        Self {
+            state: Mutex::new(ActivityState { in_flight: 0, idle_since: Clock::now(), served: false }),
+            changed: Notify::new(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ActivityState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn begin(self: &Arc<Self>) -> Busy {
+        {
+            let mut s = self.lock();
+            s.in_flight += 1;
+            s.served = true;
+        }
+        self.changed.notify_one();
+        Busy(Arc::clone(self))
+    }
+
+    /// When the connection, idle now, should be closed; `None` while a request is in flight.
+    fn deadline(&self, first_request: Duration, keep_alive: Duration) -> Option<Clock> {
+        let s = self.lock();
+        (s.in_flight == 0).then(|| s.idle_since + if s.served { keep_alive } else { first_request })
+    }
+
+    /// Resolves once the connection has been idle too long. `notify_one` keeps a wake-up
+    /// for a change that happens between reading the state and waiting, so none is lost.
+    async fn idle_expired(&self, first_request: Duration, keep_alive: Duration) {
+        loop {
+            match self.deadline(first_request, keep_alive) {
+                None => self.changed.notified().await,
+                Some(deadline) => {
+                    tokio::select! {
+                        () = tokio::time::sleep_until(deadline) => {
+                            if self.deadline(first_request, keep_alive).is_some_and(|d| d <= Clock::now()) {
+                                return;
+                            }
+                        }
+                        () = self.changed.notified() => {}
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        {
+            let mut s = self.0.lock();
+            s.in_flight -= 1;
+            if s.in_flight == 0 {
+                s.idle_since = Clock::now();
+            }
+        }
+        self.0.changed.notify_one();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_connection_is_idle_only_without_requests_in_flight() {
+        let (first, keep_alive) = (Duration::from_millis(20), Duration::from_hours(1));
+        let bound = Duration::from_secs(5);
+        let activity = Arc::new(Activity::new());
+        tokio::time::timeout(bound, activity.idle_expired(first, keep_alive)).await.expect("idle before a request");
+        let busy = activity.begin();
+        assert!(activity.deadline(first, keep_alive).is_none());
+        let waited = tokio::time::timeout(Duration::from_millis(200), activity.idle_expired(first, keep_alive)).await;
+        assert!(waited.is_err(), "a request in flight keeps the connection");
+        drop(busy);
+        let deadline = activity.deadline(first, keep_alive).unwrap();
+        assert!(deadline > Clock::now() + Duration::from_mins(1), "after a response the keep-alive time applies");
+        tokio::time::timeout(bound, activity.idle_expired(first, first)).await.expect("idle after the response");
+    }
+}

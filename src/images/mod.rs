@@ -1,0 +1,7 @@
+//! Images of arrays: the IIIF Image API (`iiif`), the renderer that turns values into
+//! PNG or JPEG with a window and a colormap (`render`, shared by every image route), and
+//! overview pyramids (`overviews`).
+
+pub mod iiif;
+pub mod overviews;
+pub mod render;
