@@ -9,7 +9,7 @@ use std::path::Path;
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use zarrd::http::routes::zarr_store::ByteRange;
+use zarrd::http::conditional::ByteRange;
 use zarrd::read::selection::Selection;
 use zarrd::zarr::codec::ShardingCodec;
 use zarrd::zarr::data_type::DataType;

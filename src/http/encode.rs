@@ -299,97 +299,15 @@ fn write_element(out: &mut String, b: &[u8], data_type: DataType) {
     }
 }
 
-/// One element as f64, for scaling to pixels (`None` for complex).
-pub fn element_f64(b: &[u8], data_type: DataType) -> Option<f64> {
-    let mut a = [0u8; 8];
-    a[..b.len().min(8)].copy_from_slice(&b[..b.len().min(8)]);
-    Some(match data_type {
-        DataType::Bool | DataType::UInt8 => f64::from(b[0]),
-        DataType::Int8 => f64::from(b[0] as i8),
-        DataType::Int16 => f64::from(i16::from_le_bytes([b[0], b[1]])),
-        DataType::UInt16 => f64::from(u16::from_le_bytes([b[0], b[1]])),
-        DataType::Int32 => f64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-        DataType::UInt32 => f64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-        DataType::Int64 => i64::from_le_bytes(a) as f64,
-        DataType::UInt64 => u64::from_le_bytes(a) as f64,
-        DataType::Float16 => half::f16::from_le_bytes([b[0], b[1]]).to_f64(),
-        DataType::Float32 => f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-        DataType::Float64 => f64::from_le_bytes(a),
-        DataType::Complex64 | DataType::Complex128 | DataType::String => return None,
-    })
-}
-
-/// Working memory per element while encoding a PNG (value, pixel, compressed row share).
-pub const PNG_BYTES_PER_ELEMENT: u64 = 20;
-
-/// An 8-bit grayscale + alpha PNG of a 2-D result (RGBA through `colormap` when given):
-/// values map linearly from `[vmin, vmax]` to 0–255 (clamped); fill values and NaN are
-/// fully transparent.
-pub fn png(
-    data: &[u8],
-    data_type: DataType,
-    shape: &[u64],
-    fill: &[u8],
-    vmin: Option<f64>,
-    vmax: Option<f64>,
-    colormap: Option<crate::images::render::Colormap>,
-) -> Result<Vec<u8>> {
-    let [height, width] = *shape else {
-        return Err(Error::NotAcceptable(format!(
-            "png needs a 2-D result, this one has {} dimensions; select a 2-D region (use integer indices to drop dimensions)",
-            shape.len()
-        )));
-    };
-    if data_type.is_complex() {
-        return Err(Error::NotAcceptable("png cannot show complex values; use npy, bin or json".into()));
+/// A JSON body with the configured `Cache-Control`.
+pub fn json_response(value: &serde_json::Value, cache_control: &str) -> axum::response::Response {
+    use axum::http::{HeaderValue, header};
+    use axum::response::IntoResponse;
+    let mut response = ([(header::CONTENT_TYPE, "application/json")], value.to_string()).into_response();
+    if let Ok(v) = HeaderValue::from_str(cache_control) {
+        response.headers_mut().insert(header::CACHE_CONTROL, v);
     }
-    if height > u64::from(u32::MAX) || width > u64::from(u32::MAX) {
-        return Err(Error::NotAcceptable("png dimensions are limited to 2^32-1".into()));
-    }
-    let item = data_type.size();
-    let is_fill = |b: &[u8]| b == fill;
-    let values: Vec<Option<f64>> = data
-        .chunks_exact(item)
-        .map(|b| if is_fill(b) { None } else { element_f64(b, data_type).filter(|v| !v.is_nan()) })
-        .collect();
-    let (lo, hi) =
-        values.iter().flatten().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| (lo.min(v), hi.max(v)));
-    let lo = vmin.unwrap_or(lo);
-    let hi = vmax.unwrap_or(hi);
-    let window = crate::images::render::Window { lo, hi };
-    let table = colormap.map(crate::images::render::Colormap::table);
-    let mut pixels = Vec::with_capacity(values.len() * if table.is_some() { 4 } else { 2 });
-    for v in values {
-        match v {
-            Some(v) => {
-                let level = window.level(v);
-                match &table {
-                    Some(table) => {
-                        pixels.extend_from_slice(&table[usize::from(level)]);
-                        pixels.push(255);
-                    }
-                    None => pixels.extend_from_slice(&[level, 255]),
-                }
-            }
-            None if table.is_some() => pixels.extend_from_slice(&[0, 0, 0, 0]),
-            None => pixels.extend_from_slice(&[0, 0]),
-        }
-    }
-    png_image(&pixels, width as u32, height as u32, table.is_some())
-}
-
-/// An 8-bit PNG of `pixels`: RGBA when `color`, else gray + alpha (alpha 0 for pixels that
-/// hold no value), compressed for speed.
-pub fn png_image(pixels: &[u8], width: u32, height: u32, color: bool) -> Result<Vec<u8>> {
-    let mut out = Vec::new();
-    let mut encoder = png::Encoder::new(&mut out, width, height);
-    encoder.set_color(if color { png::ColorType::Rgba } else { png::ColorType::GrayscaleAlpha });
-    encoder.set_depth(png::BitDepth::Eight);
-    encoder.set_compression(png::Compression::Fast);
-    let mut writer = encoder.write_header().map_err(|e| Error::Internal(format!("png: {e}")))?;
-    writer.write_image_data(pixels).map_err(|e| Error::Internal(format!("png: {e}")))?;
-    writer.finish().map_err(|e| Error::Internal(format!("png: {e}")))?;
-    Ok(out)
+    response
 }
 
 #[cfg(test)]

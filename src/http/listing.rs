@@ -18,7 +18,7 @@ use bytes::Bytes;
 use serde_json::json;
 
 use crate::error::{Error, Result};
-use crate::http::routes::EtagBuilder;
+use crate::http::conditional::EtagBuilder;
 
 /// Entries one listing may hold; a larger directory is 413 (chunk directories of huge
 /// arrays), so a listing's cost stays bounded.
@@ -103,8 +103,15 @@ pub fn respond(path: &str, mut entries: Vec<Entry>, headers: &HeaderMap, cache_c
     };
     let etag = EtagBuilder::new("listing").text(content_type).text(&body).finish();
     // Ranges and validators as for any object of the store routes.
-    let mut response =
-        crate::http::routes::ranged(&Bytes::from(body), &etag, content_type, headers, false, cache_control, false)?;
+    let mut response = crate::http::conditional::ranged(
+        &Bytes::from(body),
+        &etag,
+        content_type,
+        headers,
+        false,
+        cache_control,
+        false,
+    )?;
     response.headers_mut().insert(header::VARY, HeaderValue::from_static("accept"));
     Ok(response)
 }

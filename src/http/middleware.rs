@@ -22,7 +22,6 @@ use tracing::Instrument;
 
 use crate::config::Config;
 use crate::error::Error;
-use crate::http::routes::NoCompress;
 
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
@@ -77,6 +76,11 @@ fn cors(origins: &[String]) -> CorsLayer {
         .expose_headers(EXPOSED)
         .max_age(Duration::from_hours(1))
 }
+
+/// Marks a response whose body must not be compressed (already-compressed chunk bytes,
+/// byte ranges of stored objects).
+#[derive(Debug, Clone, Copy)]
+pub struct NoCompress;
 
 /// Compress JSON and raw binary bodies, but never stored (already encoded) bytes, partial
 /// content, or images.

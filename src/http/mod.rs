@@ -5,55 +5,22 @@
 
 pub mod body;
 pub mod budget_body;
+pub mod conditional;
 pub mod encode;
+pub mod extract;
 pub mod listing;
 pub mod middleware;
 pub mod responses;
 pub mod routes;
 pub mod server;
+pub mod state;
+
+pub use state::AppState;
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 use axum::Router;
 use axum::routing::get;
-
-use crate::catalog::Catalog;
-use crate::config::Config;
-
-/// What every handler shares.
-#[derive(Clone)]
-pub struct AppState {
-    pub catalog: Arc<Catalog>,
-    pub config: Arc<Config>,
-    /// IIIF windows and rendered images.
-    pub images: crate::images::iiif::Images,
-    /// Kept responses of hot data requests (replayed by a middleware layer).
-    pub responses: Arc<responses::Responses>,
-    /// Set when shutdown begins, so `/readyz` fails before the listener closes.
-    pub shutting_down: Arc<AtomicBool>,
-    /// Per-dataset health, checked in the background (never by `/readyz`).
-    pub health: Arc<crate::catalog::health::Health>,
-}
-
-impl AppState {
-    pub fn new(catalog: Catalog, config: Config) -> Self {
-        let health = crate::catalog::health::Health::new(
-            std::time::Duration::from_secs(config.health.check_interval_secs),
-            std::time::Duration::from_secs(config.health.check_timeout_secs),
-        );
-        let images = crate::images::iiif::Images::new(&config);
-        let responses = Arc::new(responses::Responses::new(&config));
-        Self {
-            catalog: Arc::new(catalog),
-            config: Arc::new(config),
-            images,
-            responses,
-            shutting_down: Arc::new(AtomicBool::new(false)),
-            health: Arc::new(health),
-        }
-    }
-}
 
 /// The zarrd router with all routes of API.md and the cross-cutting layers.
 pub fn app(state: AppState) -> Router {

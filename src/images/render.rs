@@ -7,8 +7,7 @@
 //! it transparent.
 
 use crate::error::{Error, Result};
-use crate::http::encode::element_f64;
-use crate::zarr::data_type::DataType;
+use crate::zarr::data_type::{DataType, element_f64};
 
 use crate::images::iiif::grammar::{ImageFormat, Quality, Rotation};
 
@@ -239,7 +238,7 @@ pub fn encode(plane: &Plane, style: &Style, format: ImageFormat) -> Result<Vec<u
         }
     }
     match format {
-        ImageFormat::Png => crate::http::encode::png_image(&pixels, plane.width as u32, plane.height as u32, color),
+        ImageFormat::Png => png_image(&pixels, plane.width as u32, plane.height as u32, color),
         ImageFormat::Jpg => {
             let (Ok(w), Ok(h)) = (u16::try_from(plane.width), u16::try_from(plane.height)) else {
                 return Err(Error::BadRequest(format!(
@@ -254,6 +253,64 @@ pub fn encode(plane: &Plane, style: &Style, format: ImageFormat) -> Result<Vec<u
             Ok(out)
         }
     }
+}
+
+/// Working memory per element while encoding a PNG (value, pixel, compressed row share).
+pub const PNG_BYTES_PER_ELEMENT: u64 = 20;
+
+/// The PNG of a 2-D slice (`/v1/slice?format=png`), through the same renderer as IIIF
+/// images: values map linearly from `[vmin, vmax]` (default: the valid values' range) to
+/// 0–255, gray + alpha, or RGBA through `colormap`; fill values and NaN are transparent.
+pub fn png(
+    data: &[u8],
+    data_type: DataType,
+    shape: &[u64],
+    fill: &[u8],
+    vmin: Option<f64>,
+    vmax: Option<f64>,
+    colormap: Option<Colormap>,
+) -> Result<Vec<u8>> {
+    let [height, width] = *shape else {
+        return Err(Error::NotAcceptable(format!(
+            "png needs a 2-D result, this one has {} dimensions; select a 2-D region (use integer indices to drop dimensions)",
+            shape.len()
+        )));
+    };
+    if data_type.is_complex() {
+        return Err(Error::NotAcceptable("png cannot show complex values; use npy, bin or json".into()));
+    }
+    if height > u64::from(u32::MAX) || width > u64::from(u32::MAX) {
+        return Err(Error::NotAcceptable("png dimensions are limited to 2^32-1".into()));
+    }
+    let values: Vec<f64> = data
+        .chunks_exact(data_type.size())
+        .map(|b| if b == fill { None } else { element_f64(b, data_type) }.unwrap_or(f64::NAN))
+        .collect();
+    let (lo, hi) = values
+        .iter()
+        .filter(|v| !v.is_nan())
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+    let style = Style {
+        window: Window { lo: vmin.unwrap_or(lo), hi: vmax.unwrap_or(hi) },
+        quality: if colormap.is_some() { Quality::Color } else { Quality::Gray },
+        colormap: colormap.unwrap_or(Colormap::Viridis),
+    };
+    let plane = Plane { width: width as usize, height: height as usize, values };
+    encode(&plane, &style, ImageFormat::Png)
+}
+
+/// An 8-bit PNG of `pixels`: RGBA when `color`, else gray + alpha (alpha 0 for pixels that
+/// hold no value), compressed for speed.
+fn png_image(pixels: &[u8], width: u32, height: u32, color: bool) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut encoder = png::Encoder::new(&mut out, width, height);
+    encoder.set_color(if color { png::ColorType::Rgba } else { png::ColorType::GrayscaleAlpha });
+    encoder.set_depth(png::BitDepth::Eight);
+    encoder.set_compression(png::Compression::Fast);
+    let mut writer = encoder.write_header().map_err(|e| Error::Internal(format!("png: {e}")))?;
+    writer.write_image_data(pixels).map_err(|e| Error::Internal(format!("png: {e}")))?;
+    writer.finish().map_err(|e| Error::Internal(format!("png: {e}")))?;
+    Ok(out)
 }
 
 #[cfg(test)]

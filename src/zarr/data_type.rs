@@ -237,6 +237,26 @@ fn parse_float(value: &Value, size: usize) -> Option<Vec<u8>> {
     }
 }
 
+/// One element as f64, for scaling to pixels (`None` for complex).
+pub fn element_f64(b: &[u8], data_type: DataType) -> Option<f64> {
+    let mut a = [0u8; 8];
+    a[..b.len().min(8)].copy_from_slice(&b[..b.len().min(8)]);
+    Some(match data_type {
+        DataType::Bool | DataType::UInt8 => f64::from(b[0]),
+        DataType::Int8 => f64::from(b[0] as i8),
+        DataType::Int16 => f64::from(i16::from_le_bytes([b[0], b[1]])),
+        DataType::UInt16 => f64::from(u16::from_le_bytes([b[0], b[1]])),
+        DataType::Int32 => f64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+        DataType::UInt32 => f64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+        DataType::Int64 => i64::from_le_bytes(a) as f64,
+        DataType::UInt64 => u64::from_le_bytes(a) as f64,
+        DataType::Float16 => half::f16::from_le_bytes([b[0], b[1]]).to_f64(),
+        DataType::Float32 => f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+        DataType::Float64 => f64::from_le_bytes(a),
+        DataType::Complex64 | DataType::Complex128 | DataType::String => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,8 +5,9 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use crate::error::Result;
-use crate::http::AppState;
-use crate::http::routes::{NodePath, Params, json_response};
+use crate::http::encode::json_response;
+use crate::http::extract::{NodePath, Params};
+use crate::http::state::AppState;
 use crate::zarr::metadata::ArrayMetadata;
 
 pub async fn show(

@@ -7,9 +7,13 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::error::{Error, Result};
-use crate::http::AppState;
-use crate::http::routes::slice::{Render, with_validators};
-use crate::http::routes::{EtagBuilder, NoCompress, NodePath, Params, cache_control, json_response, not_modified};
+use crate::http::conditional::with_validators;
+use crate::http::conditional::{EtagBuilder, cache_control, not_modified};
+use crate::http::encode::json_response;
+use crate::http::extract::{NodePath, Params};
+use crate::http::middleware::NoCompress;
+use crate::http::routes::slice::Render;
+use crate::http::state::AppState;
 use crate::ops::budget::Reservation;
 use crate::read::locate::Located;
 use crate::read::selection::Selection;

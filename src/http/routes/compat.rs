@@ -17,9 +17,9 @@ use bytes::Bytes;
 use crate::catalog::Dataset;
 use crate::compat::{Flavor, ViewNode, ViewTree, view_chunk, view_grid_shape};
 use crate::error::{Error, Result};
-use crate::http::AppState;
+use crate::http::conditional::{EtagBuilder, ranged};
 use crate::http::listing::{self, Entry};
-use crate::http::routes::{EtagBuilder, ranged};
+use crate::http::state::AppState;
 use crate::read::ReadError;
 use crate::read::cache::ViewEntry;
 

@@ -6,8 +6,9 @@ use serde_json::json;
 
 use crate::catalog::health::{DatasetHealth, Status};
 use crate::error::Result;
-use crate::http::AppState;
-use crate::http::routes::{Params, json_response};
+use crate::http::encode::json_response;
+use crate::http::extract::Params;
+use crate::http::state::AppState;
 
 /// Names, titles and the last background health check: never a URL, credential or option.
 pub async fn list(State(state): State<AppState>, RawQuery(query): RawQuery) -> Result<Response> {

@@ -13,9 +13,11 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::error::{Error, Result};
-use crate::http::AppState;
-use crate::http::routes::slice::with_validators;
-use crate::http::routes::{EtagBuilder, NoCompress, Params, cache_control, not_modified};
+use crate::http::conditional::with_validators;
+use crate::http::conditional::{EtagBuilder, cache_control, not_modified};
+use crate::http::extract::Params;
+use crate::http::middleware::NoCompress;
+use crate::http::state::AppState;
 use crate::images::iiif::grammar::{Identifier, ImageRequest, Quality};
 use crate::images::iiif::source::Image;
 use crate::images::iiif::{self, Rendered, TILE_SIZE};

@@ -7,7 +7,7 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
 use crate::error::Error;
-use crate::http::AppState;
+use crate::http::state::AppState;
 
 /// 200 `ok` while the process serves.
 pub async fn healthz() -> &'static str {

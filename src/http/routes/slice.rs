@@ -7,10 +7,12 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::error::{Error, Result};
-use crate::http::AppState;
 use crate::http::budget_body;
+use crate::http::conditional::with_validators;
+use crate::http::conditional::{EtagBuilder, cache_control, not_modified};
 use crate::http::encode::{self, Format};
-use crate::http::routes::{EtagBuilder, NodePath, Params, cache_control, not_modified};
+use crate::http::extract::{NodePath, Params};
+use crate::http::state::AppState;
 use crate::images::render::Colormap;
 use crate::read::Decoded;
 use crate::read::cache::MISSING;
@@ -179,7 +181,7 @@ impl Render {
         let (what, per_element) = match self.format {
             Format::Json => ("JSON", encode::json_bytes_per_element(meta.data_type)),
             // The PNG encoder holds a scaled value and a pixel per element.
-            Format::Png => ("PNG", encode::PNG_BYTES_PER_ELEMENT),
+            Format::Png => ("PNG", crate::images::render::PNG_BYTES_PER_ELEMENT),
             _ => ("binary data", meta.data_type.size() as u64),
         };
         let size = n * u128::from(per_element);
@@ -281,7 +283,15 @@ impl Render {
     fn rendered(&self, elements: &[u8], meta: &ArrayMetadata, shape: &[u64]) -> Result<Vec<u8>> {
         match self.format {
             Format::Json => Ok(encode::json(elements, meta.data_type, shape)),
-            _ => encode::png(elements, meta.data_type, shape, &meta.fill_value, self.vmin, self.vmax, self.colormap),
+            _ => crate::images::render::png(
+                elements,
+                meta.data_type,
+                shape,
+                &meta.fill_value,
+                self.vmin,
+                self.vmax,
+                self.colormap,
+            ),
         }
     }
 
@@ -321,16 +331,4 @@ fn etag(
 /// Whether any object a read touched was missing (read as fill).
 fn has_missing(versions: &[(String, String)]) -> bool {
     versions.iter().any(|(_, v)| v == MISSING)
-}
-
-/// Adds `ETag` and `Cache-Control`.
-pub fn with_validators(mut response: Response, etag: &str, cache_control: &str) -> Response {
-    let headers = response.headers_mut();
-    if let Ok(v) = HeaderValue::from_str(etag) {
-        headers.insert(header::ETAG, v);
-    }
-    if let Ok(v) = HeaderValue::from_str(cache_control) {
-        headers.insert(header::CACHE_CONTROL, v);
-    }
-    response
 }

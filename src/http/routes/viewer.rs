@@ -8,8 +8,8 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
 use crate::error::{Error, Result};
-use crate::http::AppState;
-use crate::http::routes::NodePath;
+use crate::http::extract::NodePath;
+use crate::http::state::AppState;
 
 const INDEX: &str = include_str!("../../viewer/index.html");
 

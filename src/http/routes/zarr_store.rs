@@ -8,80 +8,15 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
-use object_store::{GetOptions, GetRange, ObjectMeta};
+use object_store::{GetOptions, ObjectMeta};
 
 use crate::error::{Error, Result};
-use crate::http::AppState;
+use crate::http::conditional::ByteRange;
 use crate::http::listing::{self, Entry};
-use crate::http::routes::NoCompress;
+use crate::http::middleware::NoCompress;
+use crate::http::state::AppState;
 use crate::ops::budget::MemoryBudget;
 use crate::store::{Store, object_version};
-
-/// One byte range of `Range: bytes=…` (a list of several is served whole, as RFC 9110
-/// allows).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ByteRange {
-    /// `a-b`, inclusive.
-    Bounded(u64, u64),
-    /// `a-`.
-    From(u64),
-    /// `-n`: the last n bytes.
-    Suffix(u64),
-}
-
-impl ByteRange {
-    /// Parses a `Range` header; `None` for anything that is not a single byte range
-    /// (such a header is ignored and the whole object served).
-    ///
-    /// RFC 9110 §14.1.1: positions and suffix lengths are `1*DIGIT`, nothing else. Rust's
-    /// integer parsing also takes a leading `+`, so digits are checked first: `bytes=+0-+1`
-    /// or `bytes=- 1` are not ranges. The unit is case-insensitive; whitespace is allowed
-    /// only around the range (the list syntax's OWS), not inside it.
-    pub fn parse(value: &str) -> Option<Self> {
-        let (unit, spec) = value.trim().split_once('=')?;
-        if !unit.eq_ignore_ascii_case("bytes") {
-            return None;
-        }
-        let spec = spec.trim_matches([' ', '\t']);
-        if spec.contains(',') {
-            return None;
-        }
-        let (a, b) = spec.split_once('-')?;
-        let num = |s: &str| {
-            if s.is_empty() || !s.bytes().all(|c| c.is_ascii_digit()) {
-                return None;
-            }
-            s.parse::<u64>().ok()
-        };
-        match (a.is_empty(), b.is_empty()) {
-            (true, false) => num(b).map(Self::Suffix),
-            (false, true) => num(a).map(Self::From),
-            (false, false) => {
-                let (a, b) = (num(a)?, num(b)?);
-                (a <= b).then_some(Self::Bounded(a, b))
-            }
-            (true, true) => None,
-        }
-    }
-
-    /// The satisfiable part for an object of `size` bytes, as a half-open range.
-    pub fn resolve(self, size: u64) -> Option<std::ops::Range<u64>> {
-        let r = match self {
-            Self::Bounded(a, b) => a..b.saturating_add(1).min(size),
-            Self::From(a) => a..size,
-            Self::Suffix(n) => size.saturating_sub(n)..size,
-        };
-        (r.start < r.end).then_some(r)
-    }
-
-    fn to_get_range(self) -> GetRange {
-        match self {
-            Self::Bounded(a, b) => GetRange::Bounded(a..b.saturating_add(1)),
-            Self::From(a) => GetRange::Offset(a),
-            Self::Suffix(n) => GetRange::Suffix(n),
-        }
-    }
-}
 
 pub async fn get(
     State(state): State<AppState>,

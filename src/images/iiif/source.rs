@@ -256,7 +256,8 @@ async fn scan_range(reader: &ArrayReader) -> Result<Window> {
             if element == reader.meta.fill_value.as_slice() {
                 continue;
             }
-            if let Some(v) = crate::http::encode::element_f64(element, reader.meta.data_type).filter(|v| !v.is_nan()) {
+            if let Some(v) = crate::zarr::data_type::element_f64(element, reader.meta.data_type).filter(|v| !v.is_nan())
+            {
                 lo = lo.min(v);
                 hi = hi.max(v);
             }

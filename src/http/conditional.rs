@@ -1,0 +1,253 @@
+//! Validators and conditional requests, one path for every route: strong `ETag`s hashed
+//! from what a response depends on ([`EtagBuilder`]), `Cache-Control` (shortened for
+//! responses holding fill for missing objects), `If-None-Match` → 304, `If-Match` → 412,
+//! and single byte ranges (RFC 9110) → 206 / 416.
+
+use std::borrow::Cow;
+
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use object_store::GetRange;
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::http::middleware::NoCompress;
+
+/// Builds strong `ETag`s by hashing, in order, everything a response depends on.
+pub struct EtagBuilder(xxhash_rust::xxh3::Xxh3);
+
+impl EtagBuilder {
+    pub fn new(kind: &str) -> Self {
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        h.update(kind.as_bytes());
+        Self(h)
+    }
+
+    pub fn text(&mut self, s: &str) -> &mut Self {
+        self.0.update(&(s.len() as u64).to_le_bytes());
+        self.0.update(s.as_bytes());
+        self
+    }
+
+    pub fn number(&mut self, v: u64) -> &mut Self {
+        self.0.update(&v.to_le_bytes());
+        self
+    }
+
+    /// A 128-bit digest (such as the metadata document's).
+    pub fn digest(&mut self, v: u128) -> &mut Self {
+        self.0.update(&v.to_le_bytes());
+        self
+    }
+
+    pub fn finish(&self) -> String {
+        format!("\"{:032x}\"", self.0.digest128())
+    }
+}
+
+/// One byte range of `Range: bytes=…` (a list of several is served whole, as RFC 9110
+/// allows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ByteRange {
+    /// `a-b`, inclusive.
+    Bounded(u64, u64),
+    /// `a-`.
+    From(u64),
+    /// `-n`: the last n bytes.
+    Suffix(u64),
+}
+
+impl ByteRange {
+    /// Parses a `Range` header; `None` for anything that is not a single byte range
+    /// (such a header is ignored and the whole object served).
+    ///
+    /// RFC 9110 §14.1.1: positions and suffix lengths are `1*DIGIT`, nothing else. Rust's
+    /// integer parsing also takes a leading `+`, so digits are checked first: `bytes=+0-+1`
+    /// or `bytes=- 1` are not ranges. The unit is case-insensitive; whitespace is allowed
+    /// only around the range (the list syntax's OWS), not inside it.
+    pub fn parse(value: &str) -> Option<Self> {
+        let (unit, spec) = value.trim().split_once('=')?;
+        if !unit.eq_ignore_ascii_case("bytes") {
+            return None;
+        }
+        let spec = spec.trim_matches([' ', '\t']);
+        if spec.contains(',') {
+            return None;
+        }
+        let (a, b) = spec.split_once('-')?;
+        let num = |s: &str| {
+            if s.is_empty() || !s.bytes().all(|c| c.is_ascii_digit()) {
+                return None;
+            }
+            s.parse::<u64>().ok()
+        };
+        match (a.is_empty(), b.is_empty()) {
+            (true, false) => num(b).map(Self::Suffix),
+            (false, true) => num(a).map(Self::From),
+            (false, false) => {
+                let (a, b) = (num(a)?, num(b)?);
+                (a <= b).then_some(Self::Bounded(a, b))
+            }
+            (true, true) => None,
+        }
+    }
+
+    /// The satisfiable part for an object of `size` bytes, as a half-open range.
+    pub fn resolve(self, size: u64) -> Option<std::ops::Range<u64>> {
+        let r = match self {
+            Self::Bounded(a, b) => a..b.saturating_add(1).min(size),
+            Self::From(a) => a..size,
+            Self::Suffix(n) => size.saturating_sub(n)..size,
+        };
+        (r.start < r.end).then_some(r)
+    }
+
+    pub fn to_get_range(self) -> GetRange {
+        match self {
+            Self::Bounded(a, b) => GetRange::Bounded(a..b.saturating_add(1)),
+            Self::From(a) => GetRange::Offset(a),
+            Self::Suffix(n) => GetRange::Suffix(n),
+        }
+    }
+}
+
+/// The `Cache-Control` of a response: the configured one, with `max-age` and `s-maxage`
+/// capped at `cache.missing_ttl_secs` when the response holds fill for objects that were
+/// not found, so browsers and CDNs look again as soon as zarrd does.
+pub fn cache_control(config: &Config, any_missing: bool) -> Cow<'_, str> {
+    let configured = config.http.cache_control.as_str();
+    if !any_missing {
+        return Cow::Borrowed(configured);
+    }
+    let ttl = config.cache.missing_ttl_secs;
+    let mut capped = false;
+    let mut directives: Vec<String> = configured
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .map(|d| match d.split_once('=') {
+            Some((name, value)) if name.eq_ignore_ascii_case("max-age") || name.eq_ignore_ascii_case("s-maxage") => {
+                capped = true;
+                let age = value.trim_matches('"').parse::<u64>().map_or(ttl, |v| v.min(ttl));
+                format!("{name}={age}")
+            }
+            _ => d.to_owned(),
+        })
+        .collect();
+    if !capped {
+        directives.push(format!("max-age={ttl}"));
+    }
+    Cow::Owned(directives.join(", "))
+}
+
+/// Whether `If-None-Match` matches `etag` (weak comparison, as RFC 9110 asks for GET).
+pub fn not_modified(headers: &HeaderMap, etag: &str) -> bool {
+    headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .any(|tag| tag == "*" || tag.trim_start_matches("W/") == etag)
+}
+
+/// Adds `ETag` and `Cache-Control`.
+pub fn with_validators(mut response: Response, etag: &str, cache_control: &str) -> Response {
+    let headers = response.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(etag) {
+        headers.insert(header::ETAG, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(cache_control) {
+        headers.insert(header::CACHE_CONTROL, v);
+    }
+    response
+}
+
+/// A response for `body`, honouring `Range` (one range, suffix too), HEAD and the
+/// conditional headers against `etag`, like the `/zarr` store.
+pub fn ranged(
+    body: &Bytes,
+    etag: &str,
+    content_type: &'static str,
+    headers: &HeaderMap,
+    head_only: bool,
+    cache_control: &str,
+    no_compress: bool,
+) -> Result<Response> {
+    let matches = |name: header::HeaderName| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(|list| list.split(',').map(str::trim).any(|t| t == "*" || t.trim_start_matches("W/") == etag))
+    };
+    let set = |response: &mut Response| {
+        let h = response.headers_mut();
+        if let Ok(v) = HeaderValue::from_str(etag) {
+            h.insert(header::ETAG, v);
+        }
+        if let Ok(v) = HeaderValue::from_str(cache_control) {
+            h.insert(header::CACHE_CONTROL, v);
+        }
+        h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    };
+    if matches(header::IF_MATCH) == Some(false) {
+        return Err(Error::PreconditionFailed(format!(
+            "the object has ETag {etag}, which the request's If-Match does not allow"
+        )));
+    }
+    if matches(header::IF_NONE_MATCH) == Some(true) {
+        let mut response = StatusCode::NOT_MODIFIED.into_response();
+        set(&mut response);
+        return Ok(response);
+    }
+    let size = body.len() as u64;
+    let range = headers.get(header::RANGE).and_then(|v| v.to_str().ok()).and_then(ByteRange::parse);
+    let (status, part) = match range {
+        None => (StatusCode::OK, 0..size),
+        Some(r) => {
+            let part = r.resolve(size).ok_or_else(|| {
+                Error::RangeNotSatisfiable(
+                    format!("the object has {size} bytes; ranges must start below that, and a suffix must be at least 1 byte"),
+                    size,
+                )
+            })?;
+            (StatusCode::PARTIAL_CONTENT, part)
+        }
+    };
+    let length = part.end - part.start;
+    let mut response = if head_only {
+        status.into_response()
+    } else {
+        (status, body.slice(part.start as usize..part.end as usize)).into_response()
+    };
+    set(&mut response);
+    let h = response.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+    if status == StatusCode::PARTIAL_CONTENT
+        && let Ok(v) = HeaderValue::from_str(&format!("bytes {}-{}/{size}", part.start, part.end.saturating_sub(1)))
+    {
+        h.insert(header::CONTENT_RANGE, v);
+    }
+    if no_compress || status == StatusCode::PARTIAL_CONTENT {
+        response.extensions_mut().insert(NoCompress);
+    }
+    Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn responses_with_missing_objects_expire_with_the_missing_ttl() {
+        let mut config = Config::load(None, [], &crate::config::Overrides::default()).unwrap();
+        config.http.cache_control = "public, max-age=60, s-maxage=600".into();
+        assert_eq!(cache_control(&config, false), "public, max-age=60, s-maxage=600");
+        assert_eq!(cache_control(&config, true), "public, max-age=5, s-maxage=5");
+        config.http.cache_control = "public".into();
+        config.cache.missing_ttl_secs = 0;
+        assert_eq!(cache_control(&config, true), "public, max-age=0");
+    }
+}

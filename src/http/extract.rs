@@ -1,0 +1,75 @@
+//! What route handlers take from a request: the dataset and node path of a route, and
+//! query parameters checked against the names an endpoint accepts.
+
+use std::collections::BTreeMap;
+
+use crate::error::{Error, Result};
+
+/// The `{ds}` and optional `{*path}` of a node route: the same handler serves
+/// `/v1/x/{ds}` (the dataset root, path "") and `/v1/x/{ds}/{*path}`.
+#[derive(Debug)]
+pub struct NodePath {
+    pub ds: String,
+    pub path: String,
+}
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for NodePath {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self> {
+        let axum::extract::Path(mut params) =
+            axum::extract::Path::<std::collections::HashMap<String, String>>::from_request_parts(parts, state)
+                .await
+                .map_err(|e| Error::BadRequest(e.body_text()))?;
+        let ds = params.remove("ds").ok_or_else(|| Error::Internal("route without {ds}".into()))?;
+        Ok(Self { ds, path: params.remove("path").unwrap_or_default() })
+    }
+}
+
+/// Query parameters, checked against the names an endpoint accepts.
+#[derive(Debug, Default)]
+pub struct Params(BTreeMap<String, String>);
+
+impl Params {
+    pub fn parse(raw: Option<&str>, allowed: &[&str]) -> Result<Self> {
+        let mut map = BTreeMap::new();
+        for (k, v) in url::form_urlencoded::parse(raw.unwrap_or("").as_bytes()) {
+            if !allowed.contains(&k.as_ref()) {
+                return Err(Error::BadRequest(format!(
+                    "unknown query parameter `{k}`; allowed: {}",
+                    allowed.join(", ")
+                )));
+            }
+            if map.insert(k.to_string(), v.to_string()).is_some() {
+                return Err(Error::BadRequest(format!("query parameter `{k}` is given more than once")));
+            }
+        }
+        Ok(Self(map))
+    }
+
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
+    /// A finite number parameter.
+    pub fn number(&self, name: &str) -> Result<Option<f64>> {
+        self.get(name)
+            .map(|v| {
+                v.trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|f| f.is_finite())
+                    .ok_or_else(|| Error::BadRequest(format!("`{name}` must be a finite number, got `{v}`")))
+            })
+            .transpose()
+    }
+
+    /// A `true`/`false` parameter.
+    pub fn flag(&self, name: &str) -> Result<bool> {
+        match self.get(name) {
+            None | Some("false" | "0") => Ok(false),
+            Some("true" | "1") => Ok(true),
+            Some(other) => Err(Error::BadRequest(format!("`{name}` must be true or false, got `{other}`"))),
+        }
+    }
+}
