@@ -1,17 +1,12 @@
 //! The one application error type and its one mapping to HTTP: an RFC 9457
 //! `application/problem+json` document whose `detail` says what was wrong and what is
 //! allowed. Internal failures are logged with their source chain and answered without
-//! leaking internals.
+//! leaking internals. A leaf: the modules whose errors become problem documents say how,
+//! beside those errors (`impl From<…> for Error`).
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
-
-use crate::ops::budget::BudgetError;
-use crate::read::ReadError;
-use crate::read::selection::SelectionError;
-use crate::store::StoreError;
-use crate::zarr::json::MetadataError;
 
 pub const PROBLEM_JSON: &str = "application/problem+json";
 
@@ -84,85 +79,6 @@ impl Error {
             Self::Unavailable { .. } => "unavailable",
             Self::Timeout(_) => "storage-timeout",
             Self::Status(..) => "http-error",
-        }
-    }
-
-    /// Metadata that cannot be served: unsupported features are 422, broken documents 502.
-    pub fn metadata(key: &str, e: MetadataError) -> Self {
-        match e {
-            MetadataError::Unsupported(what) => {
-                Self::Unsupported(format!("`{key}` uses an unsupported feature: {what}"))
-            }
-            other => Self::Corrupt(format!("stored metadata `{key}` is invalid: {other}")),
-        }
-    }
-}
-
-impl From<SelectionError> for Error {
-    fn from(e: SelectionError) -> Self {
-        Self::BadRequest(e.to_string())
-    }
-}
-
-impl From<&BudgetError> for Error {
-    fn from(e: &BudgetError) -> Self {
-        match e {
-            BudgetError::TooLarge { .. } => Self::TooManyChunks(e.to_string()),
-            BudgetError::Busy => Self::Unavailable { detail: e.to_string(), retry_after: 1 },
-        }
-    }
-}
-
-impl From<BudgetError> for Error {
-    fn from(e: BudgetError) -> Self {
-        Self::from(&e)
-    }
-}
-
-impl From<StoreError> for Error {
-    fn from(e: StoreError) -> Self {
-        Self::from(&e)
-    }
-}
-
-impl From<&StoreError> for Error {
-    fn from(e: &StoreError) -> Self {
-        match e {
-            StoreError::InvalidKey(_) => Self::NotFound(e.public_detail()),
-            StoreError::Backend { source, .. } => {
-                // The full cause (paths, URLs) is logged in the request's span, not sent.
-                tracing::warn!(error = %e, cause = ?source, "storage failure");
-                Self::Storage(e.public_detail())
-            }
-        }
-    }
-}
-
-impl From<ReadError> for Error {
-    fn from(e: ReadError) -> Self {
-        Self::from(&e)
-    }
-}
-
-impl From<&ReadError> for Error {
-    fn from(e: &ReadError) -> Self {
-        match e {
-            ReadError::Store(s) => s.into(),
-            ReadError::Shared(inner) => Self::from(inner.as_ref()),
-            ReadError::Corrupt {
-                key,
-                source:
-                    source @ (crate::zarr::codec::CodecError::ChunkTooLarge { .. }
-                    | crate::zarr::codec::CodecError::IndexTooLarge { .. }),
-            } => Self::Unsupported(format!("`{key}`: {source}")),
-            corrupt @ (ReadError::Corrupt { .. } | ReadError::Changed { .. }) => {
-                tracing::warn!(error = %corrupt, "unreadable stored data");
-                Self::Corrupt(corrupt.to_string())
-            }
-            too_many @ ReadError::TooManyChunks { .. } => Self::TooManyChunks(too_many.to_string()),
-            ReadError::TooLarge { what, size, limit } => Self::TooLarge { what, size: *size, limit: *limit },
-            ReadError::Task(detail) => Self::Internal(detail.clone()),
-            ReadError::Budget(e) => e.into(),
         }
     }
 }

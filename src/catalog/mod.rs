@@ -215,7 +215,7 @@ impl Catalog {
         self.metadata
             .try_get_with(cache_key, async {
                 if let Some(bytes) = ds.store.get(&key).await? {
-                    return Node::parse(&bytes).map_err(|e| Error::metadata(&key, e));
+                    return Node::parse(&bytes).map_err(|e| metadata_error(&key, e));
                 }
                 v2_node(ds, path).await?.ok_or_else(|| not_found(&ds.name, path))
             })
@@ -400,15 +400,15 @@ async fn v2_node(ds: &Dataset, path: &str) -> Result<Option<Node>> {
     let (zarray_key, zgroup_key, zattrs_key) = (key(v2::ZARRAY), key(v2::ZGROUP), key(v2::ZATTRS));
     let (zarray, zattrs) = futures::try_join!(ds.store.get(&zarray_key), ds.store.get(&zattrs_key))?;
     if let Some(zarray) = zarray {
-        let meta = v2::parse_array(&zarray, zattrs.as_deref()).map_err(|e| Error::metadata(&zarray_key, e))?;
+        let meta = v2::parse_array(&zarray, zattrs.as_deref()).map_err(|e| metadata_error(&zarray_key, e))?;
         return Ok(Some(Node::Array(Arc::new(meta))));
     }
     let Some(zgroup) = ds.store.get(&zgroup_key).await? else { return Ok(None) };
-    let mut group = v2::parse_group(&zgroup, zattrs.as_deref()).map_err(|e| Error::metadata(&zgroup_key, e))?;
+    let mut group = v2::parse_group(&zgroup, zattrs.as_deref()).map_err(|e| metadata_error(&zgroup_key, e))?;
     if path.is_empty()
         && let Some(zmetadata) = ds.store.get(v2::ZMETADATA).await?
     {
-        group.consolidated = Some(v2::consolidated(&zmetadata).map_err(|e| Error::metadata(v2::ZMETADATA, e))?);
+        group.consolidated = Some(v2::consolidated(&zmetadata).map_err(|e| metadata_error(v2::ZMETADATA, e))?);
     }
     Ok(Some(Node::Group(Arc::new(group))))
 }
@@ -459,6 +459,16 @@ fn describe_doc(path: &str, doc: &Value) -> Value {
         };
     }
     out
+}
+
+/// Metadata that cannot be served: unsupported features are 422, broken documents 502.
+fn metadata_error(key: &str, e: crate::zarr::json::MetadataError) -> Error {
+    match e {
+        crate::zarr::json::MetadataError::Unsupported(what) => {
+            Error::Unsupported(format!("`{key}` uses an unsupported feature: {what}"))
+        }
+        other => Error::Corrupt(format!("stored metadata `{key}` is invalid: {other}")),
+    }
 }
 
 #[cfg(test)]

@@ -292,6 +292,26 @@ fn merge_ranges(ranges: &[Range<u64>], gap: u64) -> Vec<Range<u64>> {
     merged
 }
 
+/// Storage failures as problem documents: the cause is logged, not sent.
+impl From<StoreError> for crate::error::Error {
+    fn from(e: StoreError) -> Self {
+        crate::error::Error::from(&e)
+    }
+}
+
+impl From<&StoreError> for crate::error::Error {
+    fn from(e: &StoreError) -> Self {
+        match e {
+            StoreError::InvalidKey(_) => crate::error::Error::NotFound(e.public_detail()),
+            StoreError::Backend { source, .. } => {
+                // The full cause (paths, URLs) is logged in the request's span, not sent.
+                tracing::warn!(error = %e, cause = ?source, "storage failure");
+                crate::error::Error::Storage(e.public_detail())
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
