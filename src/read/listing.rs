@@ -7,10 +7,11 @@
 use futures::{StreamExt, TryStreamExt};
 use serde::Serialize;
 
+use crate::read::error::ReadError;
 use crate::read::indexer::{Part, Walk};
 use crate::read::locate::Located;
+use crate::read::reader::ArrayReader;
 use crate::read::selection::DimSelection;
-use crate::read::{ArrayReader, ReadError};
 use crate::zarr::chunk_grid::ChunkGrid;
 
 /// Inner chunks listed at most per page; a page stops early (with a cursor) beyond this.

@@ -5,7 +5,8 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::read::{ArrayReader, ReadError};
+use crate::read::error::ReadError;
+use crate::read::reader::ArrayReader;
 use crate::zarr::chunk_grid::ChunkGrid;
 use crate::zarr::codec::{CodecChain, CodecError, IndexLocation, InnerChunk, ShardIndex, ShardingCodec};
 

@@ -18,10 +18,11 @@ use futures::{StreamExt, TryStreamExt};
 
 use crate::ops::budget::Reservation;
 use crate::read::cache::MISSING;
+use crate::read::error::ReadError;
 use crate::read::indexer::{Part, Walk};
 use crate::read::locate::Located;
+use crate::read::reader::ArrayReader;
 use crate::read::selection::DimSelection;
-use crate::read::{ArrayReader, ReadError};
 use crate::zarr::chunk_grid::ChunkGrid;
 use crate::zarr::codec::{CodecChain, CodecError, MAX_DECODED_CHUNK_BYTES, VlenStrings, element_count};
 

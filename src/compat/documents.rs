@@ -1,0 +1,267 @@
+//! The metadata documents of a view: v3 `zarr.json` (groups carrying their subtree as
+//! consolidated metadata) and v2 `.zarray`, `.zgroup`, `.zattrs`, `.zmetadata`.
+
+use serde_json::{Map, Value, json};
+
+use crate::compat::tree::{Flavor, ViewNode, ViewTree};
+use crate::zarr::data_type::DataType;
+use crate::zarr::metadata::ArrayMetadata;
+
+/// Renders one float given as its bits: a number, `"NaN"` for the canonical NaN (the only
+/// one both v2 and v3 name), `"Infinity"`/`"-Infinity"`, and for other NaN payloads the v3
+/// hex form (v2 has none, so they become `"NaN"` there).
+fn float_json(value: f64, bits: u64, canonical_nan: u64, hex_digits: usize, flavor: Flavor) -> Value {
+    if value.is_nan() {
+        if bits == canonical_nan || flavor == Flavor::V2 {
+            return json!("NaN");
+        }
+        return json!(format!("0x{bits:0hex_digits$x}"));
+    }
+    if value.is_infinite() {
+        return json!(if value > 0.0 { "Infinity" } else { "-Infinity" });
+    }
+    json!(value)
+}
+
+fn scalar_json(data_type: DataType, b: &[u8], flavor: Flavor) -> Value {
+    let mut a = [0u8; 8];
+    a[..b.len().min(8)].copy_from_slice(&b[..b.len().min(8)]);
+    let signed = |bits: u32| (i64::from_le_bytes(a) << (64 - bits)) >> (64 - bits);
+    match data_type {
+        DataType::Bool => json!(b[0] != 0),
+        DataType::Int8 => json!(signed(8)),
+        DataType::Int16 => json!(signed(16)),
+        DataType::Int32 => json!(signed(32)),
+        DataType::Int64 => json!(i64::from_le_bytes(a)),
+        DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => json!(u64::from_le_bytes(a)),
+        DataType::Float16 => {
+            let bits = u16::from_le_bytes([b[0], b[1]]);
+            float_json(half::f16::from_bits(bits).to_f64(), u64::from(bits), 0x7e00, 4, flavor)
+        }
+        DataType::Float32 => {
+            let bits = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            float_json(f64::from(f32::from_bits(bits)), u64::from(bits), 0x7fc0_0000, 8, flavor)
+        }
+        DataType::Float64 => {
+            let bits = u64::from_le_bytes(a);
+            float_json(f64::from_bits(bits), bits, 0x7ff8_0000_0000_0000, 16, flavor)
+        }
+        DataType::Complex64 => {
+            json!([scalar_json(DataType::Float32, &b[..4], flavor), scalar_json(DataType::Float32, &b[4..8], flavor)])
+        }
+        DataType::Complex128 => {
+            json!([scalar_json(DataType::Float64, &b[..8], flavor), scalar_json(DataType::Float64, &b[8..16], flavor)])
+        }
+        // Text fill values are stored as their UTF-8 bytes.
+        DataType::String => json!(String::from_utf8_lossy(b)),
+    }
+}
+
+/// The fill value (little-endian element bytes) as the view's metadata writes it.
+pub fn fill_json(data_type: DataType, fill: &[u8], flavor: Flavor) -> Value {
+    scalar_json(data_type, fill, flavor)
+}
+
+/// The dimension names of an array: its own, else (for v2 arrays) the `_ARRAY_DIMENSIONS`
+/// attribute xarray writes, when it has one string per dimension.
+fn dimension_names(meta: &ArrayMetadata) -> Option<Vec<Option<String>>> {
+    if let Some(names) = &meta.dimension_names {
+        return Some(names.clone());
+    }
+    let Some(Value::Array(list)) = meta.attributes.get("_ARRAY_DIMENSIONS") else { return None };
+    let names: Option<Vec<Option<String>>> = list.iter().map(|v| v.as_str().map(|s| Some(s.to_owned()))).collect();
+    names.filter(|n| n.len() == meta.shape.len())
+}
+
+/// The view's codecs: `bytes` (little endian; no configuration for one-byte types, as
+/// zarr-python writes it) and `zstd`; for text `vlen-utf8` and `zstd`, zarr-python 3's
+/// default chain of a `string` array.
+pub fn v3_codecs(data_type: DataType) -> Value {
+    let bytes = if data_type.is_variable() {
+        json!({"name": "vlen-utf8", "configuration": {}})
+    } else if data_type.size() == 1 {
+        json!({"name": "bytes"})
+    } else {
+        json!({"name": "bytes", "configuration": {"endian": "little"}})
+    };
+    json!([bytes, {"name": "zstd", "configuration": {"level": 0, "checksum": false}}])
+}
+
+/// The v3 `zarr.json` of an array in the view.
+pub fn v3_array_document(meta: &ArrayMetadata, chunk_shape: &[u64]) -> Value {
+    let mut doc = json!({
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": meta.shape,
+        "data_type": meta.data_type.name(),
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunk_shape}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": fill_json(meta.data_type, &meta.fill_value, Flavor::V3),
+        "codecs": v3_codecs(meta.data_type),
+        "attributes": meta.attributes,
+        "storage_transformers": [],
+    });
+    if let Some(names) = dimension_names(meta) {
+        doc["dimension_names"] = json!(names);
+    }
+    doc
+}
+
+fn v3_group_document(attributes: &Map<String, Value>) -> Value {
+    json!({"zarr_format": 3, "node_type": "group", "attributes": attributes})
+}
+
+impl ViewTree {
+    /// The v3 `zarr.json` of the node at `path`; a group's carries its whole subtree as
+    /// consolidated metadata, flattened to relative paths as zarr-python writes it (child
+    /// groups with their own, empty, block), so one request opens the hierarchy. (Readers
+    /// rebuild the nesting from the paths, so the members' order does not matter.)
+    pub fn v3_document(&self, path: &str) -> Option<Value> {
+        match self.nodes.get(path)? {
+            ViewNode::Array { meta, chunk_shape } => Some(v3_array_document(meta, chunk_shape)),
+            ViewNode::Group(attributes) if !self.complete => Some(v3_group_document(attributes)),
+            ViewNode::Group(attributes) => {
+                let mut metadata = Map::new();
+                for (rel, node) in self.below(path) {
+                    let doc = match node {
+                        ViewNode::Array { meta, chunk_shape } => v3_array_document(meta, chunk_shape),
+                        ViewNode::Group(attributes) => {
+                            let mut doc = v3_group_document(attributes);
+                            doc["consolidated_metadata"] = empty_consolidated();
+                            doc
+                        }
+                    };
+                    metadata.insert(rel.to_owned(), doc);
+                }
+                let mut doc = v3_group_document(attributes);
+                doc["consolidated_metadata"] =
+                    json!({"kind": "inline", "must_understand": false, "metadata": metadata});
+                Some(doc)
+            }
+        }
+    }
+
+    /// A v2 metadata document (`.zarray`, `.zgroup`, `.zattrs`, `.zmetadata`) at `path`.
+    pub fn v2_document(&self, path: &str, name: &str) -> Option<Value> {
+        let node = self.nodes.get(path)?;
+        match (node, name) {
+            (ViewNode::Array { meta, chunk_shape }, ".zarray") => Some(v2_array_document(meta, chunk_shape)),
+            (ViewNode::Array { meta, .. }, ".zattrs") => Some(Value::Object(v2_attributes(meta))),
+            (ViewNode::Group(_), ".zgroup") => Some(json!({"zarr_format": 2})),
+            (ViewNode::Group(attributes), ".zattrs") => Some(Value::Object(attributes.clone())),
+            (ViewNode::Group(attributes), ".zmetadata") if self.complete => {
+                let mut metadata = Map::new();
+                metadata.insert(".zgroup".into(), json!({"zarr_format": 2}));
+                metadata.insert(".zattrs".into(), Value::Object(attributes.clone()));
+                for (rel, node) in self.below(path) {
+                    match node {
+                        ViewNode::Array { meta, chunk_shape } => {
+                            metadata.insert(format!("{rel}/.zarray"), v2_array_document(meta, chunk_shape));
+                            metadata.insert(format!("{rel}/.zattrs"), Value::Object(v2_attributes(meta)));
+                        }
+                        ViewNode::Group(attributes) => {
+                            metadata.insert(format!("{rel}/.zgroup"), json!({"zarr_format": 2}));
+                            metadata.insert(format!("{rel}/.zattrs"), Value::Object(attributes.clone()));
+                        }
+                    }
+                }
+                Some(json!({"metadata": metadata, "zarr_consolidated_format": 1}))
+            }
+            _ => None,
+        }
+    }
+
+    /// The metadata documents a node has in a view.
+    pub fn documents(&self, path: &str, flavor: Flavor) -> &'static [&'static str] {
+        match (self.nodes.get(path), flavor) {
+            (None, _) => &[],
+            (Some(_), Flavor::V3) => &["zarr.json"],
+            (Some(ViewNode::Array { .. }), Flavor::V2) => &[".zarray", ".zattrs"],
+            (Some(ViewNode::Group(_)), Flavor::V2) if self.complete => &[".zattrs", ".zgroup", ".zmetadata"],
+            (Some(ViewNode::Group(_)), Flavor::V2) => &[".zattrs", ".zgroup"],
+        }
+    }
+}
+
+fn empty_consolidated() -> Value {
+    json!({"kind": "inline", "must_understand": false, "metadata": {}})
+}
+
+/// A v2 array's attributes, with `_ARRAY_DIMENSIONS` (how v2 readers such as xarray find
+/// dimension names) added from the array's dimension names when it has all of them.
+fn v2_attributes(meta: &ArrayMetadata) -> Map<String, Value> {
+    let mut attributes = meta.attributes.clone();
+    if !attributes.contains_key("_ARRAY_DIMENSIONS")
+        && let Some(names) = dimension_names(meta)
+        && names.iter().all(Option::is_some)
+    {
+        attributes.insert("_ARRAY_DIMENSIONS".into(), json!(names));
+    }
+    attributes
+}
+
+/// The `.zarray` of an array in the v2 view: the same chunks and bytes as the v3 view, with
+/// numcodecs' zstd as the compressor (text: `|O` objects with the `vlen-utf8` filter, which
+/// frames them as the v3 codec does).
+pub fn v2_array_document(meta: &ArrayMetadata, chunk_shape: &[u64]) -> Value {
+    let filters = if meta.data_type.is_variable() { json!([{"id": "vlen-utf8"}]) } else { Value::Null };
+    json!({
+        "zarr_format": 2,
+        "shape": meta.shape,
+        "chunks": chunk_shape,
+        "dtype": meta.data_type.npy_descr(),
+        "compressor": {"id": "zstd", "level": 0},
+        "fill_value": fill_json(meta.data_type, &meta.fill_value, Flavor::V2),
+        "order": "C",
+        "filters": filters,
+        "dimension_separator": "/",
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fill_values_in_both_flavors() {
+        assert_eq!(fill_json(DataType::Float32, &0x7fc0_0000u32.to_le_bytes(), Flavor::V3), json!("NaN"));
+        assert_eq!(fill_json(DataType::Float32, &0x7fc0_0001u32.to_le_bytes(), Flavor::V3), json!("0x7fc00001"));
+        assert_eq!(fill_json(DataType::Float32, &0x7fc0_0001u32.to_le_bytes(), Flavor::V2), json!("NaN"));
+        assert_eq!(fill_json(DataType::Float16, &half::f16::INFINITY.to_le_bytes(), Flavor::V3), json!("Infinity"));
+        assert_eq!(fill_json(DataType::Float64, &1.5f64.to_le_bytes(), Flavor::V3), json!(1.5));
+        assert_eq!(fill_json(DataType::Int8, &[0xff], Flavor::V3), json!(-1));
+        assert_eq!(fill_json(DataType::UInt64, &u64::MAX.to_le_bytes(), Flavor::V3), json!(u64::MAX));
+        let mut c = 1f32.to_le_bytes().to_vec();
+        c.extend(f32::NEG_INFINITY.to_le_bytes());
+        assert_eq!(fill_json(DataType::Complex64, &c, Flavor::V2), json!([1.0, "-Infinity"]));
+        assert_eq!(fill_json(DataType::Bool, &[1], Flavor::V3), json!(true));
+    }
+
+    #[test]
+    fn chunk_keys_name_an_array_and_its_coordinates() {
+        let meta = |shape: Vec<u64>| {
+            let doc = json!({"zarr_format": 3, "node_type": "array", "shape": shape, "data_type": "uint8",
+                "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": vec![1u64; shape.len()]}},
+                "chunk_key_encoding": {"name": "default"}, "fill_value": 0, "codecs": [{"name": "bytes"}]});
+            let crate::zarr::metadata::Node::Array(m) = crate::zarr::metadata::Node::from_value(doc).unwrap() else {
+                panic!()
+            };
+            m
+        };
+        let mut tree = ViewTree::default();
+        tree.insert("a/b".into(), ViewNode::Array { meta: meta(vec![4, 4]), chunk_shape: vec![1, 1] });
+        tree.insert("s".into(), ViewNode::Array { meta: meta(vec![]), chunk_shape: vec![] });
+        assert!(matches!(tree.nodes.get("a"), Some(ViewNode::Group(_))), "implicit parents become groups");
+        assert!(matches!(tree.nodes.get(""), Some(ViewNode::Group(_))));
+        assert_eq!(tree.chunk("a/b/c/1/2", Flavor::V3), Some(("a/b", vec![1, 2])));
+        assert_eq!(tree.chunk("a/b/1/2", Flavor::V2), Some(("a/b", vec![1, 2])));
+        assert_eq!(tree.chunk("s/c", Flavor::V3), Some(("s", vec![])));
+        assert_eq!(tree.chunk("s/0", Flavor::V2), Some(("s", vec![])));
+        assert_eq!(tree.chunk("a/b/c/1", Flavor::V3), None);
+        assert_eq!(tree.chunk("a/b/c/1/+2", Flavor::V3), None);
+        assert_eq!(tree.children(""), ["a", "s"]);
+        let root = tree.v3_document("").unwrap();
+        let keys: Vec<&String> = root["consolidated_metadata"]["metadata"].as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["a", "a/b", "s"], "every node below the root");
+    }
+}

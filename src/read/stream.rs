@@ -1,0 +1,153 @@
+//! Streamed reads: large outputs sent band by band as they are assembled, with shards of a
+//! sharded array fetched a row at a time ahead of the band being decoded, so the first
+//! byte leaves after one storage round trip, not all of them.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+
+use crate::ops::budget::Reservation;
+use crate::read::assemble::Assembly;
+use crate::read::error::ReadError;
+use crate::read::fetch::{FETCH_FAN_OUT, Fetch, Ledger};
+use crate::read::indexer::{Part, Walk};
+use crate::read::plan::{Layout, rows};
+use crate::read::reader::{ArrayReader, Decoded, ReadOutput};
+use crate::zarr::codec::ShardingCodec;
+
+/// Bands to assemble, and the memory held for them (their fetched bytes) until the last
+/// one is done.
+pub(super) struct Group {
+    pub(super) assembly: Assembly,
+    pub(super) _reservation: Reservation,
+}
+
+/// Rows of shards a pipelined read fetches ahead of the one being decoded.
+const PREFETCH_ROWS: usize = 2;
+
+impl ArrayReader {
+    /// A streamed read of a sharded array, fetching overlapped with decoding and sending:
+    /// shards are fetched a row of shards at a time ([`PREFETCH_ROWS`] rows ahead), and
+    /// each row's bands are decoded and sent while the next rows are read, instead of
+    /// reading every shard before the first byte (the difference between one storage
+    /// round trip and all of them before the response starts, over S3).
+    ///
+    /// The response's validators are the shards' index versions, known before any chunk
+    /// is read (from the index cache, or read now); a shard found rewritten when its row
+    /// is read ends the body with an error rather than mixing versions under one `ETag`.
+    pub(super) async fn read_pipelined(
+        &self,
+        sharding: &ShardingCodec,
+        walk: &Walk,
+        layout: Layout,
+        reservation: Reservation,
+        in_flight: usize,
+        assembly_estimate: usize,
+    ) -> Result<ReadOutput, ReadError> {
+        let parts: Vec<Part> = walk.parts().collect();
+        let versions = self.versions_of(parts.iter().map(|p| p.coords.clone()).collect()).await?;
+        let expected: Arc<std::collections::HashMap<String, String>> = Arc::new(versions.iter().cloned().collect());
+        let (reader, sharding) = (self.clone(), sharding.clone());
+        let groups = futures::stream::iter(rows(parts))
+            .map(move |row| {
+                let (reader, sharding, layout, expected) =
+                    (reader.clone(), sharding.clone(), layout.clone(), Arc::clone(&expected));
+                async move { reader.fetch_group(&sharding, row, layout, &expected, in_flight, assembly_estimate).await }
+            })
+            .buffered(PREFETCH_ROWS);
+        let data = Decoded::Bands(self.stream_bands(groups, reservation, in_flight));
+        Ok(ReadOutput { data, reservation: Reservation::default(), versions })
+    }
+
+    /// Fetches one row of shards for [`Self::read_pipelined`] and cuts it into bands,
+    /// with the memory its bytes and bands need beyond the up-front estimate.
+    pub(super) async fn fetch_group(
+        &self,
+        sharding: &ShardingCodec,
+        row: Vec<Part>,
+        layout: Layout,
+        expected: &std::collections::HashMap<String, String>,
+        in_flight: usize,
+        assembly_estimate: usize,
+    ) -> Result<Group, ReadError> {
+        let ledger = Ledger::default();
+        let steps = &layout.steps;
+        let fetched: Vec<Fetch> = futures::stream::iter(row)
+            .map(|part| self.fetch_inner_chunks(sharding, part, steps, &ledger))
+            .buffer_unordered(FETCH_FAN_OUT)
+            .try_collect()
+            .await?;
+        let mut jobs = Vec::new();
+        for f in fetched {
+            if expected.get(&f.key) != Some(&f.version) {
+                return Err(ReadError::Changed { key: f.key });
+            }
+            jobs.extend(f.jobs);
+        }
+        let mut reservation = ledger.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let assembly = Assembly::new(Arc::clone(&self.meta), layout, jobs);
+        let band_max = assembly.bands.iter().map(|b| assembly.band_bytes(b)).max().unwrap_or(0);
+        reservation.merge(self.budget.reserve((band_max * in_flight).saturating_sub(assembly_estimate) as u64).await?);
+        Ok(Group { assembly, _reservation: reservation })
+    }
+
+    /// Assembles the bands of `groups` in order, `in_flight` at a time, each sent as soon
+    /// as it and those before it are done. A consumer that takes no band for
+    /// `stream_idle` (a stalled client) or goes away ends the work, and the reservation
+    /// is given back.
+    pub(super) fn stream_bands<S>(
+        &self,
+        groups: S,
+        reservation: Reservation,
+        in_flight: usize,
+    ) -> tokio::sync::mpsc::Receiver<Result<Bytes, ReadError>>
+    where
+        S: futures::Stream<Item = Result<Group, ReadError>> + Send + 'static,
+    {
+        let (tx, rx) = tokio::sync::mpsc::channel(1);
+        let (cache, idle) = (self.chunks.clone(), self.stream_idle);
+        let task = async move {
+            let _reservation = reservation;
+            let mut bands = std::pin::pin!(
+                groups
+                    .map_ok(|group| {
+                        let group = Arc::new(group);
+                        futures::stream::iter(0..group.assembly.bands.len()).map(move |b| Ok((Arc::clone(&group), b)))
+                    })
+                    .try_flatten()
+                    .map(|item: Result<(Arc<Group>, usize), ReadError>| async move {
+                        let (group, b) = item?;
+                        crate::ops::cpu::run(move || {
+                            let assembly = &group.assembly;
+                            let band = &assembly.bands[b];
+                            let mut buf = vec![0u8; assembly.band_bytes(band)];
+                            let fresh = assembly.fill_band(band, &mut buf)?;
+                            Ok::<_, ReadError>((Bytes::from(buf), fresh))
+                        })
+                        .await
+                        .map_err(ReadError::Task)?
+                    })
+                    .buffered(in_flight)
+            );
+            while let Some(done) = bands.next().await {
+                let item = match done {
+                    Ok((bytes, fresh)) => {
+                        for (chunk, key) in fresh {
+                            cache.insert(key, chunk).await;
+                        }
+                        Ok(bytes)
+                    }
+                    Err(e) => Err(e),
+                };
+                let failed = item.is_err();
+                if !matches!(tokio::time::timeout(idle, tx.send(item)).await, Ok(Ok(()))) || failed {
+                    return;
+                }
+            }
+        };
+        // In the request's span: a panic while assembling is logged with its request id.
+        tokio::spawn(tracing::Instrument::in_current_span(task));
+        rx
+    }
+}
