@@ -30,19 +30,21 @@ use std::sync::Arc;
 use object_store::ObjectStoreExt;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::catalog::open_url;
-use crate::compat::{Flavor, fill_json, v3_codecs};
 use crate::error::{Error, Result};
 use crate::images::render::Reducer;
 use crate::read::selection::DimSelection;
 use crate::read::{ArrayReader, ReadError};
 use crate::store::Store;
-use crate::zarr::data_type::DataType;
 
-/// Inner chunks per shard along each of the last two dimensions.
-const SHARD_TILES: u64 = 4;
+mod metadata;
+mod shard;
+
+use metadata::{level_metadata, multiscale};
+pub use shard::{SHARD_TILES, ShardGeometry, element_bytes, encode_shard};
+
 /// The largest `--tile-size`: a shard is then 4096 × 4096 elements, whose working copy
 /// (16 bytes an element while averaging) is 256 MiB.
 pub const MAX_TILE: u64 = 1024;
@@ -214,105 +216,6 @@ async fn put(out: &Store, key: &str, bytes: Vec<u8>) -> Result<()> {
     Ok(())
 }
 
-/// The OME-NGFF axes: the source's dimension names when it has distinct ones, else
-/// `dim_i` for leading dimensions and `y`, `x`; types where the name says it.
-fn axes(source: &ArrayReader) -> Vec<Value> {
-    let rank = source.meta.shape.len();
-    let given: Option<Vec<String>> =
-        source.meta.dimension_names.as_ref().and_then(|names| names.iter().cloned().collect());
-    let distinct = given
-        .filter(|n| n.len() == rank && n.iter().all(|a| !a.is_empty() && n.iter().filter(|b| *b == a).count() == 1));
-    let names = distinct.unwrap_or_else(|| {
-        let mut n: Vec<String> = (0..rank - 2).map(|i| format!("dim_{i}")).collect();
-        n.extend(["y".into(), "x".into()]);
-        n
-    });
-    names
-        .into_iter()
-        .enumerate()
-        .map(|(i, name)| {
-            let kind = if i >= rank - 2 {
-                Some("space")
-            } else {
-                match name.as_str() {
-                    "t" | "time" => Some("time"),
-                    "c" | "channel" => Some("channel"),
-                    "z" => Some("space"),
-                    _ => None,
-                }
-            };
-            match kind {
-                Some(kind) => json!({"name": name, "type": kind}),
-                None => json!({"name": name}),
-            }
-        })
-        .collect()
-}
-
-/// The `multiscales` entry: level `k` scaled by `2^k` along the last two axes, and shifted
-/// by `(2^k - 1) / 2` so its pixel centres sit at the centres of the blocks they average.
-fn multiscale(source: &ArrayReader, name: &str, top: u32) -> Value {
-    let rank = source.meta.shape.len();
-    let datasets: Vec<Value> = (0..=top)
-        .map(|k| {
-            let f = 2f64.powi(k as i32);
-            let mut scale = vec![1.0; rank];
-            let mut translation = vec![0.0; rank];
-            for d in rank - 2..rank {
-                scale[d] = f;
-                translation[d] = (f - 1.0) / 2.0;
-            }
-            let mut transforms = vec![json!({"type": "scale", "scale": scale})];
-            if k > 0 {
-                transforms.push(json!({"type": "translation", "translation": translation}));
-            }
-            json!({"path": k.to_string(), "coordinateTransformations": transforms})
-        })
-        .collect();
-    json!({
-        "name": name,
-        "axes": axes(source),
-        "datasets": datasets,
-        "type": "mean",
-        "metadata": {
-            "method": "zarrd overviews",
-            "version": env!("CARGO_PKG_VERSION"),
-            "description": "each element of level k is the mean of the valid values (neither fill nor NaN) of its 2^k x 2^k block of level 0; partial blocks at odd edges average what they hold; integers are rounded half to even; a block without valid values is the fill value",
-        },
-    })
-}
-
-fn level_metadata(source: &ArrayReader, shape: &[u64], tile: u64) -> Value {
-    let meta = &source.meta;
-    let rank = shape.len();
-    let mut inner = vec![1u64; rank];
-    inner[rank - 2] = tile;
-    inner[rank - 1] = tile;
-    let shard: Vec<u64> =
-        inner.iter().enumerate().map(|(d, &e)| if d >= rank - 2 { e * SHARD_TILES } else { e }).collect();
-    let names: Vec<Value> = axes(source).into_iter().map(|a| a["name"].clone()).collect();
-    json!({
-        "zarr_format": 3,
-        "node_type": "array",
-        "shape": shape,
-        "data_type": meta.data_type.name(),
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": shard}},
-        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-        "fill_value": fill_json(meta.data_type, &meta.fill_value, Flavor::V3),
-        "codecs": [{
-            "name": "sharding_indexed",
-            "configuration": {
-                "chunk_shape": inner,
-                "codecs": v3_codecs(meta.data_type),
-                "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
-                "index_location": "end",
-            },
-        }],
-        "dimension_names": names,
-        "attributes": {},
-    })
-}
-
 /// Rows `rows`, columns `cols` of level `k` of the plane at leading indices `plane`, as
 /// little-endian elements of the source's type.
 ///
@@ -416,86 +319,6 @@ async fn level_region(
     Ok(out)
 }
 
-/// Appends `v` (a mean of valid values) as a little-endian element of `data_type`:
-/// integers rounded half to even and clamped to the type's range.
-pub fn element_bytes(v: f64, data_type: DataType, out: &mut Vec<u8>) {
-    let int = |lo: f64, hi: f64| v.round_ties_even().clamp(lo, hi);
-    match data_type {
-        DataType::Bool => out.push(u8::from(int(0.0, 1.0) >= 1.0)),
-        DataType::Int8 => out.extend((int(-128.0, 127.0) as i8).to_le_bytes()),
-        DataType::Int16 => out.extend((int(-32768.0, 32767.0) as i16).to_le_bytes()),
-        DataType::Int32 => out.extend((int(f64::from(i32::MIN), f64::from(i32::MAX)) as i32).to_le_bytes()),
-        DataType::Int64 => out.extend((int(i64::MIN as f64, i64::MAX as f64) as i64).to_le_bytes()),
-        DataType::UInt8 => out.push(int(0.0, 255.0) as u8),
-        DataType::UInt16 => out.extend((int(0.0, 65535.0) as u16).to_le_bytes()),
-        DataType::UInt32 => out.extend((int(0.0, f64::from(u32::MAX)) as u32).to_le_bytes()),
-        DataType::UInt64 => out.extend((int(0.0, u64::MAX as f64) as u64).to_le_bytes()),
-        DataType::Float16 => out.extend(half::f16::from_f64(v).to_le_bytes()),
-        DataType::Float32 => out.extend((v as f32).to_le_bytes()),
-        DataType::Float64 => out.extend(v.to_le_bytes()),
-        // Refused before any read.
-        DataType::Complex64 | DataType::Complex128 | DataType::String => {}
-    }
-}
-
-/// The extent of one shard's data: `rows` × `cols` elements (at most four tiles on a
-/// side; fewer at the array's edge), cut into `tile` × `tile` inner chunks.
-#[derive(Debug, Clone, Copy)]
-pub struct ShardGeometry {
-    pub rows: u64,
-    pub cols: u64,
-    pub tile: u64,
-}
-
-/// One shard: its inner chunks in C order, each padded to a whole tile with `fill`, coded
-/// with `bytes` + `zstd`, then the index (`offset`, `nbytes` little-endian u64 pairs;
-/// `2^64 - 1` twice for an inner chunk holding only fill, which is not stored) and its
-/// `crc32c`. `None` when every inner chunk holds only fill.
-pub fn encode_shard(values: &[u8], g: ShardGeometry, fill: &[u8]) -> Result<Option<Vec<u8>>> {
-    let item = fill.len();
-    let t = g.tile as usize;
-    let (rows, cols) = (g.rows as usize, g.cols as usize);
-    let per_side = SHARD_TILES as usize;
-    let mut data = Vec::new();
-    let mut index = Vec::with_capacity(per_side * per_side * 16 + 4);
-    let mut tile = vec![0u8; t * t * item];
-    let mut any = false;
-    for cy in 0..per_side {
-        for cx in 0..per_side {
-            let (r0, c0) = (cy * t, cx * t);
-            let mut only_fill = true;
-            if r0 < rows && c0 < cols {
-                for (dst, src) in tile.chunks_exact_mut(item).zip(std::iter::repeat(fill)) {
-                    dst.copy_from_slice(src);
-                }
-                let w = (cols - c0).min(t);
-                for r in 0..(rows - r0).min(t) {
-                    let from = ((r0 + r) * cols + c0) * item;
-                    tile[r * t * item..(r * t + w) * item].copy_from_slice(&values[from..from + w * item]);
-                }
-                only_fill = tile.chunks_exact(item).all(|e| e == fill);
-            }
-            if only_fill {
-                index.extend(u64::MAX.to_le_bytes());
-                index.extend(u64::MAX.to_le_bytes());
-                continue;
-            }
-            let coded = zstd::bulk::compress(&tile, 0).map_err(|e| Error::Internal(format!("zstd: {e}")))?;
-            index.extend((data.len() as u64).to_le_bytes());
-            index.extend((coded.len() as u64).to_le_bytes());
-            data.extend_from_slice(&coded);
-            any = true;
-        }
-    }
-    if !any {
-        return Ok(None);
-    }
-    let crc = crc32c::crc32c(&index);
-    index.extend(crc.to_le_bytes());
-    data.extend_from_slice(&index);
-    Ok(Some(data))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -506,44 +329,5 @@ mod tests {
         assert_eq!(coarsest_level(256, 10, 256), 0);
         assert_eq!(coarsest_level(257, 10, 256), 1);
         assert_eq!(coarsest_level(6, 5, 4), 1);
-    }
-
-    #[test]
-    fn integers_round_half_to_even_and_clamp() {
-        let bytes = |v: f64, t: DataType| {
-            let mut out = Vec::new();
-            element_bytes(v, t, &mut out);
-            out
-        };
-        assert_eq!(bytes(2.5, DataType::UInt8), [2]);
-        assert_eq!(bytes(3.5, DataType::UInt8), [4]);
-        assert_eq!(bytes(-0.5, DataType::Int8), [0]);
-        assert_eq!(bytes(300.0, DataType::UInt8), [255]);
-        assert_eq!(bytes(2.0 / 3.0, DataType::Float32), (2.0f32 / 3.0).to_le_bytes());
-    }
-
-    #[test]
-    fn shards_skip_fill_only_chunks_and_end_with_a_checked_index() {
-        // 5 x 3 uint8 values, tile 2: inner chunks (0,0), (0,1), (1,0)... of a 4 x 4 grid.
-        let mut values = vec![0u8; 15];
-        values[0] = 7; // chunk (0, 0)
-        values[14] = 9; // row 4, column 2: chunk (2, 1)
-        let shard = encode_shard(&values, ShardGeometry { rows: 5, cols: 3, tile: 2 }, &[0]).unwrap().unwrap();
-        let index = &shard[shard.len() - 16 * 16 - 4..];
-        let (entries, crc) = index.split_at(16 * 16);
-        assert_eq!(crc, crc32c::crc32c(entries).to_le_bytes());
-        let entry = |i: usize| {
-            let e = &entries[i * 16..i * 16 + 16];
-            (u64::from_le_bytes(e[..8].try_into().unwrap()), u64::from_le_bytes(e[8..].try_into().unwrap()))
-        };
-        let stored: Vec<usize> = (0..16).filter(|&i| entry(i).0 != u64::MAX).collect();
-        assert_eq!(stored, [0, 9]);
-        let chunk = |i: usize| {
-            let (o, n) = entry(i);
-            zstd::bulk::decompress(&shard[o as usize..(o + n) as usize], 4).unwrap()
-        };
-        assert_eq!(chunk(0), [7, 0, 0, 0]);
-        assert_eq!(chunk(9), [9, 0, 0, 0]);
-        assert!(encode_shard(&[0; 15], ShardGeometry { rows: 5, cols: 3, tile: 2 }, &[0]).unwrap().is_none());
     }
 }
