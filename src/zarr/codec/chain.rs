@@ -38,6 +38,17 @@ pub struct CodecChain {
 }
 
 impl CodecChain {
+    /// The shape each array→array codec decodes to, outermost first: the chunk's shape,
+    /// then as each transpose leaves it.
+    fn decoded_shapes(&self, shape: &[u64]) -> Vec<Vec<u64>> {
+        let mut shapes = vec![shape.to_vec()];
+        for c in &self.array_to_array {
+            let ArrayToArray::Transpose(t) = c;
+            shapes.push(t.encoded_shape(shapes.last().map_or(shape, Vec::as_slice)));
+        }
+        shapes
+    }
+
     /// Whether every codec decodes at hundreds of MB/s or more, so a small chunk may be
     /// decoded without leaving the async task. Not gzip, zlib, bz2 or lzma (tens of MB/s),
     /// not blosc (its inner compressor may be zlib), not nested sharding.
@@ -212,12 +223,7 @@ impl CodecChain {
             ArrayToBytes::VlenUtf8 => Vec::new(),
         };
 
-        let mut shapes = vec![shape.to_vec()];
-        for c in &self.array_to_array {
-            let ArrayToArray::Transpose(t) = c;
-            shapes.push(t.encoded_shape(shapes.last().map_or(shape, Vec::as_slice)));
-        }
-        for (c, decoded_shape) in self.array_to_array.iter().zip(&shapes).rev() {
+        for (c, decoded_shape) in self.array_to_array.iter().zip(&self.decoded_shapes(shape)).rev() {
             let ArrayToArray::Transpose(t) = c;
             array = t.decode(&array, decoded_shape, data_type.size());
         }
@@ -330,12 +336,7 @@ impl CodecChain {
         };
         let mut strings = vlen::decode(framed, elements)?;
         // A transpose permutes elements: move the (start, end) spans as 8-byte items.
-        let mut shapes = vec![shape.to_vec()];
-        for c in &self.array_to_array {
-            let ArrayToArray::Transpose(t) = c;
-            shapes.push(t.encoded_shape(shapes.last().map_or(shape, Vec::as_slice)));
-        }
-        for (c, decoded_shape) in self.array_to_array.iter().zip(&shapes).rev() {
+        for (c, decoded_shape) in self.array_to_array.iter().zip(&self.decoded_shapes(shape)).rev() {
             let ArrayToArray::Transpose(t) = c;
             let packed: Vec<u8> =
                 strings.spans.iter().flat_map(|&(a, b)| (u64::from(a) | (u64::from(b) << 32)).to_le_bytes()).collect();
