@@ -5,6 +5,7 @@
 //!   declaring a child (`mod x;`) is not a reference. Test modules are left out.
 //! - **Leaf modules** (errors, JSON helpers, data types, the CPU pool, metrics) refer to no
 //!   other module of the crate but the leaves listed with them.
+//! - **Parts in layers**: the top-level modules import no cycle either.
 //! - **Small files**: no source file over [`MAX_LINES`] lines.
 //!
 //! The module graph is read from the source text: a path is resolved to the longest prefix
@@ -353,6 +354,21 @@ fn modules_import_no_cycle() {
         })
         .collect();
     assert!(found.is_empty(), "import cycles:\n  {}", describe.join("\n  ---\n  "));
+}
+
+/// The parts (top-level modules: `http`, `read`, `zarr`…) import no cycle either: the
+/// layers of docs/ARCHITECTURE.md.
+#[test]
+fn parts_import_no_cycle() {
+    let part = |m: &str| m.split('/').next().unwrap_or(m).to_owned();
+    let mut parts: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (module, targets) in graph().edges {
+        let from = part(&module);
+        let entry = parts.entry(from.clone()).or_default();
+        entry.extend(targets.iter().map(|t| part(t)).filter(|t| *t != from));
+    }
+    let found = cycles(&parts);
+    assert!(found.is_empty(), "the parts import a cycle: {found:?} ({parts:?})");
 }
 
 #[test]
