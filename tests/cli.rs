@@ -22,9 +22,13 @@ fn free_port() -> u16 {
 
 /// One HTTP/1.1 GET over a plain socket: (status, body).
 fn http_get(port: u16, path: &str) -> std::io::Result<(u16, String)> {
+    http_request(port, "GET", path)
+}
+
+fn http_request(port: u16, method: &str, path: &str) -> std::io::Result<(u16, String)> {
     let mut s = TcpStream::connect(("127.0.0.1", port))?;
     s.set_read_timeout(Some(Duration::from_secs(30)))?;
-    write!(s, "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")?;
+    write!(s, "{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")?;
     let mut raw = Vec::new();
     s.read_to_end(&mut raw)?;
     let text = String::from_utf8_lossy(&raw).into_owned();
@@ -374,6 +378,7 @@ fn access_log_and_metrics_count_the_bytes_sent() {
     assert_eq!((status, body.len()), (200, expected.len()));
     let sent = metric(server.port, "zarrd_http_response_bytes_total{route=\"/zarr\"} ");
     assert_eq!(sent as usize, expected.len());
+    assert_eq!(http_request(server.port, "HEAD", "/zarr/sample/no/such/key").unwrap().0, 404);
     server.terminate();
     assert!(server.wait_exit(Duration::from_secs(10)).is_some_and(|s| s.success()));
     let logs = server.logs();
@@ -381,6 +386,11 @@ fn access_log_and_metrics_count_the_bytes_sent() {
     let entry: serde_json::Value = serde_json::from_str(line).unwrap();
     assert_eq!(entry["bytes"], expected.len(), "{entry}");
     assert_eq!(entry["complete"], true, "{entry}");
+    // A HEAD is whole once its headers are sent, a 404 too; the route is the matched one.
+    let head = logs.lines().find(|l| l.contains("HEAD /zarr/sample/no/such/key")).unwrap_or_else(|| panic!("{logs}"));
+    let entry: serde_json::Value = serde_json::from_str(head).unwrap();
+    assert_eq!((entry["status"].as_u64(), entry["complete"].as_bool()), (Some(404), Some(true)), "{entry}");
+    assert_eq!(entry["route"], "/zarr", "{entry}");
 }
 
 /// Peak resident memory of a process, from `/proc` (Linux).
