@@ -141,15 +141,19 @@ pub fn cache_control(config: &Config, any_missing: bool) -> Cow<'_, str> {
     Cow::Owned(directives.join(", "))
 }
 
-/// Whether `If-None-Match` matches `etag` (weak comparison, as RFC 9110 asks for GET).
+/// Whether the entity-tag list in header `name` (`If-Match`, `If-None-Match`; every line of
+/// it) names `etag` or is `*`, by weak comparison as RFC 9110 asks for GET; `None` when the
+/// request has no such header.
+pub fn tags_match(headers: &HeaderMap, name: &header::HeaderName, etag: &str) -> Option<bool> {
+    let mut lists = headers.get_all(name).iter().filter_map(|v| v.to_str().ok()).peekable();
+    lists.peek()?;
+    let etag = etag.trim_start_matches("W/");
+    Some(lists.flat_map(|v| v.split(',')).map(str::trim).any(|tag| tag == "*" || tag.trim_start_matches("W/") == etag))
+}
+
+/// Whether `If-None-Match` matches `etag`.
 pub fn not_modified(headers: &HeaderMap, etag: &str) -> bool {
-    headers
-        .get_all(header::IF_NONE_MATCH)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(str::trim)
-        .any(|tag| tag == "*" || tag.trim_start_matches("W/") == etag)
+    tags_match(headers, &header::IF_NONE_MATCH, etag) == Some(true)
 }
 
 /// Adds `ETag` and `Cache-Control`.
@@ -175,12 +179,7 @@ pub fn ranged(
     cache_control: &str,
     no_compress: bool,
 ) -> Result<Response> {
-    let matches = |name: header::HeaderName| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(|list| list.split(',').map(str::trim).any(|t| t == "*" || t.trim_start_matches("W/") == etag))
-    };
+    let matches = |name: header::HeaderName| tags_match(headers, &name, etag);
     let set = |response: &mut Response| {
         let h = response.headers_mut();
         if let Ok(v) = HeaderValue::from_str(etag) {

@@ -11,7 +11,7 @@ use futures::StreamExt;
 use object_store::{GetOptions, ObjectMeta};
 
 use crate::error::{Error, Result};
-use crate::http::conditional::ByteRange;
+use crate::http::conditional::{ByteRange, tags_match};
 use crate::http::listing::{self, Entry};
 use crate::http::middleware::NoCompress;
 use crate::http::state::AppState;
@@ -108,16 +108,12 @@ fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-fn tag_list_matches(list: &str, etag: &str) -> bool {
-    list.split(',').map(str::trim).any(|t| t == "*" || t.trim_start_matches("W/") == etag.trim_start_matches("W/"))
-}
-
 /// RFC 9110 §13.2.2: the status a precondition forces, if any.
 fn precondition(headers: &HeaderMap, meta: &ObjectMeta, etag: &str) -> Option<StatusCode> {
     // Dates in HTTP have one-second resolution.
     let modified = meta.last_modified.timestamp();
-    if let Some(list) = header_str(headers, header::IF_MATCH) {
-        if !tag_list_matches(list, etag) {
+    if let Some(matches) = tags_match(headers, &header::IF_MATCH, etag) {
+        if !matches {
             return Some(StatusCode::PRECONDITION_FAILED);
         }
     } else if let Some(since) = header_str(headers, header::IF_UNMODIFIED_SINCE).and_then(parse_http_date)
@@ -125,8 +121,8 @@ fn precondition(headers: &HeaderMap, meta: &ObjectMeta, etag: &str) -> Option<St
     {
         return Some(StatusCode::PRECONDITION_FAILED);
     }
-    if let Some(list) = header_str(headers, header::IF_NONE_MATCH) {
-        if tag_list_matches(list, etag) {
+    if let Some(matches) = tags_match(headers, &header::IF_NONE_MATCH, etag) {
+        if matches {
             return Some(StatusCode::NOT_MODIFIED);
         }
     } else if let Some(since) = header_str(headers, header::IF_MODIFIED_SINCE).and_then(parse_http_date)
