@@ -51,3 +51,9 @@ for _ in $(seq 50); do curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null && b
 
 NODE_PATH=$NPM_DIR/node_modules EXPECTED=$EXPECTED SHOT=$SHOT \
     timeout 150 node .ci/browser.cjs "http://127.0.0.1:$PORT"
+# A panic is a bug even when it was answered 500 or cut a body.
+if grep -q 'zarrd::panic' "${TMPDIR:-/tmp}/zarrd-browser.log"; then
+    grep -m1 -A2 'zarrd::panic' "${TMPDIR:-/tmp}/zarrd-browser.log" >&2
+    echo "browser.sh: zarrd logged a panic" >&2
+    exit 1
+fi

@@ -249,6 +249,13 @@ ok=1
 if [[ $EXPECT_FAILURES != 1 ]]; then
     ((failed == 0)) || ok=0
 fi
+# A panic is a bug even when it was answered 500 or cut a body.
+for i in 1 2 3; do
+    if grep -q 'zarrd::panic' "$STATE/zarrd-$i.log" 2>/dev/null; then
+        log "replica $i logged a panic: $(grep -m1 -A2 'zarrd::panic' "$STATE/zarrd-$i.log")"
+        ok=0
+    fi
+done
 if [[ $KILL == 1 && $term_exit != "exit 0" ]]; then
     log "the SIGTERMed replica did not drain and exit 0: $term_exit"
     ok=0
