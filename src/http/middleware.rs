@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{HeaderName, HeaderValue, Method, header};
 use axum::middleware::{Next, from_fn, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
@@ -166,18 +166,6 @@ async fn guard_requests(State(guard): State<Arc<Guard>>, request: Request, next:
     }
 }
 
-/// The route label of metrics and logs: the literal part of the route the router matched
-/// (`/v1/slice/{ds}/{*path}` → `/v1/slice`, `/compat/v3/{ds}/{*key}` → `/compat/v3`, `/` →
-/// `/`), so every route has its own name without a list kept beside the router; `other`
-/// for requests that matched no route. Bounded: there are as many labels as routes.
-fn route_label(matched: Option<&MatchedPath>) -> String {
-    let Some(matched) = matched else { return "other".to_owned() };
-    let path = matched.as_str();
-    let literal = path.find('{').map_or(path, |at| &path[..at]);
-    let trimmed = literal.trim_end_matches('/');
-    if trimmed.is_empty() { "/".to_owned() } else { trimmed.to_owned() }
-}
-
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// The process id, asked once: `std::process::id()` is a system call every time.
 static PROCESS_ID: std::sync::LazyLock<u32> = std::sync::LazyLock::new(std::process::id);
@@ -201,7 +189,7 @@ async fn observe(mut request: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
-    let route = route_label(request.extensions().get::<MatchedPath>());
+    let route = crate::http::route::label(&request).to_owned();
     let id_header = HeaderValue::from_str(&id).ok();
     if let Some(v) = &id_header {
         request.headers_mut().insert(REQUEST_ID, v.clone());
@@ -247,47 +235,4 @@ async fn observe(mut request: Request, next: Next) -> Response {
             });
         })
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn route_labels_come_from_the_matched_route() {
-        use axum::routing::get;
-        use tower::ServiceExt;
-        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let record = {
-            let seen = Arc::clone(&seen);
-            move |request: Request, next: Next| {
-                let seen = Arc::clone(&seen);
-                async move {
-                    seen.lock().unwrap().push(route_label(request.extensions().get::<MatchedPath>()));
-                    next.run(request).await
-                }
-            }
-        };
-        let app = Router::new()
-            .route("/", get(|| async { "" }))
-            .route("/healthz", get(|| async { "" }))
-            .route("/v1/slice/{ds}/{*path}", get(|| async { "" }))
-            .route("/compat/v3/{ds}/{*key}", get(|| async { "" }))
-            .route("/iiif/3/{identifier}/info.json", get(|| async { "" }))
-            .route("/zarr/{ds}/", get(|| async { "" }))
-            .layer(from_fn(record));
-        for uri in [
-            "/",
-            "/healthz",
-            "/v1/slice/sample/climate/t2m",
-            "/compat/v3/s/a/c/0",
-            "/iiif/3/x/info.json",
-            "/zarr/s/",
-            "/nope/x",
-        ] {
-            let request = axum::http::Request::get(uri).body(axum::body::Body::empty()).unwrap();
-            app.clone().oneshot(request).await.unwrap();
-        }
-        assert_eq!(*seen.lock().unwrap(), ["/", "/healthz", "/v1/slice", "/compat/v3", "/iiif/3", "/zarr", "other"],);
-    }
 }

@@ -11,6 +11,7 @@ pub mod extract;
 pub mod listing;
 pub mod middleware;
 pub mod responses;
+pub mod route;
 pub mod routes;
 pub mod server;
 pub mod state;

@@ -114,9 +114,10 @@ fn key(request: &Request) -> Option<Key> {
         return None;
     }
     let path = request.uri().path();
-    let data = ["/v1/slice/", "/v1/chunk/", "/iiif/", "/zarr/", "/compat/"].iter().any(|p| path.starts_with(p));
     let headers = request.headers();
-    if !data || PARTICULAR.iter().any(|h| headers.contains_key(h)) {
+    if !crate::http::route::reads_data(crate::http::route::label(request))
+        || PARTICULAR.iter().any(|h| headers.contains_key(h))
+    {
         return None;
     }
     Some(Key {
