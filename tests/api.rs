@@ -129,7 +129,7 @@ async fn etag_gives_304_and_changes_with_the_data() {
     assert_ne!(rewritten.header("etag"), etag);
 }
 
-/// Hot responses (`cache.response_*`, src/responses.rs): a repeated request is replayed
+/// Hot responses (`cache.response_*`, src/http/responses.rs): a repeated request is replayed
 /// without the read path, for at most `response_ttl_secs`; conditional requests and
 /// errors always go through.
 #[tokio::test]

@@ -12,7 +12,7 @@ use std::io::Read;
 use std::path::Path;
 
 /// Targets: the route family's small and large bodies. The large slices are streamed (over
-/// `zarr::read::STREAM_MIN_BYTES`, 4 MiB) in bands: the bodies that were cut off.
+/// `read::STREAM_MIN_BYTES`, 4 MiB) in bands: the bodies that were cut off.
 const TARGETS: &[&str] = &[
     "/v1/slice/sample/climate/t2m?s=0,0:8,0:8&format=npy",
     "/v1/slice/sample/climate/t2m?s=0:110&format=npy",

@@ -1,7 +1,8 @@
-//! The HTTP edge: the router ([`app`]) over thin route handlers (`routes`: parse,
-//! call, encode), the cross-cutting layers (`middleware`, `responses`), response bodies
-//! (`body`, `budget_body`) and formats (`encode`, `listing`), and the connection layer
-//! (`server`).
+//! The HTTP edge: the router ([`app`]) over thin route handlers (`routes`: parse with
+//! `extract`, call, encode), what they share (`state`), the cross-cutting layers
+//! (`middleware`, `responses`, route names in `route`), validators and conditional requests
+//! (`conditional`), response bodies (`body`, `budget_body`) and formats (`encode`,
+//! `listing`), and the connection layer (`server`).
 
 pub mod body;
 pub mod budget_body;

@@ -28,7 +28,7 @@ use moka::future::Cache;
 
 use crate::config::Config;
 
-/// The largest body kept. Larger reads are streamed (`zarr::read::STREAM_MIN_BYTES`) and
+/// The largest body kept. Larger reads are streamed (`read::STREAM_MIN_BYTES`) and
 /// rarely repeated at the rates where skipping the read path matters.
 pub const MAX_BODY: usize = 4 << 20;
 

@@ -3,14 +3,8 @@
 //! memory budget) → decode (`decode`) → assemble (`assemble`), whole or streamed
 //! (`stream`). [`ArrayReader::read`] here runs them; `strings` reads text arrays, `listing`
 //! lists chunks, `locate` finds one chunk's bytes.
-//!
-//! Shard indexes come from the [`ShardIndexCache`] (one suffix or prefix range per
-//! shard on a miss); the needed inner chunks of a shard are fetched together with one
-//! merged range read (with If-Match, so a rewritten shard is never mixed with its old
-//! index), or one at a time through the decoded-chunk cache when only a few are needed.
-//! Decoding and assembly run on the blocking pool in parallel bands of output rows,
-//! every element written once, in contiguous runs: by its chunk, or with the fill value
-//! for missing chunks and shards and empty inner chunks.
+//! Each stage's module says how it works; docs/ARCHITECTURE.md follows a request through
+//! them.
 
 mod assemble;
 pub mod cache;
