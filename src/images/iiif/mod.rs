@@ -2,8 +2,8 @@
 //! (<https://iiif.io/api/image/3.0/>) over any array of two or more numeric dimensions.
 //!
 //! [`grammar`] parses requests, [`source`] finds and reads the pixels (overview levels of
-//! OME-NGFF multiscales, banded area-averaged reduction), the shared renderer (`images::render`) turns values into
-//! PNG or JPEG. This module holds what is shared between requests: the value window of
+//! OME-NGFF multiscales, banded area-averaged reduction), the shared renderer
+//! (`images::render`) turns values into PNG or JPEG. This module holds what is shared between requests: the value window of
 //! each array version, computed once, and the rendered-image cache. No axum here: the HTTP
 //! edge is `http::routes::iiif`.
 
