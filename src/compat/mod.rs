@@ -18,8 +18,9 @@
 //!   are made, growing the last dimensions first (C order: a view chunk is then a few
 //!   contiguous runs of the array, and a plane of `[time, y, x]` data is one or a few
 //!   requests), each edge a multiple of the stored edge where that dimension is regular, so
-//!   a view chunk covers whole stored chunks; the server assembles each from any number of
-//!   stored chunks.
+//!   a view chunk covers whole stored chunks; the server assembles each from up to
+//!   `sizing::MAX_STORED_PER_VIEW_CHUNK` (4,096) stored chunks, so arrays of chunks of a
+//!   few bytes get view chunks below `chunk_bytes`.
 //! - `datasets.NAME.compat."PATH" = [..]` overrides the shape of one array.
 //! - Text arrays keep the read grid (regular) or the edge covering most of each rectilinear
 //!   dimension: their decoded size is unknown until read.

@@ -6,6 +6,13 @@ use crate::config::CompatConfig;
 use crate::zarr::chunk_grid::Dim;
 use crate::zarr::metadata::ArrayMetadata;
 
+/// The most read-grid chunks a grown view chunk holds (counted by the smallest one): each
+/// is a storage request or a range of one, a request may touch only
+/// `limits.max_chunks_per_request` (100,000 by default) of them, and thousands of requests
+/// to object storage for one view chunk would outlast the request timeout. Arrays of
+/// chunks this tiny get view chunks below `chunk_bytes`.
+pub const MAX_STORED_PER_VIEW_CHUNK: u64 = 4096;
+
 /// The view's chunk shape of an array (see the module docs for the rule).
 pub fn view_chunk_shape(meta: &ArrayMetadata, configured: Option<&[u64]>, sizing: &CompatConfig) -> Vec<u64> {
     if let Some(shape) = configured.filter(|s| s.len() == meta.shape.len() && s.iter().all(|&e| e > 0)) {
@@ -33,7 +40,14 @@ pub fn view_chunk_shape(meta: &ArrayMetadata, configured: Option<&[u64]>, sizing
     {
         return edges;
     }
-    grown(&meta.shape, &regular, (sizing.chunk_bytes / item).max(1))
+    // The smallest read chunk, in elements (the smallest edge of a rectilinear dimension).
+    let smallest: u64 = regular
+        .iter()
+        .zip(&meta.chunk_grid.dims)
+        .map(|(e, d)| e.unwrap_or_else(|| d.distinct_edges().into_iter().min().unwrap_or(1)).max(1))
+        .fold(1u64, u64::saturating_mul);
+    let target = (sizing.chunk_bytes / item).min(smallest.saturating_mul(MAX_STORED_PER_VIEW_CHUNK));
+    grown(&meta.shape, &regular, target.max(1))
 }
 
 /// View chunk edges of about `target` elements over an array of `shape`: the last
@@ -126,13 +140,19 @@ mod tests {
         assert_eq!(view_chunk_shape(&big, None, &sizing), [256, 256]);
         let huge = array(&[100_000, 100_000], "uint8", &regular(&[8192, 8192]), &bytes);
         assert_eq!(view_chunk_shape(&huge, None, &sizing), [8192, 8192]);
-        // A rectilinear grid of tiny edges (many_edges: 5,949 float32 in 3,000 chunks): one
-        // view chunk.
+        // A rectilinear grid of tiny edges (like many_edges: 4,950 float32 in 3,000 chunks of
+        // 1 to 451): two view chunks of at most 4,096 of the smallest chunks.
         let edges: Vec<u64> = (0..3000).map(|i| if i % 2 == 0 { 1 } else { 2 } + u64::from(i == 2999) * 450).collect();
         let n: u64 = edges.iter().sum();
         let grid = json!({"name": "rectilinear", "configuration": {"kind": "inline", "chunk_shapes": [edges]}});
         let many = array(&[n], "float32", &grid, &bytes);
-        assert_eq!(view_chunk_shape(&many, None, &sizing), [n]);
+        assert_eq!(view_chunk_shape(&many, None, &sizing), [MAX_STORED_PER_VIEW_CHUNK]);
+        let few = array(&[n], "float64", &regular(&[n]), &bytes);
+        assert_eq!(view_chunk_shape(&few, None, &sizing), [n], "one small stored chunk");
+        // Chunks of one byte: a view chunk holds at most MAX_STORED_PER_VIEW_CHUNK of them,
+        // within the per-request chunk limit.
+        let tiny = array(&[1_000_000], "uint8", &regular(&[1]), &bytes);
+        assert_eq!(view_chunk_shape(&tiny, None, &sizing), [MAX_STORED_PER_VIEW_CHUNK]);
         // A configured shape wins; 0-d arrays have no edges.
         assert_eq!(view_chunk_shape(&t2m, Some(&[1, 72, 144]), &sizing), [1, 72, 144]);
         assert_eq!(view_chunk_shape(&array(&[], "int8", &regular(&[]), &bytes), None, &sizing), Vec::<u64>::new());
