@@ -307,6 +307,59 @@ fn an_idle_flood_does_not_starve_healthz() {
     drop(flood);
 }
 
+/// At the connection cap a new client gets in: the connection idle the longest is closed
+/// to make room (as nginx does), oldest first, and the newest idle ones stay open.
+#[test]
+fn at_the_cap_the_longest_idle_connection_makes_room() {
+    let server = Server::start(&[("ZARRD__HTTP__MAX_CONNECTIONS", "8"), ("ZARRD__HTTP__KEEP_ALIVE_SECS", "600")]);
+    let mut held: Vec<TcpStream> = (0..8)
+        .map(|_| {
+            let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+            assert_eq!(keep_alive_get(&mut s, "/healthz"), 200);
+            std::thread::sleep(Duration::from_millis(20));
+            s
+        })
+        .collect();
+    for path in ["/healthz", "/v1/arrays/sample/climate/t2m"] {
+        let start = Instant::now();
+        let (status, body) = http_get(server.port, path).unwrap();
+        assert_eq!(status, 200, "{path}: {body}");
+        assert!(start.elapsed() < Duration::from_secs(1), "{path} answered after {:?}", start.elapsed());
+    }
+    for (i, s) in held.iter_mut().take(2).enumerate() {
+        closed_within(s, Duration::from_secs(2)).unwrap_or_else(|e| panic!("oldest idle connection {i}: {e}"));
+    }
+    assert_eq!(keep_alive_get(&mut held[7], "/healthz"), 200, "the newest idle connection stays open");
+    assert!(metric(server.port, "zarrd_connections_closed_for_room_total ") >= 2.0);
+}
+
+/// When every connection under the cap is busy (responses their clients do not read),
+/// health and readiness probes still answer over a small reserve; other requests there are
+/// told to retry (503, `Retry-After`), never left waiting.
+#[test]
+fn with_every_connection_busy_probes_still_answer() {
+    let server = Server::start(&[("ZARRD__HTTP__MAX_CONNECTIONS", "4")]);
+    let busy: Vec<TcpStream> = (0..4)
+        .map(|_| {
+            let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+            write!(s, "GET /v1/slice/sample/climate/t2m?format=npy HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+            s
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    for probe in ["/healthz", "/readyz"] {
+        let start = Instant::now();
+        assert_eq!(http_get(server.port, probe).unwrap().0, 200, "{probe}");
+        assert!(start.elapsed() < Duration::from_secs(1), "{probe} answered after {:?}", start.elapsed());
+    }
+    let start = Instant::now();
+    let (status, body) = http_get(server.port, "/v1/datasets").unwrap();
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("connection limit"), "{body}");
+    assert!(start.elapsed() < Duration::from_secs(1));
+    drop(busy);
+}
+
 #[test]
 fn accept_errors_back_off() {
     // A cap above the file limit: accepts fail with EMFILE, and must pause, not spin.

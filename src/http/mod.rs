@@ -7,6 +7,7 @@
 pub mod body;
 pub mod budget_body;
 pub mod conditional;
+pub mod connections;
 pub mod encode;
 pub mod extract;
 pub mod listing;

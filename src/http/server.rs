@@ -26,24 +26,28 @@
 
 use std::future::Future;
 use std::io;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::time::Instant as Clock;
-
 use axum::Router;
+use axum::http::{HeaderValue, header};
+use axum::response::IntoResponse;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
+use tokio::sync::{Notify, Semaphore, watch};
 use tokio::task::JoinSet;
 use tower::ServiceExt;
 
 use crate::config::{FD_HEADROOM, HttpConfig, default_max_connections};
+use crate::http::connections::{Activity, Open, PROBE_RESERVE, Slot};
 
 /// How long accepting pauses after an accept error that is not about one connection.
 pub const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// How long an idle connection asked to make room may take to close before it is cut.
+const MAKE_ROOM_GRACE: Duration = Duration::from_millis(100);
 
 /// The connection limits, resolved from `http.*` and the open-file limit.
 #[derive(Debug, Clone, Copy)]
@@ -99,6 +103,8 @@ pub async fn serve(
     builder.http2().timer(TokioTimer::new());
     let builder = Arc::new(builder);
     let permits = Arc::new(Semaphore::new(settings.max_connections));
+    let reserve = Arc::new(Semaphore::new(PROBE_RESERVE));
+    let open = Arc::new(Mutex::new(Open::default()));
     let (close, closing) = watch::channel(false);
     let mut connections = JoinSet::new();
     let mut errors = AcceptErrors::default();
@@ -106,13 +112,9 @@ pub async fn serve(
     loop {
         // Finished connections are reaped here so the set holds only open ones.
         while connections.try_join_next().is_some() {}
-        let permit = tokio::select! {
-            () = &mut shutdown => break,
-            permit = Arc::clone(&permits).acquire_owned() => match permit {
-                Ok(p) => p,
-                Err(_) => break, // never closed
-            },
-        };
+        // Below the cap a slot is taken before accepting; at the cap one client is accepted
+        // (one descriptor beyond the cap) and the rest wait in the kernel's backlog.
+        let early = Arc::clone(&permits).try_acquire_owned().ok();
         let stream = tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
@@ -123,7 +125,28 @@ pub async fn serve(
                 }
             },
         };
-        connections.spawn(connection(stream, app.clone(), Arc::clone(&builder), settings, closing.clone(), permit));
+        let slot = if let Some(permit) = early {
+            Slot::Full(permit)
+        } else {
+            // At the cap with a client waiting: make room by closing the connection idle the
+            // longest; when every connection is busy, probes still get in over the reserve.
+            let made_room = Open::close_oldest_idle(&open);
+            if made_room {
+                crate::ops::metrics::connection_closed_for_room();
+            }
+            let probe = if made_room { None } else { Arc::clone(&reserve).try_acquire_owned().ok() };
+            if let Some(permit) = probe {
+                Slot::Probe(permit)
+            } else {
+                tokio::select! {
+                    () = &mut shutdown => break,
+                    Ok(permit) = Arc::clone(&permits).acquire_owned() => Slot::Full(permit),
+                    Ok(permit) = Arc::clone(&reserve).acquire_owned(), if !made_room => Slot::Probe(permit),
+                }
+            }
+        };
+        let open = Arc::clone(&open);
+        connections.spawn(connection(stream, app.clone(), Arc::clone(&builder), settings, closing.clone(), slot, open));
     }
     drop(listener);
     close.send_replace(true);
@@ -175,26 +198,44 @@ impl AcceptErrors {
     }
 }
 
-/// Serves one connection until it ends, is idle too long, or shutdown closes it.
+/// Serves one connection until it ends, is idle too long, is asked to make room for a new
+/// client (at the cap, when it is the one idle the longest), or shutdown closes it. A
+/// connection over the probes' reserve answers only `/healthz` and `/readyz`, once.
+#[allow(clippy::too_many_arguments)] // the connection's parts, each used once
 async fn connection(
     stream: TcpStream,
     app: Router,
     builder: Arc<auto::Builder<TokioExecutor>>,
     settings: Settings,
     mut closing: watch::Receiver<bool>,
-    _permit: OwnedSemaphorePermit,
+    slot: Slot,
+    open: Arc<Mutex<Open>>,
 ) {
     let _open = crate::ops::metrics::connection_opened();
     // Small responses (probes, metadata) should not wait for Nagle's algorithm.
     let _ = stream.set_nodelay(true);
+    let probe_only = matches!(slot, Slot::Probe(_));
     let activity = Arc::new(Activity::new());
+    let make_room = Arc::new(Notify::new());
+    let _member = (!probe_only).then(|| Open::join(&open, Arc::clone(&activity), Arc::clone(&make_room)));
     let service = {
         let activity = Arc::clone(&activity);
         hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
             let busy = activity.begin();
             let app = app.clone();
             async move {
-                let response = app.oneshot(request).await?;
+                let mut response = if probe_only && !matches!(request.uri().path(), "/healthz" | "/readyz") {
+                    crate::error::Error::Unavailable {
+                        detail: "the server is at its connection limit; retry shortly".into(),
+                        retry_after: 1,
+                    }
+                    .into_response()
+                } else {
+                    app.oneshot(request).await?
+                };
+                if probe_only {
+                    response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+                }
                 // The request stays in flight until its body is sent or abandoned.
                 Ok::<_, std::convert::Infallible>(
                     response
@@ -222,6 +263,13 @@ async fn connection(
                 // it had to send its headers.
                 idle_close = Some(tokio::time::Instant::now() + settings.header_read_timeout);
             }
+            () = make_room.notified(), if idle_close.is_none() && !shutting_down => {
+                tracing::debug!("closing the connection idle the longest to make room for a new one");
+                conn.as_mut().graceful_shutdown();
+                // Idle: nothing to finish. A request that arrived just now is answered first.
+                let grace = if activity.idle_since().is_some() { MAKE_ROOM_GRACE } else { settings.header_read_timeout };
+                idle_close = Some(tokio::time::Instant::now() + grace);
+            }
             () = sleep_until_some(idle_close) => return,
             _ = closing.wait_for(|c| *c), if !shutting_down => {
                 // serve() closes what is still open after the shutdown timeout.
@@ -236,103 +284,5 @@ async fn sleep_until_some(deadline: Option<tokio::time::Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d).await,
         None => std::future::pending().await,
-    }
-}
-
-/// Requests in flight on one connection and since when it has had none.
-struct Activity {
-    state: Mutex<ActivityState>,
-    changed: Notify,
-}
-
-struct ActivityState {
-    in_flight: usize,
-    idle_since: Clock,
-    served: bool,
-}
-
-/// One request in flight; dropped when its response body is done.
-struct Busy(Arc<Activity>);
-
-impl Activity {
-    fn new() -> Self {
-        Self {
-            state: Mutex::new(ActivityState { in_flight: 0, idle_since: Clock::now(), served: false }),
-            changed: Notify::new(),
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, ActivityState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn begin(self: &Arc<Self>) -> Busy {
-        {
-            let mut s = self.lock();
-            s.in_flight += 1;
-            s.served = true;
-        }
-        self.changed.notify_one();
-        Busy(Arc::clone(self))
-    }
-
-    /// When the connection, idle now, should be closed; `None` while a request is in flight.
-    fn deadline(&self, first_request: Duration, keep_alive: Duration) -> Option<Clock> {
-        let s = self.lock();
-        (s.in_flight == 0).then(|| s.idle_since + if s.served { keep_alive } else { first_request })
-    }
-
-    /// Resolves once the connection has been idle too long. `notify_one` keeps a wake-up
-    /// for a change that happens between reading the state and waiting, so none is lost.
-    async fn idle_expired(&self, first_request: Duration, keep_alive: Duration) {
-        loop {
-            match self.deadline(first_request, keep_alive) {
-                None => self.changed.notified().await,
-                Some(deadline) => {
-                    tokio::select! {
-                        () = tokio::time::sleep_until(deadline) => {
-                            if self.deadline(first_request, keep_alive).is_some_and(|d| d <= Clock::now()) {
-                                return;
-                            }
-                        }
-                        () = self.changed.notified() => {}
-                    }
-                }
-            }
-        }
-    }
-}
-
-impl Drop for Busy {
-    fn drop(&mut self) {
-        {
-            let mut s = self.0.lock();
-            s.in_flight -= 1;
-            if s.in_flight == 0 {
-                s.idle_since = Clock::now();
-            }
-        }
-        self.0.changed.notify_one();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn a_connection_is_idle_only_without_requests_in_flight() {
-        let (first, keep_alive) = (Duration::from_millis(20), Duration::from_hours(1));
-        let bound = Duration::from_secs(5);
-        let activity = Arc::new(Activity::new());
-        tokio::time::timeout(bound, activity.idle_expired(first, keep_alive)).await.expect("idle before a request");
-        let busy = activity.begin();
-        assert!(activity.deadline(first, keep_alive).is_none());
-        let waited = tokio::time::timeout(Duration::from_millis(200), activity.idle_expired(first, keep_alive)).await;
-        assert!(waited.is_err(), "a request in flight keeps the connection");
-        drop(busy);
-        let deadline = activity.deadline(first, keep_alive).unwrap();
-        assert!(deadline > Clock::now() + Duration::from_mins(1), "after a response the keep-alive time applies");
-        tokio::time::timeout(bound, activity.idle_expired(first, first)).await.expect("idle after the response");
     }
 }

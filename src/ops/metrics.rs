@@ -63,6 +63,11 @@ pub fn accept_error() {
     metrics::counter!("zarrd_accept_errors_total").increment(1);
 }
 
+/// An idle connection closed at the connection cap to let a new client in.
+pub fn connection_closed_for_room() {
+    metrics::counter!("zarrd_connections_closed_for_room_total").increment(1);
+}
+
 /// Counts one open client connection until the returned guard is dropped.
 pub fn connection_opened() -> OpenConnection {
     metrics::gauge!("zarrd_open_connections").increment(1.0);
