@@ -343,10 +343,13 @@ fn with_every_connection_busy_probes_still_answer() {
         .map(|_| {
             let mut s = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
             write!(s, "GET /v1/slice/sample/climate/t2m?format=npy HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+            // The response has started: its request is in flight until the body is sent.
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut first = [0u8; 16];
+            assert!(s.read(&mut first).unwrap() > 0);
             s
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(500));
     for probe in ["/healthz", "/readyz"] {
         let start = Instant::now();
         assert_eq!(http_get(server.port, probe).unwrap().0, 200, "{probe}");
