@@ -308,7 +308,7 @@ fn an_idle_flood_does_not_starve_healthz() {
 }
 
 /// At the connection cap a new client gets in: the connection idle the longest is closed
-/// to make room (as nginx does), oldest first, and the newest idle ones stay open.
+/// to make room (as nginx does), and the newest idle ones stay open.
 #[test]
 fn at_the_cap_the_longest_idle_connection_makes_room() {
     let server = Server::start(&[("ZARRD__HTTP__MAX_CONNECTIONS", "8"), ("ZARRD__HTTP__KEEP_ALIVE_SECS", "600")]);
@@ -326,11 +326,11 @@ fn at_the_cap_the_longest_idle_connection_makes_room() {
         assert_eq!(status, 200, "{path}: {body}");
         assert!(start.elapsed() < Duration::from_secs(1), "{path} answered after {:?}", start.elapsed());
     }
-    for (i, s) in held.iter_mut().take(2).enumerate() {
-        closed_within(s, Duration::from_secs(2)).unwrap_or_else(|e| panic!("oldest idle connection {i}: {e}"));
-    }
+    // The first client found every slot taken: the oldest idle connection made room (the
+    // second may have found the first one's slot free again).
+    closed_within(&mut held[0], Duration::from_secs(2)).unwrap_or_else(|e| panic!("the oldest idle connection: {e}"));
     assert_eq!(keep_alive_get(&mut held[7], "/healthz"), 200, "the newest idle connection stays open");
-    assert!(metric(server.port, "zarrd_connections_closed_for_room_total ") >= 2.0);
+    assert!(metric(server.port, "zarrd_connections_closed_for_room_total ") >= 1.0);
 }
 
 /// When every connection under the cap is busy (responses their clients do not read),

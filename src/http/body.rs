@@ -68,7 +68,8 @@ struct Tracked {
     sent: u64,
     length: Option<u64>,
     ended: bool,
-    /// `inner` panicked: it is never polled again.
+    /// `inner` failed (an error frame, or a panic): it is never polled again, and the body
+    /// is reported incomplete.
     failed: bool,
     span: tracing::Span,
     report: Option<Report>,
@@ -115,7 +116,12 @@ impl http_body::Body for Tracked {
                 this.ended = true;
                 Poll::Ready(None)
             }
-            other => other,
+            Poll::Ready(Some(Err(e))) => {
+                // The connection is cut; the body is over, and it is not whole.
+                this.failed = true;
+                Poll::Ready(Some(Err(e)))
+            }
+            Poll::Pending => Poll::Pending,
         }
     }
 
@@ -305,6 +311,16 @@ mod tests {
         });
         let mut body = tracked(streamed(chunks, 4), None, tracing::Span::none(), report);
         assert_eq!(&body.frame().await.unwrap().unwrap().into_data().unwrap()[..], b"ab");
+        assert!(body.frame().await.unwrap().is_err());
+        assert!(body.frame().await.is_none());
+        drop(body);
+        assert_eq!(*seen.lock().unwrap(), [Sent { bytes: 2, complete: false }]);
+        // An error frame (a stream cut short) ends the body as incomplete too, even when it
+        // is polled again after it.
+        let (seen, report) = recorder();
+        let short = futures::stream::iter([Ok::<_, std::io::Error>(Bytes::from_static(b"ab"))]);
+        let mut body = tracked(streamed(short, 4), None, tracing::Span::none(), report);
+        assert!(body.frame().await.unwrap().is_ok());
         assert!(body.frame().await.unwrap().is_err());
         assert!(body.frame().await.is_none());
         drop(body);
