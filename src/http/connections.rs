@@ -15,6 +15,12 @@ use tokio::time::Instant as Clock;
 /// else) and close after one response.
 pub const PROBE_RESERVE: usize = 8;
 
+/// Marks the requests of a connection over the probes' reserve: the request guard
+/// (`middleware`) answers anything but a probe there with 503, through the same layers
+/// (request id, access log, metrics, CORS) as every other response.
+#[derive(Debug, Clone, Copy)]
+pub struct ProbeOnly;
+
 /// A connection's place: under the cap, or one of the probes' reserve.
 pub enum Slot {
     Full(OwnedSemaphorePermit),

@@ -22,6 +22,7 @@ use tracing::Instrument;
 
 use crate::config::Config;
 use crate::error::Error;
+use crate::http::connections::ProbeOnly;
 
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
@@ -149,11 +150,20 @@ struct Guard {
 
 /// Operations endpoints stay answerable under load, so probes see the truth.
 fn is_ops(path: &str) -> bool {
-    matches!(path, "/healthz" | "/readyz" | "/metrics")
+    crate::http::route::is_probe(path) || path == "/metrics"
 }
 
 async fn guard_requests(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
-    if is_ops(request.uri().path()) {
+    let path = request.uri().path();
+    // A connection over the probes' reserve (the connection cap is reached) serves probes only.
+    if request.extensions().get::<ProbeOnly>().is_some() && !crate::http::route::is_probe(path) {
+        return Error::Unavailable {
+            detail: "the server is at its connection limit; retry shortly".into(),
+            retry_after: 1,
+        }
+        .into_response();
+    }
+    if is_ops(path) {
         return next.run(request).await;
     }
     let Ok(_permit) = guard.permits.try_acquire() else {

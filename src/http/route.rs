@@ -1,5 +1,6 @@
 //! How a request's route is named, once, from the route the router matched: metrics and
-//! access logs label requests with it, and the response cache keeps data routes only.
+//! access logs label requests with it, and the response cache keeps data routes only; and
+//! which paths are probes.
 
 use axum::extract::{MatchedPath, Request};
 
@@ -13,6 +14,12 @@ pub fn label(request: &Request) -> &str {
     let literal = path.find('{').map_or(path, |at| &path[..at]);
     let trimmed = literal.trim_end_matches('/');
     if trimmed.is_empty() { "/" } else { trimmed }
+}
+
+/// Whether `path` is a health or readiness probe (what the connections over the probes'
+/// reserve may ask for).
+pub fn is_probe(path: &str) -> bool {
+    matches!(path, "/healthz" | "/readyz")
 }
 
 /// Whether requests to the route labelled `label` read array data (whose `200`s the

@@ -31,7 +31,6 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::http::{HeaderValue, header};
-use axum::response::IntoResponse;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
@@ -41,7 +40,7 @@ use tokio::task::JoinSet;
 use tower::ServiceExt;
 
 use crate::config::{FD_HEADROOM, HttpConfig, default_max_connections};
-use crate::http::connections::{Activity, Open, PROBE_RESERVE, Slot};
+use crate::http::connections::{Activity, Open, PROBE_RESERVE, ProbeOnly, Slot};
 
 /// How long accepting pauses after an accept error that is not about one connection.
 pub const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
@@ -220,19 +219,14 @@ async fn connection(
     let _member = (!probe_only).then(|| Open::join(&open, Arc::clone(&activity), Arc::clone(&make_room)));
     let service = {
         let activity = Arc::clone(&activity);
-        hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+        hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
             let busy = activity.begin();
             let app = app.clone();
+            if probe_only {
+                request.extensions_mut().insert(ProbeOnly);
+            }
             async move {
-                let mut response = if probe_only && !matches!(request.uri().path(), "/healthz" | "/readyz") {
-                    crate::error::Error::Unavailable {
-                        detail: "the server is at its connection limit; retry shortly".into(),
-                        retry_after: 1,
-                    }
-                    .into_response()
-                } else {
-                    app.oneshot(request).await?
-                };
+                let mut response = app.oneshot(request).await?;
                 if probe_only {
                     response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
                 }
