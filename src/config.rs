@@ -157,7 +157,7 @@ pub fn default_max_connections(fd_limit: u64) -> usize {
 }
 
 /// How the compatibility views (`/compat`) size their chunks for the network (API.md
-/// "Compatibility views"; the rule is `zarr::compat::view_chunk_shape`).
+/// "Compatibility views"; the rule is `compat::view_chunk_shape`).
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct CompatConfig {
@@ -464,6 +464,15 @@ mod tests {
                 "http.max_connections",
             ),
             ("listen = \"127.0.0.1:1\"\n[log]\nformat = \"xml\"\n[datasets.a]\nurl = \"/tmp\"\n", "log.format"),
+            (
+                "listen = \"127.0.0.1:1\"\n[compat]\nchunk_bytes = 0\n[datasets.a]\nurl = \"/tmp\"\n",
+                "compat.chunk_bytes",
+            ),
+            (
+                "listen = \"127.0.0.1:1\"\n[compat]\nchunk_bytes = 2147483648\n[datasets.a]\nurl = \"/tmp\"\n",
+                "compat.chunk_bytes",
+            ),
+            ("listen = \"127.0.0.1:1\"\n[compat]\nchunk = 1\n[datasets.a]\nurl = \"/tmp\"\n", "chunk"),
             ("listen = \"127.0.0.1:1\"\n", "datasets"),
             ("listen = \"127.0.0.1:1\"\n[datasets.\"a b\"]\nurl = \"/tmp\"\n", "datasets.a b"),
             ("listen = \"127.0.0.1:1\"\n[datasets.a]\nurl = \"/tmp\"\nsecret = 1\n", "secret"),
@@ -487,5 +496,6 @@ mod tests {
             (10, 75, 20)
         );
         assert_eq!(c.http.max_connections, None);
+        assert_eq!(c.compat, CompatConfig { min_chunk_bytes: 256 * 1024, chunk_bytes: 1024 * 1024 });
     }
 }
