@@ -19,20 +19,17 @@ pub fn view_chunk_shape(meta: &ArrayMetadata, configured: Option<&[u64]>, sizing
         return shape.to_vec();
     }
     // The read grid's edge per dimension where it is regular.
-    let regular: Vec<Option<u64>> = match meta.read_chunk_shape() {
-        Some(inner) => inner.into_iter().map(|e| Some(e.max(1))).collect(),
-        None => meta
-            .chunk_grid
-            .dims
-            .iter()
-            .map(|d| match d {
-                Dim::Fixed { edge, .. } => Some((*edge).max(1)),
-                Dim::Varying { .. } => None,
-            })
-            .collect(),
-    };
+    let read_grid = meta.read_grid();
+    let regular: Vec<Option<u64>> = read_grid
+        .dims
+        .iter()
+        .map(|d| match d {
+            Dim::Fixed { edge, .. } => Some((*edge).max(1)),
+            Dim::Varying { .. } => None,
+        })
+        .collect();
     if meta.data_type.is_variable() {
-        return regular.iter().zip(&meta.chunk_grid.dims).map(|(e, d)| e.unwrap_or_else(|| covering_edge(d))).collect();
+        return regular.iter().zip(&read_grid.dims).map(|(e, d)| e.unwrap_or_else(|| covering_edge(d))).collect();
     }
     let item = meta.data_type.size() as u64;
     if let Some(edges) = regular.iter().copied().collect::<Option<Vec<u64>>>()
@@ -43,7 +40,7 @@ pub fn view_chunk_shape(meta: &ArrayMetadata, configured: Option<&[u64]>, sizing
     // The smallest read chunk, in elements (the smallest edge of a rectilinear dimension).
     let smallest: u64 = regular
         .iter()
-        .zip(&meta.chunk_grid.dims)
+        .zip(&read_grid.dims)
         .map(|(e, d)| e.unwrap_or_else(|| d.distinct_edges().into_iter().min().unwrap_or(1)).max(1))
         .fold(1u64, u64::saturating_mul);
     let target = (sizing.chunk_bytes / item).min(smallest.saturating_mul(MAX_STORED_PER_VIEW_CHUNK));

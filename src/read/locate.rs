@@ -26,13 +26,7 @@ pub enum Located {
 impl ArrayReader {
     /// The read grid: innermost chunks of a sharded array, else the stored chunks.
     pub fn read_grid(&self) -> ChunkGrid {
-        match self.meta.read_chunk_shape() {
-            // Shard edges are multiples of the inner edges, so the read grid is regular.
-            Some(inner) => {
-                ChunkGrid::regular(&inner, &self.meta.shape).unwrap_or_else(|_| self.meta.chunk_grid.clone())
-            }
-            None => self.meta.chunk_grid.clone(),
-        }
+        self.meta.read_grid()
     }
 
     /// The codec chain of one read-grid chunk.

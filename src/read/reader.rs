@@ -101,10 +101,8 @@ impl ArrayReader {
     pub(crate) fn walk(&self, selection: &[DimSelection]) -> Result<Walk, ReadError> {
         let walk = Walk::new(self.grid(), selection);
         let mut chunks = walk.count();
-        if let Some(inner) = self.meta.read_chunk_shape()
-            && let Ok(read_grid) = ChunkGrid::regular(&inner, &self.meta.shape)
-        {
-            chunks = chunks.max(Walk::new(&read_grid, selection).count());
+        if self.meta.sharding().is_some() {
+            chunks = chunks.max(Walk::new(&self.meta.read_grid(), selection).count());
         }
         if chunks > u128::from(self.max_chunks) {
             return Err(ReadError::TooManyChunks { chunks, limit: self.max_chunks });

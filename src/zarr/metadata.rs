@@ -50,6 +50,15 @@ impl ArrayMetadata {
         }
         Some(shard.chunk_shape.clone())
     }
+
+    /// The read grid: the innermost chunks of a sharded array (regular, since shard edges
+    /// are multiples of the inner edges), else the stored chunks.
+    pub fn read_grid(&self) -> ChunkGrid {
+        match self.read_chunk_shape() {
+            Some(inner) => ChunkGrid::regular(&inner, &self.shape).unwrap_or_else(|_| self.chunk_grid.clone()),
+            None => self.chunk_grid.clone(),
+        }
+    }
 }
 
 /// A parsed group `zarr.json`.
