@@ -51,9 +51,8 @@ impl ArrayReader {
         if self.meta.data_type.is_variable() {
             return Err(ReadError::Task("text arrays are read by `read_strings`".into()));
         }
-        let shape: Vec<u64> = selection.iter().map(|s| s.count).collect();
-        let n: u64 = shape.iter().product();
-        let layout = Layout { shape, steps: selection.iter().map(|s| s.step).collect() };
+        let layout = Layout::of(selection);
+        let n: u64 = layout.shape.iter().product();
         let out_bytes = reserve + n as usize * self.meta.data_type.size();
         if n == 0 {
             let reservation = self.budget.reserve(out_bytes as u64).await?;
