@@ -131,15 +131,7 @@ pub async fn view_chunk(
     }
     // Otherwise the view chunk is a region of the array, read like any slice and padded to
     // the full chunk shape with the fill value (regular grids store boundary chunks whole).
-    let selection: Vec<DimSelection> = coords
-        .iter()
-        .zip(chunk_shape)
-        .zip(&meta.shape)
-        .map(|((&c, &e), &n)| {
-            let start = c * e;
-            DimSelection { start, step: 1, count: e.min(n.saturating_sub(start)), drop: false }
-        })
-        .collect();
+    let selection = view_region(coords, chunk_shape, &meta.shape);
     let output = Box::pin(reader.read(&selection, 0, false)).await?;
     if output.versions.iter().all(|(_, v)| v == MISSING) {
         return filled_chunk(reader, chunk_shape).await;
@@ -175,6 +167,20 @@ pub async fn view_chunk(
     .await
     .map_err(ReadError::Task)??;
     Ok(Some(ViewChunk { bytes: encoded, versions: output.versions, passthrough: false }))
+}
+
+/// The region of an array of `shape` that view chunk `coords` covers, clipped to the array
+/// (a boundary view chunk is padded with the fill value afterwards).
+fn view_region(coords: &[u64], chunk_shape: &[u64], shape: &[u64]) -> Vec<DimSelection> {
+    coords
+        .iter()
+        .zip(chunk_shape)
+        .zip(shape)
+        .map(|((&c, &e), &n)| {
+            let start = c.saturating_mul(e);
+            DimSelection { start, step: 1, count: e.min(n.saturating_sub(start)), drop: false }
+        })
+        .collect()
 }
 
 /// Whether view chunk shape `chunk_shape` is the read grid of `reader` (each view chunk is
@@ -256,15 +262,7 @@ async fn text_view_chunk(
         .map_err(|e| ReadError::Task(e.to_string()))??;
         return Ok(Some(ViewChunk { bytes: encoded, versions, passthrough: false }));
     }
-    let selection: Vec<DimSelection> = coords
-        .iter()
-        .zip(chunk_shape)
-        .zip(&reader.meta.shape)
-        .map(|((&c, &e), &len)| {
-            let start = c.saturating_mul(e);
-            DimSelection { start, step: 1, count: e.min(len.saturating_sub(start)), drop: false }
-        })
-        .collect();
+    let selection = view_region(coords, chunk_shape, &reader.meta.shape);
     let output = reader.read_strings(&selection, limit).await?;
     if output.versions.iter().all(|(_, v)| v == MISSING) {
         return Ok(None);
