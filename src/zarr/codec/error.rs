@@ -47,7 +47,14 @@ pub(crate) fn read_capped(
     max_len: usize,
     codec: &'static str,
 ) -> Result<Vec<u8>, CodecError> {
-    let mut out = Vec::with_capacity(max_len.min(1 << 26));
+    // Room for exactly `max_len` + 1 bytes up front (the caller has reserved them from the
+    // memory budget): grown as it fills, the buffer would be copied at each doubling and
+    // end up to twice its length, and freed copies are not always handed back at once.
+    // The one spare byte lets a too-long stream be told apart without growing at all.
+    let mut out = Vec::new();
+    if out.try_reserve_exact(max_len.saturating_add(1)).is_err() {
+        out.reserve(max_len.min(1 << 26));
+    }
     std::io::Read::take(reader, max_len as u64 + 1)
         .read_to_end(&mut out)
         .map_err(|e| CodecError::corrupt(codec, e.to_string()))?;
