@@ -9,3 +9,4 @@ pub mod data_type;
 pub mod json;
 pub mod metadata;
 pub mod v2;
+pub mod v2_dtype;

@@ -145,9 +145,9 @@ pub fn array_from_document(
         }
     };
     let fill_value = match doc.get("fill_value").unwrap_or(&Value::Null) {
-        // zarr-python writes `""`; an undefined fill of text is taken as empty text too.
-        Value::Null if data_type.is_variable() => Vec::new(),
-        value if data_type.is_variable() => data_type.parse_fill_value(value)?,
+        // zarr-python writes `""`, zarr-python 2 also `0` and `null`: read as zarr-python
+        // 3.4.2 reads them (`str()` of the value; `null` is `""`).
+        value if data_type.is_variable() => crate::zarr::v2_dtype::text_fill(value)?.into_bytes(),
         value => fill_value(value, dtype)?,
     };
 
@@ -326,7 +326,12 @@ mod tests {
         assert!(a.fill_value.is_empty());
         let f = parse(&zarray(&json!({"dtype": "|O", "fill_value": "n/a", "filters": [{"id": "vlen-utf8"}]}))).unwrap();
         assert_eq!(f.fill_value, b"n/a");
-        assert!(parse(&zarray(&json!({"dtype": "|O", "fill_value": 3, "filters": [{"id": "vlen-utf8"}]}))).is_err());
+        // zarr-python 2 wrote `0` (and `null`) for text: zarr-python 3.4.2 reads `str(0)`.
+        for (fill, want) in [(json!(0), &b"0"[..]), (json!(null), b""), (json!(""), b""), (json!(1.0), b"1.0")] {
+            let a = parse(&zarray(&json!({"dtype": "|O", "fill_value": fill, "filters": [{"id": "vlen-utf8"}]})));
+            assert_eq!(a.unwrap().fill_value, want, "{fill}");
+        }
+        assert!(parse(&zarray(&json!({"dtype": "|O", "fill_value": [3], "filters": [{"id": "vlen-utf8"}]}))).is_err());
     }
 
     #[test]
