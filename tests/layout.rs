@@ -27,7 +27,8 @@ const LEAVES: &[(&str, &[&str])] = &[
     ("ops/panics", &["ops/cpu"]),
     ("ops/logbuf", &[]),
     ("zarr/json", &[]),
-    ("zarr/data_type", &["zarr/json"]),
+    ("zarr/data_type", &["zarr/json", "zarr/time"]),
+    ("zarr/time", &["zarr/json"]),
     ("zarr/codec/error", &["zarr/json"]),
 ];
 

@@ -54,6 +54,18 @@ fn scalar_json(data_type: DataType, b: &[u8], flavor: Flavor) -> Value {
         }
         // Text fill values are stored as their UTF-8 bytes.
         DataType::String => json!(String::from_utf8_lossy(b)),
+        // Times as their count (NaT as i64::MIN), as zarr-python writes them in both formats.
+        DataType::DateTime64(_) | DataType::TimeDelta64(_) => json!(i64::from_le_bytes(a)),
+        DataType::FixedUtf32(_) => {
+            let units = b.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
+            let text: String = units.map(|u| char::from_u32(u).unwrap_or(char::REPLACEMENT_CHARACTER)).collect();
+            json!(text.trim_end_matches('\0'))
+        }
+        DataType::FixedBytes(_) => {
+            use base64::Engine as _;
+            let end = b.iter().rposition(|&u| u != 0).map_or(0, |i| i + 1);
+            json!(base64::engine::general_purpose::STANDARD.encode(&b[..end]))
+        }
     }
 }
 
@@ -79,7 +91,7 @@ fn dimension_names(meta: &ArrayMetadata) -> Option<Vec<Option<String>>> {
 pub fn v3_codecs(data_type: DataType) -> Value {
     let bytes = if data_type.is_variable() {
         json!({"name": "vlen-utf8", "configuration": {}})
-    } else if data_type.size() == 1 {
+    } else if data_type.swap_unit() == 1 {
         json!({"name": "bytes"})
     } else {
         json!({"name": "bytes", "configuration": {"endian": "little"}})
@@ -93,7 +105,7 @@ pub fn v3_array_document(meta: &ArrayMetadata, chunk_shape: &[u64]) -> Value {
         "zarr_format": 3,
         "node_type": "array",
         "shape": meta.shape,
-        "data_type": meta.data_type.name(),
+        "data_type": meta.data_type.to_v3_json(),
         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunk_shape}},
         "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
         "fill_value": fill_json(meta.data_type, &meta.fill_value, Flavor::V3),

@@ -83,7 +83,7 @@ impl Format {
 
 /// The `.npy` v1.0 header for little-endian C-order data.
 pub fn npy_header(data_type: DataType, shape: &[u64]) -> Vec<u8> {
-    npy_header_for(data_type.npy_descr(), shape)
+    npy_header_for(&data_type.npy_descr(), shape)
 }
 
 /// The `.npy` v1.0 header for C-order data of `descr`.
@@ -119,6 +119,12 @@ pub fn json_bytes_per_element(data_type: DataType) -> u64 {
         DataType::Complex128 => 56,
         // Text has no bound per element: string results are measured once read.
         DataType::String => 0,
+        // `"-146138510344-07-14T16:14:56.123456789012345678",`, with room to spare.
+        DataType::DateTime64(_) => 80,
+        DataType::TimeDelta64(_) => 21,
+        // A code point takes at most 6 bytes in a JSON string (`\u001f`), plus quotes and comma.
+        DataType::FixedUtf32(n) => u64::from(n) * 6 + 3,
+        DataType::FixedBytes(n) => u64::from(n).div_ceil(3) * 4 + 3,
     }
 }
 
@@ -192,8 +198,21 @@ fn json_head(shape: &[u64], data_type: DataType) -> String {
         }
         out.push_str(itoa::Buffer::new().format(*d));
     }
-    let _ = write!(out, "],\"data_type\":\"{}\",\"data\":", data_type.name());
+    let _ = write!(out, "],\"data_type\":\"{}\",", data_type.name());
+    push_type_details(&mut out, data_type);
+    out.push_str("\"data\":");
     out
+}
+
+/// What a JSON body says besides the type's name to read its values: a time type's unit
+/// (`"unit":"10ms"`), and that bytes are base64.
+fn push_type_details(out: &mut String, data_type: DataType) {
+    if let Some(unit) = data_type.time_unit() {
+        let _ = write!(out, "\"unit\":\"{}\",", unit.numpy());
+    }
+    if matches!(data_type, DataType::FixedBytes(_)) {
+        out.push_str("\"encoding\":\"base64\",");
+    }
 }
 
 /// The exact length of [`json_text`]'s body, so it can be checked and reserved first.
@@ -232,7 +251,9 @@ pub fn json(data: &[u8], data_type: DataType, shape: &[u64]) -> Vec<u8> {
         }
         out.push_str(itoa::Buffer::new().format(*d));
     }
-    let _ = write!(out, "],\"data_type\":\"{}\",\"data\":", data_type.name());
+    let _ = write!(out, "],\"data_type\":\"{}\",", data_type.name());
+    push_type_details(&mut out, data_type);
+    out.push_str("\"data\":");
     let item = data_type.size();
     let mut elements = data.chunks_exact(item);
     nested(&mut out, shape, &mut |out| write_element(out, elements.next().unwrap_or(&[]), data_type));
@@ -296,6 +317,30 @@ fn write_element(out: &mut String, b: &[u8], data_type: DataType) {
         }
         // Text never reaches the fixed-size encoder (see `json_text`).
         DataType::String => out.push_str("null"),
+        DataType::DateTime64(unit) => match crate::zarr::time::datetime_string(i64::from_le_bytes(bytes(8)), unit) {
+            Some(text) => push_json_string(out, &text),
+            None => out.push_str("null"),
+        },
+        DataType::TimeDelta64(_) => match i64::from_le_bytes(bytes(8)) {
+            crate::zarr::time::NAT => out.push_str("null"),
+            v => out.push_str(int.format(v)),
+        },
+        DataType::FixedUtf32(_) => {
+            // `NumPy` drops trailing NULs from a `U` value; a code point that is not a
+            // character (a surrogate, beyond U+10FFFF) is written as U+FFFD.
+            let units: Vec<u32> = b.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+            let end = units.iter().rposition(|&u| u != 0).map_or(0, |i| i + 1);
+            let text: String =
+                units[..end].iter().map(|&u| char::from_u32(u).unwrap_or(char::REPLACEMENT_CHARACTER)).collect();
+            push_json_string(out, &text);
+        }
+        DataType::FixedBytes(_) => {
+            use base64::Engine as _;
+            let end = b.iter().rposition(|&u| u != 0).map_or(0, |i| i + 1);
+            out.push('"');
+            out.push_str(&base64::engine::general_purpose::STANDARD.encode(&b[..end]));
+            out.push('"');
+        }
     }
 }
 

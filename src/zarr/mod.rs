@@ -8,5 +8,6 @@ pub mod copy;
 pub mod data_type;
 pub mod json;
 pub mod metadata;
+pub mod time;
 pub mod v2;
 pub mod v2_dtype;

@@ -75,7 +75,10 @@ pub fn consolidated(zmetadata: &[u8]) -> Result<Map<String, Value>, MetadataErro
                 let data_type = value.get("dtype").and_then(Value::as_str).map(|d| match NumType::parse(d) {
                     Some(t) => Value::from(t.data_type().name()),
                     None if d == "|O" && text => Value::from(DataType::String.name()),
-                    None => Value::from(d),
+                    None => match crate::zarr::v2_dtype::parse(d) {
+                        Ok(Some((t, _, _))) => Value::from(t.name()),
+                        _ => Value::from(d),
+                    },
                 });
                 nodes.insert(
                     path.to_owned(),
@@ -111,6 +114,8 @@ pub fn array_from_document(
     };
     // `|O` holds Python objects; what they are is said by the object codec, the first filter.
     // Only text (numcodecs `VLenUTF8`, as zarr-python writes `str` arrays) is served.
+    // Times, `S` and `U`: whether stored big-endian (their `NumType` is what filters see).
+    let mut special = None;
     let (dtype, data_type, filters) = match doc.get("dtype") {
         Some(Value::String(s)) if s == "|O" => match filters.split_first() {
             Some((first, rest)) if first.get("id").and_then(Value::as_str) == Some("vlen-utf8") => {
@@ -129,10 +134,15 @@ pub fn array_from_document(
             }
             None => return Err(MetadataError::invalid("filters", "a `|O` array needs an object codec filter")),
         },
-        Some(Value::String(s)) => {
-            let dtype = NumType::parse(s).ok_or_else(|| MetadataError::Unsupported(format!("Zarr v2 dtype `{s}`")))?;
-            (dtype, dtype.data_type(), filters)
-        }
+        Some(Value::String(s)) => match NumType::parse(s) {
+            Some(dtype) => (dtype, dtype.data_type(), filters),
+            None => {
+                let (data_type, big_endian, dtype) = crate::zarr::v2_dtype::parse(s)?
+                    .ok_or_else(|| MetadataError::Unsupported(format!("Zarr v2 dtype `{s}`")))?;
+                special = Some(big_endian);
+                (dtype, data_type, filters)
+            }
+        },
         Some(other) => return Err(MetadataError::Unsupported(format!("Zarr v2 structured dtype {other}"))),
         None => return Err(MetadataError::invalid("dtype", "missing")),
     };
@@ -148,6 +158,7 @@ pub fn array_from_document(
         // zarr-python writes `""`, zarr-python 2 also `0` and `null`: read as zarr-python
         // 3.4.2 reads them (`str()` of the value; `null` is `""`).
         value if data_type.is_variable() => crate::zarr::v2_dtype::text_fill(value)?.into_bytes(),
+        value if special.is_some() => crate::zarr::v2_dtype::special_fill(value, data_type)?,
         value => fill_value(value, dtype)?,
     };
 
@@ -178,7 +189,8 @@ pub fn array_from_document(
         array_to_bytes: if data_type.is_variable() {
             ArrayToBytes::VlenUtf8
         } else {
-            ArrayToBytes::Bytes(BytesCodec { big_endian: dtype.big_endian && data_type.swap_unit() > 1 })
+            let big_endian = special.unwrap_or(dtype.big_endian);
+            ArrayToBytes::Bytes(BytesCodec { big_endian: big_endian && data_type.swap_unit() > 1 })
         },
         bytes_to_bytes,
     };

@@ -166,8 +166,11 @@ impl Render {
                     shape.len()
                 )));
             }
-            if meta.data_type.is_complex() {
-                return Err(Error::NotAcceptable("png cannot show complex values; use npy, bin or json".into()));
+            if !meta.data_type.is_real_number() {
+                return Err(Error::NotAcceptable(format!(
+                    "png cannot show {} values; use npy, bin or json",
+                    meta.data_type.name()
+                )));
             }
             if shape.contains(&0) {
                 return Err(Error::NotAcceptable(format!(

@@ -62,7 +62,7 @@ impl Image {
                 id.path, id.dataset
             )));
         }
-        if meta.data_type.is_complex() || meta.data_type.is_variable() {
+        if !meta.data_type.is_real_number() {
             return Err(Error::Unsupported(format!(
                 "`{}` holds {} values, which have no brightness; images need real numbers",
                 id.path,

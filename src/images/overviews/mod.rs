@@ -134,7 +134,7 @@ pub async fn write(source: &ArrayReader, out: &Store, name: &str, options: Optio
             source.path
         )));
     }
-    if meta.data_type.is_complex() || meta.data_type.is_variable() {
+    if !meta.data_type.is_real_number() {
         return Err(Error::Unsupported(format!(
             "`{}` holds {} values, which have no mean; overviews need real numbers",
             source.path,

@@ -25,7 +25,7 @@ pub fn element_bytes(v: f64, data_type: DataType, out: &mut Vec<u8>) {
         DataType::Float32 => out.extend((v as f32).to_le_bytes()),
         DataType::Float64 => out.extend(v.to_le_bytes()),
         // Refused before any read.
-        DataType::Complex64 | DataType::Complex128 | DataType::String => {}
+        _ => {}
     }
 }
 
