@@ -39,7 +39,8 @@ pub fn describe(path: &str, meta: &ArrayMetadata) -> Value {
         let compressor = doc.get("compressor").filter(|c| !c.is_null()).cloned();
         let separator = doc.get("dimension_separator").and_then(Value::as_str).unwrap_or(".");
         (
-            Some(Value::from(meta.data_type.name())),
+            // The v3 form: a name, or for times and fixed-size text a name and configuration.
+            Some(meta.data_type.to_v3_json()),
             Some(Value::Array(filters.into_iter().chain(compressor).collect())),
             Some(json!({"name": "v2", "configuration": {"separator": separator}})),
         )
