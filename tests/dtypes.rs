@@ -322,3 +322,103 @@ async fn bad_type_metadata_is_422_naming_the_field() {
     }
     common::assert_no_panics();
 }
+
+/// The elements of a `vlen-bytes` framing: a u32 count, then each a u32 length and bytes.
+fn unframe(bytes: &[u8]) -> Vec<Vec<u8>> {
+    let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+    let mut at = 4;
+    (0..u32_at(0))
+        .map(|_| {
+            let len = u32_at(at);
+            at += 4 + len;
+            bytes[at - len..at].to_vec()
+        })
+        .collect()
+}
+
+/// `variable_length_bytes` (v3 `vlen-bytes`, also sharded; v2 `|O` + VLenBytes): JSON as
+/// base64 strings, npy as the `|S{longest}` array `numpy.save` writes for those bytes,
+/// decoded chunks, and both compatibility views.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn variable_length_bytes_match_zarr_python() {
+    let app = app();
+    let b64 = |s: &Value| base64::engine::general_purpose::STANDARD.decode(s.as_str().unwrap()).unwrap();
+    for array in manifest().into_iter().filter(|a| a["base64"].is_array()) {
+        let path = array["path"].as_str().unwrap();
+        let shape: Vec<u64> = array["shape"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+        let want: Vec<Vec<u8>> = array["base64"].as_array().unwrap().iter().map(b64).collect();
+        let reply = get(&app, &format!("/v1/slice/d/{path}?format=json")).await;
+        assert_eq!(reply.status, 200, "{path}: {}", reply.describe());
+        assert_eq!(reply.header("zarr-data-type"), "variable_length_bytes");
+        let doc = reply.json();
+        assert_eq!(doc["encoding"], "base64", "{path}");
+        let mut got = Vec::new();
+        flatten(&doc["data"], shape.len(), &mut got);
+        assert_eq!(json!(got), array["base64"], "{path}: json");
+        // npy: `numpy.array(list_of_bytes)` saved, NUL-padded to the longest.
+        let got = npy(&get(&app, &format!("/v1/slice/d/{path}")).await.body);
+        let width = want.iter().map(Vec::len).max().unwrap().max(1);
+        assert_eq!((got.descr.as_str(), &got.shape), (format!("|S{width}").as_str(), &shape), "{path}");
+        let padded: Vec<u8> = want.iter().flat_map(|w| [w.clone(), vec![0; width - w.len()]].concat()).collect();
+        assert!(got.data == padded, "{path}: npy data");
+        if let Some(sel) = array["sel"].as_str() {
+            let s: String = url::form_urlencoded::byte_serialize(sel.replace(' ', "").as_bytes()).collect();
+            let doc = get(&app, &format!("/v1/slice/d/{path}?s={s}&format=json")).await.json();
+            let sel_shape: Vec<u64> = array["sel_shape"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+            let mut got = Vec::new();
+            flatten(&doc["data"], sel_shape.len(), &mut got);
+            assert_eq!(json!(got), array["sel_base64"], "{path} s={sel}");
+        }
+        let bin = get(&app, &format!("/v1/slice/d/{path}?format=bin")).await.assert_problem(406);
+        assert!(bin["detail"].as_str().unwrap().contains("variable_length_bytes"), "{bin}");
+        // The first read-grid chunk, decoded.
+        let zeros = vec!["0"; shape.len()].join(",");
+        let chunk = get(&app, &format!("/v1/chunk/d/{path}?c={zeros}&decoded=true&format=json")).await;
+        assert_eq!(chunk.status, 200, "{path}: {}", chunk.describe());
+        let chunk_shape: Vec<u64> = chunk.header("zarr-shape").split(',').map(|d| d.parse().unwrap()).collect();
+        let mut got = Vec::new();
+        flatten(&chunk.json()["data"], chunk_shape.len(), &mut got);
+        let region: Vec<Value> = (0..chunk_shape.iter().product::<u64>())
+            .map(|mut flat| {
+                let mut index = 0;
+                let mut stride = 1;
+                for d in (0..shape.len()).rev() {
+                    index += (flat % chunk_shape[d]) * stride;
+                    flat /= chunk_shape[d];
+                    stride *= shape[d];
+                }
+                array["base64"][index as usize].clone()
+            })
+            .collect();
+        assert_eq!(got, region, "{path}: decoded chunk");
+        // Both views declare the type and frame it with vlen-bytes.
+        let v3 = get(&app, &format!("/compat/v3/d/{path}/zarr.json")).await.json();
+        assert_eq!(v3["data_type"], "variable_length_bytes", "{path}");
+        assert_eq!(v3["codecs"][0]["name"], "vlen-bytes", "{path}");
+        let v2 = get(&app, &format!("/compat/v2/d/{path}/.zarray")).await.json();
+        assert_eq!((v2["dtype"].as_str(), &v2["filters"]), (Some("|O"), &json!([{"id": "vlen-bytes"}])), "{path}");
+        let view_chunk: Vec<u64> =
+            v3["chunk_grid"]["configuration"]["chunk_shape"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+        if view_chunk.iter().zip(&shape).all(|(c, s)| c <= s) {
+            let key = format!("c/{}", vec!["0"; shape.len()].join("/"));
+            let reply = get(&app, &format!("/compat/v3/d/{path}/{key}")).await;
+            assert_eq!(reply.status, 200, "{path}/{key}: {}", reply.describe());
+            let elements = unframe(&zstd::decode_all(reply.body.as_ref()).unwrap());
+            let n: u64 = view_chunk.iter().product();
+            let want_region: Vec<Vec<u8>> = (0..n)
+                .map(|mut flat| {
+                    let mut index = 0;
+                    let mut stride = 1;
+                    for d in (0..shape.len()).rev() {
+                        index += (flat % view_chunk[d]) * stride;
+                        flat /= view_chunk[d];
+                        stride *= shape[d];
+                    }
+                    want[index as usize].clone()
+                })
+                .collect();
+            assert_eq!(elements, want_region, "{path}/{key}");
+        }
+    }
+    common::assert_no_panics();
+}

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use crate::read::cache::MISSING;
 use crate::read::locate::Located;
 use crate::read::selection::DimSelection;
-use crate::read::strings::{decode_chunk, decode_cost, fill_text};
+use crate::read::strings::{decode_chunk, decode_cost};
 use crate::read::{ArrayReader, ReadError};
 use crate::zarr::chunk_grid::Dim;
 use crate::zarr::codec::{ArrayToBytes, BytesToBytes, CodecChain, MAX_DECODED_CHUNK_BYTES, element_count};
@@ -194,8 +194,9 @@ fn is_read_grid(reader: &ArrayReader, chunk_shape: &[u64]) -> bool {
 /// Whether text chunks encoded with `chain` are already what the view declares (`vlen-utf8`
 /// then `zstd` stating its decoded size), so their stored bytes can be served as they are.
 fn is_text_view_encoding(chain: &CodecChain, bytes: &[u8]) -> bool {
+    // Either framing is what the view declares for its type (`vlen-utf8` or `vlen-bytes`).
     chain.array_to_array.is_empty()
-        && matches!(chain.array_to_bytes, ArrayToBytes::VlenUtf8)
+        && matches!(chain.array_to_bytes, ArrayToBytes::VlenUtf8 | ArrayToBytes::VlenBytes)
         && chain.bytes_to_bytes == [BytesToBytes::Zstd]
         && matches!(::zstd::zstd_safe::get_frame_content_size(bytes), Ok(Some(_)))
 }
@@ -203,13 +204,13 @@ fn is_text_view_encoding(chain: &CodecChain, bytes: &[u8]) -> bool {
 /// The `vlen-utf8` framing of `n` elements: a u32 LE count, then each element's u32 LE byte
 /// length and UTF-8 bytes. An element longer than 4 GiB cannot be framed (the decoders'
 /// per-chunk limit keeps text far below that).
-fn vlen_frame<'a>(n: usize, text_bytes: usize, elements: impl Iterator<Item = &'a str>) -> Result<Vec<u8>, ReadError> {
+fn vlen_frame<'a>(n: usize, text_bytes: usize, elements: impl Iterator<Item = &'a [u8]>) -> Result<Vec<u8>, ReadError> {
     let too_long = || ReadError::Task("a view chunk has more text than vlen-utf8 can frame".into());
     let mut out = Vec::with_capacity(4 + 4 * n + text_bytes);
     out.extend(u32::try_from(n).map_err(|_| too_long())?.to_le_bytes());
     for e in elements {
         out.extend(u32::try_from(e.len()).map_err(|_| too_long())?.to_le_bytes());
-        out.extend(e.as_bytes());
+        out.extend(e);
     }
     Ok(out)
 }
@@ -254,7 +255,7 @@ async fn text_view_chunk(
             let framed = if chain.array_to_array.is_empty() {
                 strings.bytes
             } else {
-                vlen_frame(n, strings.bytes.len(), (0..n).map(|i| strings.get(i)))?
+                vlen_frame(n, strings.bytes.len(), (0..n).map(|i| strings.get_bytes(i)))?
             };
             encode(&framed)
         })
@@ -268,7 +269,7 @@ async fn text_view_chunk(
         return Ok(None);
     }
     let clipped: Vec<u64> = selection.iter().map(|s| s.count).collect();
-    let fill = fill_text(&reader.meta.fill_value).to_owned();
+    let fill = reader.meta.fill_value.clone();
     let text_bytes: usize = output.elements.iter().map(|e| e.len()).sum::<usize>() + fill.len() * n;
     let _held = reader.budget.reserve((4 + 4 * n as u64 + text_bytes as u64).saturating_mul(2)).await?;
     let shape = chunk_shape.to_vec();
@@ -279,7 +280,7 @@ async fn text_view_chunk(
         // The chunk's elements in C order: the read region, then the fill value outside the
         // array (a boundary chunk is stored whole).
         let strides: Vec<u64> = (0..shape.len()).map(|d| clipped[d + 1..].iter().product()).collect();
-        let element = |flat: usize| -> &str {
+        let element = |flat: usize| -> &[u8] {
             let (mut rest, mut at, mut inside) = (flat as u64, 0u64, true);
             for d in (0..shape.len()).rev() {
                 let x = rest % shape[d];
@@ -287,7 +288,7 @@ async fn text_view_chunk(
                 inside &= x < clipped[d];
                 at += x * strides[d];
             }
-            if inside { elements.get(at as usize).map_or(fill.as_str(), AsRef::as_ref) } else { fill.as_str() }
+            if inside { elements.get(at as usize).map_or(fill.as_slice(), AsRef::as_ref) } else { fill.as_slice() }
         };
         encode(&vlen_frame(n, text_bytes, (0..n).map(element))?)
     })

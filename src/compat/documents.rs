@@ -61,6 +61,10 @@ fn scalar_json(data_type: DataType, b: &[u8], flavor: Flavor) -> Value {
             let text: String = units.map(|u| char::from_u32(u).unwrap_or(char::REPLACEMENT_CHARACTER)).collect();
             json!(text.trim_end_matches('\0'))
         }
+        DataType::Bytes => {
+            use base64::Engine as _;
+            json!(base64::engine::general_purpose::STANDARD.encode(b))
+        }
         DataType::FixedBytes(_) => {
             use base64::Engine as _;
             let end = b.iter().rposition(|&u| u != 0).map_or(0, |i| i + 1);
@@ -89,7 +93,9 @@ fn dimension_names(meta: &ArrayMetadata) -> Option<Vec<Option<String>>> {
 /// zarr-python writes it) and `zstd`; for text `vlen-utf8` and `zstd`, zarr-python 3's
 /// default chain of a `string` array.
 pub fn v3_codecs(data_type: DataType) -> Value {
-    let bytes = if data_type.is_variable() {
+    let bytes = if data_type == DataType::Bytes {
+        json!({"name": "vlen-bytes", "configuration": {}})
+    } else if data_type.is_variable() {
         json!({"name": "vlen-utf8", "configuration": {}})
     } else if data_type.swap_unit() == 1 {
         json!({"name": "bytes"})
@@ -216,7 +222,11 @@ fn v2_attributes(meta: &ArrayMetadata) -> Map<String, Value> {
 /// numcodecs' zstd as the compressor (text: `|O` objects with the `vlen-utf8` filter, which
 /// frames them as the v3 codec does).
 pub fn v2_array_document(meta: &ArrayMetadata, chunk_shape: &[u64]) -> Value {
-    let filters = if meta.data_type.is_variable() { json!([{"id": "vlen-utf8"}]) } else { Value::Null };
+    let filters = match meta.data_type {
+        DataType::Bytes => json!([{"id": "vlen-bytes"}]),
+        DataType::String => json!([{"id": "vlen-utf8"}]),
+        _ => Value::Null,
+    };
     json!({
         "zarr_format": 2,
         "shape": meta.shape,

@@ -118,7 +118,7 @@ pub fn json_bytes_per_element(data_type: DataType) -> u64 {
         DataType::Complex64 => 38,
         DataType::Complex128 => 56,
         // Text has no bound per element: string results are measured once read.
-        DataType::String => 0,
+        DataType::String | DataType::Bytes => 0,
         // `"-146138510344-07-14T16:14:56.123456789012345678",`, with room to spare.
         DataType::DateTime64(_) => 80,
         DataType::TimeDelta64(_) => 21,
@@ -128,24 +128,44 @@ pub fn json_bytes_per_element(data_type: DataType) -> u64 {
     }
 }
 
-/// Text as `.npy`: a `NumPy` `U` array (`<U{n}`, n the most code points of any element, at
-/// least 1 as `NumPy` makes it), each element UTF-32LE padded with NULs to n: exactly what
-/// `numpy.save` writes for an array of `str`. Returns the header and the body's total size,
-/// so the caller can check and reserve it before [`npy_text`] builds it.
-pub fn npy_text_header(elements: &[Box<str>], shape: &[u64]) -> (Vec<u8>, u64) {
-    let width = elements.iter().map(|e| e.chars().count()).max().unwrap_or(0).max(1);
-    let header = npy_header_for(&format!("<U{width}"), shape);
-    let size = header.len() as u64 + elements.len() as u64 * width as u64 * 4;
+/// An element of a text array (UTF-8, checked when it was decoded).
+fn as_text(element: &[u8]) -> &str {
+    std::str::from_utf8(element).unwrap_or_default()
+}
+
+/// Variable-length elements as `.npy`. Text: a `NumPy` `U` array (`<U{n}`, n the most code
+/// points of any element, at least 1 as `NumPy` makes it), each element UTF-32LE padded with
+/// NULs to n: exactly what `numpy.save` writes for an array of `str`. Bytes
+/// (`variable_length_bytes`): a `NumPy` `S` array (`|S{n}`, n the longest element), each
+/// element NUL-padded, what `numpy.save` writes for `numpy.array(list_of_bytes)` (so, as
+/// in `NumPy`, trailing NULs of an element do not survive). Returns the header and the
+/// body's total size, so the caller can check and reserve it before [`npy_text`] builds it.
+pub fn npy_text_header(elements: &[Box<[u8]>], shape: &[u64], data_type: DataType) -> (Vec<u8>, u64) {
+    let (kind, unit) = if data_type == DataType::Bytes { ("|S", 1) } else { ("<U", 4) };
+    let width = elements
+        .iter()
+        .map(|e| if unit == 1 { e.len() } else { as_text(e).chars().count() })
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let header = npy_header_for(&format!("{kind}{width}"), shape);
+    let size = header.len() as u64 + elements.len() as u64 * width as u64 * unit;
     (header, size)
 }
 
-pub fn npy_text(elements: &[Box<str>], header: Vec<u8>, size: u64) -> Vec<u8> {
-    let width = ((size - header.len() as u64) / 4 / (elements.len() as u64).max(1)) as usize;
+pub fn npy_text(elements: &[Box<[u8]>], header: Vec<u8>, size: u64, data_type: DataType) -> Vec<u8> {
+    let unit = if data_type == DataType::Bytes { 1 } else { 4 };
+    let width = ((size - header.len() as u64) / unit / (elements.len() as u64).max(1)) as usize;
     let mut out = header;
-    out.reserve_exact(width * 4 * elements.len());
+    out.reserve_exact(width * unit as usize * elements.len());
     for e in elements {
+        if unit == 1 {
+            out.extend_from_slice(e);
+            out.resize(out.len() + (width - e.len()), 0);
+            continue;
+        }
         let mut n = 0;
-        for c in e.chars() {
+        for c in as_text(e).chars() {
             out.extend_from_slice(&u32::from(c).to_le_bytes());
             n += 1;
         }
@@ -210,13 +230,29 @@ fn push_type_details(out: &mut String, data_type: DataType) {
     if let Some(unit) = data_type.time_unit() {
         let _ = write!(out, "\"unit\":\"{}\",", unit.numpy());
     }
-    if matches!(data_type, DataType::FixedBytes(_)) {
+    if matches!(data_type, DataType::FixedBytes(_) | DataType::Bytes) {
         out.push_str("\"encoding\":\"base64\",");
     }
 }
 
+/// The JSON string of one variable-length element: text as itself, bytes as base64.
+fn json_element_len(element: &[u8], data_type: DataType) -> u64 {
+    if data_type == DataType::Bytes { 2 + (element.len() as u64).div_ceil(3) * 4 } else { json_string_len(as_text(element)) }
+}
+
+fn push_json_element(out: &mut String, element: &[u8], data_type: DataType) {
+    use base64::Engine as _;
+    if data_type == DataType::Bytes {
+        out.push('"');
+        out.push_str(&base64::engine::general_purpose::STANDARD.encode(element));
+        out.push('"');
+    } else {
+        push_json_string(out, as_text(element));
+    }
+}
+
 /// The exact length of [`json_text`]'s body, so it can be checked and reserved first.
-pub fn json_text_len(elements: &[Box<str>], shape: &[u64]) -> u64 {
+pub fn json_text_len(elements: &[Box<[u8]>], shape: &[u64], data_type: DataType) -> u64 {
     // Brackets and commas: each list of n items has 2 + (n - 1) of them.
     let mut punctuation = 0u64;
     let mut lists = 1u64;
@@ -224,18 +260,19 @@ pub fn json_text_len(elements: &[Box<str>], shape: &[u64]) -> u64 {
         punctuation += lists * (2 + n.saturating_sub(1));
         lists *= n;
     }
-    json_head(shape, DataType::String).len() as u64
+    json_head(shape, data_type).len() as u64
         + punctuation
-        + elements.iter().map(|e| json_string_len(e)).sum::<u64>()
+        + elements.iter().map(|e| json_element_len(e, data_type)).sum::<u64>()
         + 1
 }
 
-/// `{"shape", "data_type": "string", "data"}` with the text as nested lists of JSON strings.
-pub fn json_text(elements: &[Box<str>], shape: &[u64], len: u64) -> Vec<u8> {
+/// `{"shape", "data_type": "string", "data"}` with the text as nested lists of JSON strings
+/// (`variable_length_bytes`: base64 strings, with `"encoding": "base64"`).
+pub fn json_text(elements: &[Box<[u8]>], shape: &[u64], len: u64, data_type: DataType) -> Vec<u8> {
     let mut out = String::with_capacity(len as usize);
-    out.push_str(&json_head(shape, DataType::String));
+    out.push_str(&json_head(shape, data_type));
     let mut items = elements.iter();
-    nested(&mut out, shape, &mut |out| push_json_string(out, items.next().map_or("", AsRef::as_ref)));
+    nested(&mut out, shape, &mut |out| push_json_element(out, items.next().map_or(&[][..], AsRef::as_ref), data_type));
     out.push('}');
     out.into_bytes()
 }
@@ -316,7 +353,7 @@ fn write_element(out: &mut String, b: &[u8], data_type: DataType) {
             out.push(']');
         }
         // Text never reaches the fixed-size encoder (see `json_text`).
-        DataType::String => out.push_str("null"),
+        DataType::String | DataType::Bytes => out.push_str("null"),
         DataType::DateTime64(unit) => match crate::zarr::time::datetime_string(i64::from_le_bytes(bytes(8)), unit) {
             Some(text) => push_json_string(out, &text),
             None => out.push_str("null"),

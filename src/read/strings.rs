@@ -1,4 +1,6 @@
-//! The read path of `string` arrays (v3 `string` + `vlen-utf8`, v2 `|O` + `VLenUTF8`).
+//! The read path of `string` arrays (v3 `string` + `vlen-utf8`, v2 `|O` + `VLenUTF8`) and of
+//! `variable_length_bytes` ones (v3 `vlen-bytes`, v2 `|O` + `VLenBytes`): elements are kept
+//! as bytes (for text, UTF-8 checked when decoded).
 //!
 //! Text has no fixed element size, so it does not go through the fixed-size engine of
 //! `read.rs`: the read-grid chunks a selection touches are located one by one (through the
@@ -30,13 +32,14 @@ use crate::zarr::codec::{CodecChain, CodecError, MAX_DECODED_CHUNK_BYTES, VlenSt
 /// large decode buffer, so fewer than the fixed-size engine's fan-out.
 const TEXT_FAN_OUT: usize = 4;
 
-/// Memory of one output element besides its text (a boxed `str`).
-pub const ELEMENT_BYTES: u64 = std::mem::size_of::<Box<str>>() as u64;
+/// Memory of one output element besides its text (a boxed slice).
+pub const ELEMENT_BYTES: u64 = std::mem::size_of::<Box<[u8]>>() as u64;
 
 /// Decoded text in C order and the versions of the objects it was read from.
 #[derive(Debug)]
 pub struct TextOutput {
-    pub elements: Vec<Box<str>>,
+    /// Each element's bytes (UTF-8 for text).
+    pub elements: Vec<Box<[u8]>>,
     /// The budget held for `elements`; keep it until the body is built.
     pub reservation: Reservation,
     /// `(store key, version)` of every chunk or shard touched, missing ones as "-", sorted.
@@ -106,30 +109,25 @@ impl Gather<'_> {
     }
 
     /// Text bytes of the selected elements of `chunk` (`None`: the fill value).
-    fn text_bytes(&self, chunk: Option<&VlenStrings>, fill: &str) -> u64 {
+    fn text_bytes(&self, chunk: Option<&VlenStrings>, fill: &[u8]) -> u64 {
         match chunk {
             None => fill.len() as u64 * self.len(),
             Some(chunk) => {
                 let mut total = 0u64;
-                self.for_each(|src, _| total += chunk.get(src).len() as u64);
+                self.for_each(|src, _| total += chunk.get_bytes(src).len() as u64);
                 total
             }
         }
     }
 
     /// Copies the selected elements of `chunk` (or the fill value) into `out`.
-    fn copy(&self, chunk: Option<&VlenStrings>, fill: &str, out: &mut [Box<str>]) {
+    fn copy(&self, chunk: Option<&VlenStrings>, fill: &[u8], out: &mut [Box<[u8]>]) {
         self.for_each(|src, dst| {
             if let Some(slot) = out.get_mut(dst) {
-                *slot = Box::from(chunk.map_or(fill, |c| c.get(src)));
+                *slot = Box::from(chunk.map_or(fill, |c| c.get_bytes(src)));
             }
         });
     }
-}
-
-/// The fill value of a text array (UTF-8, checked when the metadata was parsed).
-pub fn fill_text(fill: &[u8]) -> &str {
-    std::str::from_utf8(fill).unwrap_or_default()
 }
 
 /// The budget a chunk's decoding takes and the bound its decoders get: what its
@@ -211,7 +209,7 @@ impl ArrayReader {
         let read_grid = self.read_grid();
         let walk = Walk::new(&read_grid, selection);
         let steps: Vec<u64> = selection.iter().map(|s| s.step).collect();
-        let out = Arc::new(Mutex::new(vec![Box::<str>::default(); n as usize]));
+        let out = Arc::new(Mutex::new(vec![Box::<[u8]>::default(); n as usize]));
         let used = AtomicU64::new(table as u64);
         let parts: Vec<PartText> = futures::stream::iter(walk.parts())
             .map(|part| {
@@ -260,7 +258,7 @@ impl ArrayReader {
         &self,
         ctx: &PartCtx<'_>,
         part: &Part,
-        out: &Arc<Mutex<Vec<Box<str>>>>,
+        out: &Arc<Mutex<Vec<Box<[u8]>>>>,
     ) -> Result<PartText, ReadError> {
         let (key, version, bytes) = match self.locate(&part.coords).await? {
             Located::Object { key } => match self.store.get_object(&key).await? {
@@ -291,7 +289,7 @@ impl ArrayReader {
                 Some(chunk)
             }
         };
-        let fill = fill_text(&self.meta.fill_value);
+        let fill = self.meta.fill_value.as_slice();
         let gather = Gather {
             shape: &shape,
             start: &part.start,
@@ -326,13 +324,13 @@ struct PartCtx<'a> {
 
 /// The elements of a decoded chunk of `shape` inside `clipped` (the part within the array),
 /// in C order: what `/v1/chunk?decoded=true` returns.
-pub fn clip(chunk: &VlenStrings, shape: &[u64], clipped: &[u64]) -> Vec<Box<str>> {
+pub fn clip(chunk: &VlenStrings, shape: &[u64], clipped: &[u64]) -> Vec<Box<[u8]>> {
     let n = element_count(clipped).unwrap_or(0) as usize;
-    let mut out = vec![Box::<str>::default(); n];
+    let mut out = vec![Box::<[u8]>::default(); n];
     let zeros = vec![0; shape.len()];
     let ones = vec![1; shape.len()];
     let gather = Gather { shape, start: &zeros, count: clipped, steps: &ones, out: &zeros, out_shape: clipped };
-    gather.copy(Some(chunk), "", &mut out);
+    gather.copy(Some(chunk), b"", &mut out);
     out
 }
 
@@ -341,7 +339,7 @@ pub fn clipped_text_bytes(chunk: &VlenStrings, shape: &[u64], clipped: &[u64]) -
     let zeros = vec![0; shape.len()];
     let ones = vec![1; shape.len()];
     Gather { shape, start: &zeros, count: clipped, steps: &ones, out: &zeros, out_shape: clipped }
-        .text_bytes(Some(chunk), "")
+        .text_bytes(Some(chunk), b"")
 }
 
 #[cfg(test)]
@@ -361,31 +359,31 @@ mod tests {
     fn gathers_strided_parts_into_c_order() {
         // A 3x4 chunk; take rows 0 and 2, columns 1 and 3, into a 2x2 output at (0, 0).
         let c = chunk(&["a0", "a1", "a2", "a3", "b0", "b1", "b2", "b3", "c0", "c1", "c2", "c3"]);
-        let mut out = vec![Box::<str>::default(); 4];
+        let mut out = vec![Box::<[u8]>::default(); 4];
         let g =
             Gather { shape: &[3, 4], start: &[0, 1], count: &[2, 2], steps: &[2, 2], out: &[0, 0], out_shape: &[2, 2] };
-        assert_eq!(g.text_bytes(Some(&c), ""), 8);
-        g.copy(Some(&c), "", &mut out);
-        assert_eq!(out.iter().map(AsRef::as_ref).collect::<Vec<&str>>(), ["a1", "a3", "c1", "c3"]);
+        assert_eq!(g.text_bytes(Some(&c), b""), 8);
+        g.copy(Some(&c), b"", &mut out);
+        assert_eq!(out.iter().map(|e| std::str::from_utf8(e).unwrap()).collect::<Vec<&str>>(), ["a1", "a3", "c1", "c3"]);
         // The fill value, for a missing chunk, into the second output row.
-        let mut out = vec![Box::<str>::default(); 4];
+        let mut out = vec![Box::<[u8]>::default(); 4];
         let g =
             Gather { shape: &[3, 4], start: &[0, 0], count: &[1, 2], steps: &[1, 1], out: &[1, 0], out_shape: &[2, 2] };
-        assert_eq!(g.text_bytes(None, "n/a"), 6);
-        g.copy(None, "n/a", &mut out);
-        assert_eq!(out.iter().map(AsRef::as_ref).collect::<Vec<&str>>(), ["", "", "n/a", "n/a"]);
+        assert_eq!(g.text_bytes(None, b"n/a"), 6);
+        g.copy(None, b"n/a", &mut out);
+        assert_eq!(out.iter().map(|e| std::str::from_utf8(e).unwrap()).collect::<Vec<&str>>(), ["", "", "n/a", "n/a"]);
         // 0-d.
         let c = chunk(&["only"]);
-        let mut out = vec![Box::<str>::default(); 1];
+        let mut out = vec![Box::<[u8]>::default(); 1];
         Gather { shape: &[], start: &[], count: &[], steps: &[], out: &[], out_shape: &[] }.copy(
             Some(&c),
-            "",
+            b"",
             &mut out,
         );
-        assert_eq!(&*out[0], "only");
+        assert_eq!(&*out[0], b"only");
         // Clipping a boundary chunk drops its padding.
         let c = chunk(&["x", "y", ""]);
-        assert_eq!(clip(&c, &[3], &[2]).iter().map(AsRef::as_ref).collect::<Vec<&str>>(), ["x", "y"]);
+        assert_eq!(clip(&c, &[3], &[2]).iter().map(|e| std::str::from_utf8(e).unwrap()).collect::<Vec<&str>>(), ["x", "y"]);
         assert_eq!(clipped_text_bytes(&c, &[3], &[2]), 2);
     }
 }

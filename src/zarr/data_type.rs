@@ -51,6 +51,8 @@ pub enum DataType {
     FixedUtf32(u32),
     /// `null_terminated_bytes` (`NumPy` `|S{n}`): n bytes, trailing NULs not part of the value.
     FixedBytes(u32),
+    /// `variable_length_bytes` (`vlen-bytes`): variable-length bytes, read like `string`.
+    Bytes,
 }
 
 impl DataType {
@@ -96,6 +98,7 @@ impl DataType {
                 Self::FixedUtf32(bytes / 4)
             }
             "null_terminated_bytes" => Self::FixedBytes(length_bytes(config, name)?),
+            "variable_length_bytes" => Self::Bytes,
             other => return Err(MetadataError::Unsupported(format!("data type `{other}`"))),
         })
     }
@@ -122,6 +125,7 @@ impl DataType {
             Self::TimeDelta64(_) => "numpy.timedelta64",
             Self::FixedUtf32(_) => "fixed_length_utf32",
             Self::FixedBytes(_) => "null_terminated_bytes",
+            Self::Bytes => "variable_length_bytes",
         }
     }
 
@@ -167,14 +171,14 @@ impl DataType {
 
     /// Whether elements have no fixed size (and so go through [`crate::read::strings`]).
     pub fn is_variable(self) -> bool {
-        self == Self::String
+        matches!(self, Self::String | Self::Bytes)
     }
 
     /// Bytes per element; 0 for `string`, whose elements have no fixed size (callers of the
     /// fixed-size engine check [`Self::is_variable`] first).
     pub fn size(self) -> usize {
         match self {
-            Self::String => 0,
+            Self::String | Self::Bytes => 0,
             Self::Bool | Self::Int8 | Self::UInt8 => 1,
             Self::Int16 | Self::UInt16 | Self::Float16 => 2,
             Self::Int32 | Self::UInt32 | Self::Float32 => 4,
@@ -256,6 +260,13 @@ impl DataType {
             Self::FixedUtf32(n) => match value {
                 Value::String(s) => Ok(utf32_element(s, n)),
                 _ => Err(bad("expected a JSON string")),
+            },
+            // Base64, as zarr-python writes it (`""` is no bytes).
+            Self::Bytes => match value {
+                Value::String(s) => {
+                    base64::engine::general_purpose::STANDARD.decode(s).map_err(|_| bad("not base64"))
+                }
+                _ => Err(bad("expected a base64 string")),
             },
             Self::FixedBytes(n) => match value {
                 Value::String(s) => {
@@ -398,7 +409,10 @@ mod tests {
         assert_eq!(DataType::from_json(&json!("complex_float32")).unwrap(), DataType::Complex64);
         assert_eq!(DataType::from_json(&json!({"name": "uint16"})).unwrap(), DataType::UInt16);
         assert_eq!(DataType::from_json(&json!("string")).unwrap(), DataType::String);
-        assert!(matches!(DataType::from_json(&json!("variable_length_bytes")), Err(MetadataError::Unsupported(_))));
+        assert_eq!(DataType::from_json(&json!("variable_length_bytes")).unwrap(), DataType::Bytes);
+        assert_eq!(DataType::Bytes.parse_fill_value(&json!("YWIA")).unwrap(), b"ab\0");
+        assert!(DataType::Bytes.parse_fill_value(&json!("x")).is_err());
+        assert!(matches!(DataType::from_json(&json!("raw_bytes")), Err(MetadataError::Unsupported(_))));
         assert_eq!(DataType::String.parse_fill_value(&json!("n/a")).unwrap(), b"n/a");
         assert!(DataType::String.parse_fill_value(&json!(0)).is_err());
     }

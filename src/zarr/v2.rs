@@ -71,10 +71,11 @@ pub fn consolidated(zmetadata: &[u8]) -> Result<Map<String, Value>, MetadataErro
                 nodes.insert(path.to_owned(), json!({"node_type": "group"}));
             }
             ZARRAY => {
-                let text = value.pointer("/filters/0/id").and_then(Value::as_str) == Some("vlen-utf8");
+                let object_codec = value.pointer("/filters/0/id").and_then(Value::as_str);
                 let data_type = value.get("dtype").and_then(Value::as_str).map(|d| match NumType::parse(d) {
                     Some(t) => Value::from(t.data_type().name()),
-                    None if d == "|O" && text => Value::from(DataType::String.name()),
+                    None if d == "|O" && object_codec == Some("vlen-utf8") => Value::from(DataType::String.name()),
+                    None if d == "|O" && object_codec == Some("vlen-bytes") => Value::from(DataType::Bytes.name()),
                     None => match crate::zarr::v2_dtype::parse(d) {
                         Ok(Some((t, _, _))) => Value::from(t.name()),
                         _ => Value::from(d),
@@ -113,23 +114,27 @@ pub fn array_from_document(
         Some(_) => return Err(MetadataError::invalid("filters", "not a list or null")),
     };
     // `|O` holds Python objects; what they are is said by the object codec, the first filter.
-    // Only text (numcodecs `VLenUTF8`, as zarr-python writes `str` arrays) is served.
+    // Text (numcodecs `VLenUTF8`, as zarr-python writes `str` arrays) and bytes (`VLenBytes`)
+    // are served.
     // Times, `S` and `U`: whether stored big-endian (their `NumType` is what filters see).
     let mut special = None;
     let (dtype, data_type, filters) = match doc.get("dtype") {
         Some(Value::String(s)) if s == "|O" => match filters.split_first() {
-            Some((first, rest)) if first.get("id").and_then(Value::as_str) == Some("vlen-utf8") => {
+            Some((first, rest))
+                if matches!(first.get("id").and_then(Value::as_str), Some("vlen-utf8" | "vlen-bytes")) =>
+            {
                 // The filters after it and the compressor see the framed text as bytes.
+                let text = first.get("id").and_then(Value::as_str) == Some("vlen-utf8");
                 (
                     NumType::parse("|u1").ok_or_else(|| MetadataError::invalid("dtype", "no byte type"))?,
-                    DataType::String,
+                    if text { DataType::String } else { DataType::Bytes },
                     rest,
                 )
             }
             Some((first, _)) => {
                 let id = first.get("id").map_or_else(|| "?".to_owned(), ToString::to_string);
                 return Err(MetadataError::Unsupported(format!(
-                    "Zarr v2 dtype `|O` with object codec {id} (only vlen-utf8 text is served)"
+                    "Zarr v2 dtype `|O` with object codec {id} (only vlen-utf8 text and vlen-bytes are served)"
                 )));
             }
             None => return Err(MetadataError::invalid("filters", "a `|O` array needs an object codec filter")),
@@ -157,6 +162,9 @@ pub fn array_from_document(
     let fill_value = match doc.get("fill_value").unwrap_or(&Value::Null) {
         // zarr-python writes `""`, zarr-python 2 also `0` and `null`: read as zarr-python
         // 3.4.2 reads them (`str()` of the value; `null` is `""`).
+        // zarr-python reads a `null` fill of bytes as no bytes, any other as base64.
+        Value::Null if data_type == DataType::Bytes => Vec::new(),
+        value if data_type == DataType::Bytes => data_type.parse_fill_value(value)?,
         value if data_type.is_variable() => crate::zarr::v2_dtype::text_fill(value)?.into_bytes(),
         value if special.is_some() => crate::zarr::v2_dtype::special_fill(value, data_type)?,
         value => fill_value(value, dtype)?,
@@ -186,7 +194,9 @@ pub fn array_from_document(
     }
     let codecs = CodecChain {
         array_to_array,
-        array_to_bytes: if data_type.is_variable() {
+        array_to_bytes: if data_type == DataType::Bytes {
+            ArrayToBytes::VlenBytes
+        } else if data_type.is_variable() {
             ArrayToBytes::VlenUtf8
         } else {
             let big_endian = special.unwrap_or(dtype.big_endian);
@@ -316,7 +326,10 @@ mod tests {
         };
         unsupported(json!({"compressor": {"id": "zfpy", "mode": 4}}), "zfpy");
         unsupported(json!({"filters": [{"id": "quantize", "digits": 3}]}), "quantize");
-        unsupported(json!({"dtype": "|O", "filters": [{"id": "vlen-bytes"}]}), "|O");
+        unsupported(json!({"dtype": "|O", "filters": [{"id": "vlen-array", "dtype": "<i4"}]}), "vlen-array");
+        let b = parse(&zarray(&json!({"dtype": "|O", "fill_value": "YWI=", "filters": [{"id": "vlen-bytes"}]}))).unwrap();
+        assert_eq!((b.data_type, b.fill_value.as_slice()), (DataType::Bytes, &b"ab"[..]));
+        assert_eq!(b.codecs.array_to_bytes, ArrayToBytes::VlenBytes);
         unsupported(json!({"dtype": "|O", "filters": [{"id": "json2"}]}), "json2");
         assert!(parse(&zarray(&json!({"dtype": "|O", "filters": null}))).is_err());
         unsupported(json!({"dtype": [["r", "|u1"]]}), "structured");

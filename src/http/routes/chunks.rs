@@ -96,7 +96,7 @@ pub async fn chunk(
     let text = array.meta.data_type.is_variable();
     if decoded && text {
         // Text sizes are known only once decoded: checked and reserved then.
-        render.check_text()?;
+        render.check_text(array.meta.data_type)?;
     } else if decoded {
         let render_bytes = render.check(&array.meta, &data_shape, state.config.limits.max_response_bytes)?;
         let item = array.meta.data_type.size() as u64;

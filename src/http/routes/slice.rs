@@ -94,7 +94,7 @@ async fn text_slice(
     render: Render,
     headers: &HeaderMap,
 ) -> Result<Response> {
-    render.check_text()?;
+    render.check_text(array.meta.data_type)?;
     let shape = result_shape(selection);
     if headers.contains_key(header::IF_NONE_MATCH) {
         let versions = array.validation_versions(selection).await?;
@@ -194,13 +194,19 @@ impl Render {
         Ok(if self.streams() { 0 } else { size as u64 })
     }
 
-    /// Text can be given as JSON strings or a `NumPy` `U` array; `bin` and `png` need
-    /// fixed-size numbers.
-    pub fn check_text(&self) -> Result<()> {
+    /// Text can be given as JSON strings or a `NumPy` `U` array (bytes as base64 strings
+    /// or an `S` array); `bin` and `png` need fixed-size numbers.
+    pub fn check_text(&self, data_type: DataType) -> Result<()> {
         if matches!(self.format, Format::Bin | Format::Png) {
+            let (what, json, npy) = if data_type == DataType::Bytes {
+                ("bytes", "base64 strings", "|S")
+            } else {
+                ("text", "JSON strings", "<U")
+            };
             return Err(Error::NotAcceptable(format!(
-                "{} cannot hold text: this is a `string` array; use format=json (JSON strings) or format=npy (a NumPy `<U` array)",
-                self.format.name()
+                "{} cannot hold variable-length {what}: this is a `{}` array; use format=json ({json}) or format=npy (a NumPy `{npy}` array)",
+                self.format.name(),
+                data_type.name()
             )));
         }
         if self.vmin.is_some() || self.vmax.is_some() || self.colormap.is_some() {
@@ -213,28 +219,29 @@ impl Render {
     /// `limit` and reserved from the array's budget (into `held`) before it is built.
     pub async fn respond_text(
         &self,
-        elements: &[Box<str>],
+        elements: &[Box<[u8]>],
         shape: &[u64],
         limit: u64,
         array: &crate::read::ArrayReader,
         held: &mut crate::ops::budget::Reservation,
     ) -> Result<Response> {
+        let data_type = array.meta.data_type;
         let body = if self.format == Format::Json {
-            let len = encode::json_text_len(elements, shape);
+            let len = encode::json_text_len(elements, shape, data_type);
             if len > limit {
                 return Err(Error::TooLarge { what: "JSON", size: u128::from(len), limit });
             }
             held.merge(array.budget.reserve(len).await?);
-            encode::json_text(elements, shape, len)
+            encode::json_text(elements, shape, len, data_type)
         } else {
-            let (header, size) = encode::npy_text_header(elements, shape);
+            let (header, size) = encode::npy_text_header(elements, shape, data_type);
             if size > limit {
-                return Err(Error::TooLarge { what: "npy (UTF-32 text)", size: u128::from(size), limit });
+                return Err(Error::TooLarge { what: "npy (UTF-32 text or padded bytes)", size: u128::from(size), limit });
             }
             held.merge(array.budget.reserve(size).await?);
-            encode::npy_text(elements, header, size)
+            encode::npy_text(elements, header, size, data_type)
         };
-        self.with_data_headers(body.into_response(), DataType::String, shape)
+        self.with_data_headers(body.into_response(), data_type, shape)
     }
 
     /// The body and data headers for decoded `data` of `shape`.

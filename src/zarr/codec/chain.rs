@@ -28,6 +28,9 @@ pub enum ArrayToBytes {
     Sharding(Box<ShardingCodec>),
     /// `vlen-utf8` (v3) or numcodecs `vlen-utf8` (v2 `|O`): text, for the `string` type only.
     VlenUtf8,
+    /// `vlen-bytes` (v3) or numcodecs `vlen-bytes` (v2 `|O`): the same framing of any bytes,
+    /// for `variable_length_bytes` only.
+    VlenBytes,
 }
 /// A parsed `codecs` list.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,16 +101,29 @@ impl CodecChain {
                     edges = t.order().iter().map(|&i| edges[i].clone()).collect();
                     array_to_array.push(ArrayToArray::Transpose(t));
                 }
-                "bytes" | "sharding_indexed" | "vlen-utf8" => {
+                "bytes" | "sharding_indexed" | "vlen-utf8" | "vlen-bytes" => {
                     if array_to_bytes.is_some() {
                         return Err(MetadataError::invalid(field, "more than one array→bytes codec"));
                     }
                     // Text has no fixed-size layout for `bytes`, and `vlen-utf8` frames text only.
+                    let vlen = if data_type == DataType::Bytes { "vlen-bytes" } else { "vlen-utf8" };
                     match (name, data_type.is_variable()) {
                         ("bytes", true) => {
                             return Err(MetadataError::invalid(
                                 field,
-                                "the `string` data type needs the `vlen-utf8` codec, not `bytes`",
+                                &format!("the `{}` data type needs the `{vlen}` codec, not `bytes`", data_type.name()),
+                            ));
+                        }
+                        ("vlen-utf8" | "vlen-bytes", true) if name != vlen => {
+                            return Err(MetadataError::invalid(
+                                field,
+                                &format!("the `{}` data type needs the `{vlen}` codec, not `{name}`", data_type.name()),
+                            ));
+                        }
+                        ("vlen-bytes", false) => {
+                            return Err(MetadataError::invalid(
+                                field,
+                                &format!("`vlen-bytes` encodes `variable_length_bytes`, not `{}`", data_type.name()),
                             ));
                         }
                         ("vlen-utf8", false) => {
@@ -121,6 +137,7 @@ impl CodecChain {
                     array_to_bytes = Some(match name {
                         "bytes" => ArrayToBytes::Bytes(BytesCodec::from_config(config, data_type)?),
                         "vlen-utf8" => ArrayToBytes::VlenUtf8,
+                        "vlen-bytes" => ArrayToBytes::VlenBytes,
                         _ => ArrayToBytes::Sharding(Box::new(ShardingCodec::from_config(config, data_type, &edges)?)),
                     });
                 }
@@ -206,7 +223,7 @@ impl CodecChain {
         let bytes_len = match &self.array_to_bytes {
             ArrayToBytes::Bytes(_) => decoded_len,
             ArrayToBytes::Sharding(_) => decoded_len.saturating_mul(2).saturating_add(1 << 20),
-            ArrayToBytes::VlenUtf8 => {
+            ArrayToBytes::VlenUtf8 | ArrayToBytes::VlenBytes => {
                 return Err(CodecError::corrupt("vlen-utf8", "text decodes through the string path"));
             }
         };
@@ -220,7 +237,7 @@ impl CodecChain {
             ArrayToBytes::Sharding(s) => {
                 s.decode(owned.as_deref().unwrap_or(encoded), &encoded_shape, data_type, fill)?
             }
-            ArrayToBytes::VlenUtf8 => Vec::new(),
+            ArrayToBytes::VlenUtf8 | ArrayToBytes::VlenBytes => Vec::new(),
         };
 
         for (c, decoded_shape) in self.array_to_array.iter().zip(&self.decoded_shapes(shape)).rev() {
@@ -324,8 +341,10 @@ impl CodecChain {
 
     /// any `transpose` applied to the element order.
     pub fn decode_strings(&self, encoded: &[u8], shape: &[u64], max_len: usize) -> Result<VlenStrings, CodecError> {
-        let ArrayToBytes::VlenUtf8 = self.array_to_bytes else {
-            return Err(CodecError::corrupt("vlen-utf8", "this chain does not decode text"));
+        let utf8 = match self.array_to_bytes {
+            ArrayToBytes::VlenUtf8 => true,
+            ArrayToBytes::VlenBytes => false,
+            _ => return Err(CodecError::corrupt("vlen-utf8", "this chain does not decode text")),
         };
         let elements = element_count(shape).ok_or(CodecError::ChunkTooLarge { bytes: u128::MAX, limit: max_len })?;
         let owned = self.decode_bytes_stages(encoded, max_len)?;
@@ -334,7 +353,7 @@ impl CodecChain {
             None if encoded.len() > max_len => return Err(CodecError::TooLarge { codec: "vlen-utf8", limit: max_len }),
             None => encoded.to_vec(),
         };
-        let mut strings = vlen::decode(framed, elements)?;
+        let mut strings = vlen::decode_framed(framed, elements, utf8)?;
         // A transpose permutes elements: move the (start, end) spans as 8-byte items.
         for (c, decoded_shape) in self.array_to_array.iter().zip(&self.decoded_shapes(shape)).rev() {
             let ArrayToArray::Transpose(t) = c;

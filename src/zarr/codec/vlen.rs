@@ -24,6 +24,12 @@ impl VlenStrings {
         self.bytes.get(start as usize..end as usize).and_then(|b| std::str::from_utf8(b).ok()).unwrap_or_default()
     }
 
+    /// Element `i` as bytes (`vlen-bytes`; for text, its UTF-8).
+    pub fn get_bytes(&self, i: usize) -> &[u8] {
+        let (start, end) = self.spans.get(i).copied().unwrap_or((0, 0));
+        self.bytes.get(start as usize..end as usize).unwrap_or_default()
+    }
+
     pub fn len(&self) -> usize {
         self.spans.len()
     }
@@ -40,7 +46,13 @@ pub const BYTES_PER_ELEMENT: u64 = 4;
 /// is checked against the bytes present before it is used, and the element count against
 /// `elements` before anything proportional to it is allocated.
 pub fn decode(bytes: Vec<u8>, elements: u64) -> Result<VlenStrings, CodecError> {
-    let corrupt = |detail: String| CodecError::corrupt("vlen-utf8", detail);
+    decode_framed(bytes, elements, true)
+}
+
+/// [`decode`], checking each element is UTF-8 only when `utf8` (`vlen-utf8`; `vlen-bytes`
+/// frames any bytes the same way).
+pub fn decode_framed(bytes: Vec<u8>, elements: u64, utf8: bool) -> Result<VlenStrings, CodecError> {
+    let corrupt = |detail: String| CodecError::corrupt(if utf8 { "vlen-utf8" } else { "vlen-bytes" }, detail);
     // Spans are u32 offsets: the chunk decoders cap their output far below 4 GiB.
     if u32::try_from(bytes.len()).is_err() {
         return Err(corrupt(format!("{} bytes of text is more than this server decodes per chunk", bytes.len())));
@@ -67,7 +79,10 @@ pub fn decode(bytes: Vec<u8>, elements: u64) -> Result<VlenStrings, CodecError> 
         let end = start.checked_add(len as usize).filter(|&end| end <= bytes.len()).ok_or_else(|| {
             corrupt(format!("element {i}: {len} bytes at byte {start} run past the end ({})", bytes.len()))
         })?;
-        std::str::from_utf8(&bytes[start..end]).map_err(|e| corrupt(format!("element {i} is not valid UTF-8: {e}")))?;
+        if utf8 {
+            std::str::from_utf8(&bytes[start..end])
+                .map_err(|e| corrupt(format!("element {i} is not valid UTF-8: {e}")))?;
+        }
         // Both fit in u32: the whole buffer does (checked above).
         spans.push((start as u32, end as u32));
         at = end;
@@ -111,6 +126,10 @@ mod tests {
         long[4] = 200;
         assert!(bad(long, 1).contains("run past the end"));
         assert!(bad(frame(&[&[0xff, 0xfe]]), 1).contains("UTF-8"));
+        // `vlen-bytes` frames any bytes.
+        let v = decode_framed(frame(&[&[0xff, 0xfe], b""]), 2, false).unwrap();
+        assert_eq!((v.get_bytes(0), v.get_bytes(1)), (&[0xff, 0xfe][..], &b""[..]));
+        assert!(decode_framed(frame(&[b"a"]), 2, false).unwrap_err().to_string().contains("vlen-bytes"));
         let mut extra = frame(&[b"a"]);
         extra.push(0);
         assert!(bad(extra, 1).contains("follow the last element"));
