@@ -1,8 +1,9 @@
 //! The data types beyond numbers and `string`, read through every route and compared with
-//! what zarr-python 3.4.2 reads (tests/fixtures/dtypes, written by make_dtype_fixtures.py):
-//! `numpy.datetime64` / `numpy.timedelta64` in every kind of unit (scaled ones too, NaT
+//! what zarr-python 3.4.2 reads (tests/fixtures/dtypes, written by `make_dtype_fixtures.py`):
+//! `numpy.datetime64` / `numpy.timedelta64` in every kind of unit (scaled ones too, `NaT`
 //! fills, v2 `<M8`/`<m8`/`>M8`), `fixed_length_utf32` / v2 `<U`, `>U`, `null_terminated_bytes`
-//! / v2 `|S`, and v2 `|O` text whose fill zarr-python 2 wrote as `0` or `null`.
+//! / v2 `|S`, `variable_length_bytes` / v2 `|O` + `vlen-bytes`, and v2 `|O` text whose
+//! fill zarr-python 2 wrote as `0` or `null`.
 
 #![allow(clippy::unwrap_used)] // test helpers panic on broken fixtures by design
 
@@ -83,7 +84,7 @@ fn flatten(v: &Value, depth: usize, out: &mut Vec<Value>) {
 }
 
 /// The JSON elements zarrd must write for `data`: ISO 8601 strings for datetimes (from
-/// numpy's `datetime_as_string`, in `iso`), counts for timedeltas, NaT as null, text with
+/// numpy's `datetime_as_string`, in `iso`), counts for timedeltas, `NaT` as null, text with
 /// numpy's trailing NULs dropped, bytes (likewise) as base64.
 fn json_want(descr: &str, data: &[u8], iso: Option<&Vec<Value>>) -> Vec<Value> {
     data.chunks_exact(item(descr))
@@ -253,7 +254,12 @@ async fn compatibility_views_carry_the_types_and_their_values() {
             let chunk: Vec<u64> = if v2 {
                 doc["chunks"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect()
             } else {
-                doc["chunk_grid"]["configuration"]["chunk_shape"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect()
+                doc["chunk_grid"]["configuration"]["chunk_shape"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_u64().unwrap())
+                    .collect()
             };
             // The first view chunk, when it lies wholly inside the array.
             if chunk.iter().zip(&want.shape).any(|(c, s)| c > s) {
@@ -302,16 +308,44 @@ async fn bad_type_metadata_is_422_naming_the_field() {
             "chunk_key_encoding": {"name": "default"}, "fill_value": 0, "codecs": [{"name": "bytes"}]})
     };
     let cases = [
-        ("zarr.json", zarr_json(json!({"name": "numpy.datetime64", "configuration": {"unit": "fortnight", "scale_factor": 1}})), "unit"),
-        ("zarr.json", zarr_json(json!({"name": "numpy.timedelta64", "configuration": {"unit": "s", "scale_factor": 0}})), "scale_factor"),
-        ("zarr.json", zarr_json(json!({"name": "numpy.timedelta64", "configuration": {"unit": "s", "scale_factor": -3}})), "scale_factor"),
-        ("zarr.json", zarr_json(json!({"name": "fixed_length_utf32", "configuration": {"length_bytes": 6}})), "length_bytes"),
-        ("zarr.json", zarr_json(json!({"name": "null_terminated_bytes", "configuration": {"length_bytes": 0}})), "length_bytes"),
+        (
+            "zarr.json",
+            zarr_json(json!({"name": "numpy.datetime64", "configuration": {"unit": "fortnight", "scale_factor": 1}})),
+            "unit",
+        ),
+        (
+            "zarr.json",
+            zarr_json(json!({"name": "numpy.timedelta64", "configuration": {"unit": "s", "scale_factor": 0}})),
+            "scale_factor",
+        ),
+        (
+            "zarr.json",
+            zarr_json(json!({"name": "numpy.timedelta64", "configuration": {"unit": "s", "scale_factor": -3}})),
+            "scale_factor",
+        ),
+        (
+            "zarr.json",
+            zarr_json(json!({"name": "fixed_length_utf32", "configuration": {"length_bytes": 6}})),
+            "length_bytes",
+        ),
+        (
+            "zarr.json",
+            zarr_json(json!({"name": "null_terminated_bytes", "configuration": {"length_bytes": 0}})),
+            "length_bytes",
+        ),
         ("zarr.json", zarr_json(json!({"name": "raw_bytes", "configuration": {"length_bytes": 2}})), "raw_bytes"),
-        (".zarray", json!({"zarr_format": 2, "shape": [4], "chunks": [2], "dtype": "<M8[fortnight]", "fill_value": null,
-            "order": "C", "filters": null, "compressor": null}), "M8[fortnight]"),
-        (".zarray", json!({"zarr_format": 2, "shape": [4], "chunks": [2], "dtype": "|S0", "fill_value": null,
-            "order": "C", "filters": null, "compressor": null}), "|S0"),
+        (
+            ".zarray",
+            json!({"zarr_format": 2, "shape": [4], "chunks": [2], "dtype": "<M8[fortnight]", "fill_value": null,
+            "order": "C", "filters": null, "compressor": null}),
+            "M8[fortnight]",
+        ),
+        (
+            ".zarray",
+            json!({"zarr_format": 2, "shape": [4], "chunks": [2], "dtype": "|S0", "fill_value": null,
+            "order": "C", "filters": null, "compressor": null}),
+            "|S0",
+        ),
     ];
     for (i, (key, doc, field)) in cases.into_iter().enumerate() {
         mem.put(&ObjectPath::from(format!("bad{i}/{key}")), doc.to_string().into_bytes().into()).await.unwrap();
@@ -364,7 +398,8 @@ async fn variable_length_bytes_match_zarr_python() {
         if let Some(sel) = array["sel"].as_str() {
             let s: String = url::form_urlencoded::byte_serialize(sel.replace(' ', "").as_bytes()).collect();
             let doc = get(&app, &format!("/v1/slice/d/{path}?s={s}&format=json")).await.json();
-            let sel_shape: Vec<u64> = array["sel_shape"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+            let sel_shape: Vec<u64> =
+                array["sel_shape"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
             let mut got = Vec::new();
             flatten(&doc["data"], sel_shape.len(), &mut got);
             assert_eq!(json!(got), array["sel_base64"], "{path} s={sel}");
@@ -397,8 +432,12 @@ async fn variable_length_bytes_match_zarr_python() {
         assert_eq!(v3["codecs"][0]["name"], "vlen-bytes", "{path}");
         let v2 = get(&app, &format!("/compat/v2/d/{path}/.zarray")).await.json();
         assert_eq!((v2["dtype"].as_str(), &v2["filters"]), (Some("|O"), &json!([{"id": "vlen-bytes"}])), "{path}");
-        let view_chunk: Vec<u64> =
-            v3["chunk_grid"]["configuration"]["chunk_shape"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+        let view_chunk: Vec<u64> = v3["chunk_grid"]["configuration"]["chunk_shape"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
         if view_chunk.iter().zip(&shape).all(|(c, s)| c <= s) {
             let key = format!("c/{}", vec!["0"; shape.len()].join("/"));
             let reply = get(&app, &format!("/compat/v3/d/{path}/{key}")).await;

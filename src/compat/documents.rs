@@ -32,7 +32,8 @@ fn scalar_json(data_type: DataType, b: &[u8], flavor: Flavor) -> Value {
         DataType::Int8 => json!(signed(8)),
         DataType::Int16 => json!(signed(16)),
         DataType::Int32 => json!(signed(32)),
-        DataType::Int64 => json!(i64::from_le_bytes(a)),
+        // Times as their count (`NaT` as `i64::MIN`), as zarr-python writes them in both formats.
+        DataType::Int64 | DataType::DateTime64(_) | DataType::TimeDelta64(_) => json!(i64::from_le_bytes(a)),
         DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => json!(u64::from_le_bytes(a)),
         DataType::Float16 => {
             let bits = u16::from_le_bytes([b[0], b[1]]);
@@ -54,8 +55,6 @@ fn scalar_json(data_type: DataType, b: &[u8], flavor: Flavor) -> Value {
         }
         // Text fill values are stored as their UTF-8 bytes.
         DataType::String => json!(String::from_utf8_lossy(b)),
-        // Times as their count (NaT as i64::MIN), as zarr-python writes them in both formats.
-        DataType::DateTime64(_) | DataType::TimeDelta64(_) => json!(i64::from_le_bytes(a)),
         DataType::FixedUtf32(_) => {
             let units = b.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
             let text: String = units.map(|u| char::from_u32(u).unwrap_or(char::REPLACEMENT_CHARACTER)).collect();

@@ -112,7 +112,7 @@ pub fn json_bytes_per_element(data_type: DataType) -> u64 {
         DataType::Int8 | DataType::UInt8 => 5,
         DataType::Int16 | DataType::UInt16 => 7,
         DataType::Int32 | DataType::UInt32 => 12,
-        DataType::Int64 | DataType::UInt64 => 21,
+        DataType::Int64 | DataType::UInt64 | DataType::TimeDelta64(_) => 21,
         DataType::Float16 | DataType::Float32 => 17,
         DataType::Float64 => 26,
         DataType::Complex64 => 38,
@@ -121,7 +121,6 @@ pub fn json_bytes_per_element(data_type: DataType) -> u64 {
         DataType::String | DataType::Bytes => 0,
         // `"-146138510344-07-14T16:14:56.123456789012345678",`, with room to spare.
         DataType::DateTime64(_) => 80,
-        DataType::TimeDelta64(_) => 21,
         // A code point takes at most 6 bytes in a JSON string (`\u001f`), plus quotes and comma.
         DataType::FixedUtf32(n) => u64::from(n) * 6 + 3,
         DataType::FixedBytes(n) => u64::from(n).div_ceil(3) * 4 + 3,
@@ -142,12 +141,8 @@ fn as_text(element: &[u8]) -> &str {
 /// body's total size, so the caller can check and reserve it before [`npy_text`] builds it.
 pub fn npy_text_header(elements: &[Box<[u8]>], shape: &[u64], data_type: DataType) -> (Vec<u8>, u64) {
     let (kind, unit) = if data_type == DataType::Bytes { ("|S", 1) } else { ("<U", 4) };
-    let width = elements
-        .iter()
-        .map(|e| if unit == 1 { e.len() } else { as_text(e).chars().count() })
-        .max()
-        .unwrap_or(0)
-        .max(1);
+    let width =
+        elements.iter().map(|e| if unit == 1 { e.len() } else { as_text(e).chars().count() }).max().unwrap_or(0).max(1);
     let header = npy_header_for(&format!("{kind}{width}"), shape);
     let size = header.len() as u64 + elements.len() as u64 * width as u64 * unit;
     (header, size)
@@ -237,7 +232,11 @@ fn push_type_details(out: &mut String, data_type: DataType) {
 
 /// The JSON string of one variable-length element: text as itself, bytes as base64.
 fn json_element_len(element: &[u8], data_type: DataType) -> u64 {
-    if data_type == DataType::Bytes { 2 + (element.len() as u64).div_ceil(3) * 4 } else { json_string_len(as_text(element)) }
+    if data_type == DataType::Bytes {
+        2 + (element.len() as u64).div_ceil(3) * 4
+    } else {
+        json_string_len(as_text(element))
+    }
 }
 
 fn push_json_element(out: &mut String, element: &[u8], data_type: DataType) {

@@ -277,10 +277,7 @@ pub fn png(
         )));
     };
     if !data_type.is_real_number() {
-        return Err(Error::NotAcceptable(format!(
-            "png cannot show {} values; use npy, bin or json",
-            data_type.name()
-        )));
+        return Err(Error::NotAcceptable(format!("png cannot show {} values; use npy, bin or json", data_type.name())));
     }
     if height > u64::from(u32::MAX) || width > u64::from(u32::MAX) {
         return Err(Error::NotAcceptable("png dimensions are limited to 2^32-1".into()));

@@ -364,7 +364,10 @@ mod tests {
             Gather { shape: &[3, 4], start: &[0, 1], count: &[2, 2], steps: &[2, 2], out: &[0, 0], out_shape: &[2, 2] };
         assert_eq!(g.text_bytes(Some(&c), b""), 8);
         g.copy(Some(&c), b"", &mut out);
-        assert_eq!(out.iter().map(|e| std::str::from_utf8(e).unwrap()).collect::<Vec<&str>>(), ["a1", "a3", "c1", "c3"]);
+        assert_eq!(
+            out.iter().map(|e| std::str::from_utf8(e).unwrap()).collect::<Vec<&str>>(),
+            ["a1", "a3", "c1", "c3"]
+        );
         // The fill value, for a missing chunk, into the second output row.
         let mut out = vec![Box::<[u8]>::default(); 4];
         let g =
@@ -383,7 +386,10 @@ mod tests {
         assert_eq!(&*out[0], b"only");
         // Clipping a boundary chunk drops its padding.
         let c = chunk(&["x", "y", ""]);
-        assert_eq!(clip(&c, &[3], &[2]).iter().map(|e| std::str::from_utf8(e).unwrap()).collect::<Vec<&str>>(), ["x", "y"]);
+        assert_eq!(
+            clip(&c, &[3], &[2]).iter().map(|e| std::str::from_utf8(e).unwrap()).collect::<Vec<&str>>(),
+            ["x", "y"]
+        );
         assert_eq!(clipped_text_bytes(&c, &[3], &[2]), 2);
     }
 }

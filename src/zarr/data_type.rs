@@ -9,7 +9,7 @@
 //! ([`crate::read::strings`]); the fixed-size engine never sees it.
 //!
 //! Beyond the core types: `numpy.datetime64` and `numpy.timedelta64` (an i64 count of a
-//! scaled unit, NaT the smallest i64), `fixed_length_utf32` (`NumPy` `U`: code points as
+//! scaled unit, `NaT` the smallest i64), `fixed_length_utf32` (`NumPy` `U`: code points as
 //! UTF-32, NUL-padded) and `null_terminated_bytes` (`NumPy` `S`: NUL-padded bytes), all of
 //! fixed size, so they take the fixed-size engine like numbers.
 
@@ -43,9 +43,9 @@ pub enum DataType {
     Complex128,
     /// Variable-length UTF-8 text (`vlen-utf8`); its fill value is kept as UTF-8 bytes.
     String,
-    /// `numpy.datetime64`: an i64 count of `unit`s since 1970-01-01T00:00, NaT = i64::MIN.
+    /// `numpy.datetime64`: an i64 count of `unit`s since `1970-01-01T00:00`, `NaT` = `i64::MIN`.
     DateTime64(TimeUnit),
-    /// `numpy.timedelta64`: an i64 count of `unit`s, NaT = i64::MIN.
+    /// `numpy.timedelta64`: an i64 count of `unit`s, `NaT` = `i64::MIN`.
     TimeDelta64(TimeUnit),
     /// `fixed_length_utf32` (`NumPy` `<U{n}`): n code points, UTF-32 LE in memory.
     FixedUtf32(u32),
@@ -182,8 +182,12 @@ impl DataType {
             Self::Bool | Self::Int8 | Self::UInt8 => 1,
             Self::Int16 | Self::UInt16 | Self::Float16 => 2,
             Self::Int32 | Self::UInt32 | Self::Float32 => 4,
-            Self::Int64 | Self::UInt64 | Self::Float64 | Self::Complex64 => 8,
-            Self::DateTime64(_) | Self::TimeDelta64(_) => 8,
+            Self::Int64
+            | Self::UInt64
+            | Self::Float64
+            | Self::Complex64
+            | Self::DateTime64(_)
+            | Self::TimeDelta64(_) => 8,
             Self::Complex128 => 16,
             Self::FixedUtf32(n) => n as usize * 4,
             Self::FixedBytes(n) => n as usize,
@@ -263,9 +267,7 @@ impl DataType {
             },
             // Base64, as zarr-python writes it (`""` is no bytes).
             Self::Bytes => match value {
-                Value::String(s) => {
-                    base64::engine::general_purpose::STANDARD.decode(s).map_err(|_| bad("not base64"))
-                }
+                Value::String(s) => base64::engine::general_purpose::STANDARD.decode(s).map_err(|_| bad("not base64")),
                 _ => Err(bad("expected a base64 string")),
             },
             Self::FixedBytes(n) => match value {

@@ -2,8 +2,8 @@
 //! `data-types/numpy.datetime64`, `numpy.timedelta64`; v2 `<M8[10ms]`, `<m8[W]`), and
 //! datetimes written as `numpy.datetime_as_string` writes them.
 //!
-//! An element is an i64 count of `scale_factor` units since 1970-01-01T00:00 (datetime) or
-//! a duration; i64::MIN is NaT.
+//! An element is an i64 count of `scale_factor` units since `1970-01-01T00:00` (datetime)
+//! or a duration; `i64::MIN` is `NaT`.
 
 use std::fmt::Write as _;
 
@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::zarr::json::MetadataError;
 
-/// NaT, "not a time": the smallest i64.
+/// `NaT`, "not a time": the smallest i64.
 pub const NAT: i64 = i64::MIN;
 
 /// A `NumPy` time unit.
@@ -30,7 +30,7 @@ pub enum Unit {
     Picos,
     Femtos,
     Attos,
-    /// No unit: only NaT has a value.
+    /// No unit: only `NaT` has a value.
     Generic,
 }
 
@@ -105,7 +105,10 @@ impl TimeUnit {
     /// The v3 `configuration` `{"unit", "scale_factor"}` of a time data type.
     pub fn from_config(config: Option<&Map<String, Value>>, type_name: &str) -> Result<Self, MetadataError> {
         let config = config.ok_or_else(|| {
-            MetadataError::invalid("data_type", &format!("`{type_name}` needs a configuration with unit and scale_factor"))
+            MetadataError::invalid(
+                "data_type",
+                &format!("`{type_name}` needs a configuration with unit and scale_factor"),
+            )
         })?;
         let unit = match config.get("unit") {
             Some(Value::String(u)) => Unit::parse(u).ok_or_else(|| {
@@ -119,15 +122,13 @@ impl TimeUnit {
             }
         };
         let scale = match config.get("scale_factor") {
-            Some(v) => v
-                .as_u64()
-                .and_then(|s| u32::try_from(s).ok())
-                .filter(|s| (1..1 << 31).contains(s))
-                .ok_or_else(|| {
+            Some(v) => v.as_u64().and_then(|s| u32::try_from(s).ok()).filter(|s| (1..1 << 31).contains(s)).ok_or_else(
+                || {
                     MetadataError::Unsupported(format!(
                         "{type_name} scale_factor {v} (an integer from 1 to 2147483647)"
                     ))
-                })?,
+                },
+            )?,
             None => {
                 return Err(MetadataError::Unsupported(format!("{type_name} without a scale_factor")));
             }
@@ -135,7 +136,7 @@ impl TimeUnit {
         Ok(Self { unit, scale })
     }
 
-    /// The unit inside a `NumPy` typestr's brackets: `10ms`, `W`, `` (generic).
+    /// The unit inside a `NumPy` typestr's brackets: `10ms`, `W`, or nothing (generic).
     pub fn parse_numpy(text: &str) -> Option<Self> {
         if text.is_empty() {
             return Some(Self { unit: Unit::Generic, scale: 1 });
@@ -184,7 +185,7 @@ fn civil_from_days(days: i128) -> (i128, u32, u32) {
 
 /// A datetime element as `numpy.datetime_as_string` writes it (`1970-01-01T00:00:00.010`
 /// for `10ms`; the precision of the base unit; years as `%04d`: `-001`, `10000`); `None`
-/// for NaT. A generic-unit value other than NaT (which `NumPy` refuses to print) is
+/// for `NaT`. A generic-unit value other than `NaT` (which `NumPy` refuses to print) is
 /// written as its count.
 pub fn datetime_string(value: i64, unit: TimeUnit) -> Option<String> {
     if value == NAT {
@@ -205,36 +206,41 @@ pub fn datetime_string(value: i64, unit: TimeUnit) -> Option<String> {
             year(&mut out, 1970 + y);
             let _ = write!(out, "-{:02}", m + 1);
         }
-        u => {
-            let per_day = u.per_day().unwrap_or(1);
-            let total = if u == Unit::Weeks { total * 7 } else { total };
+        base => {
+            let per_day = base.per_day().unwrap_or(1);
+            let total = if base == Unit::Weeks { total * 7 } else { total };
             let (days, rest) = div_floor(total, per_day);
-            let (y, m, d) = civil_from_days(days);
-            year(&mut out, y);
-            let _ = write!(out, "-{m:02}-{d:02}");
-            if !matches!(u, Unit::Weeks | Unit::Days) {
-                // `rest` in units since midnight: hours, minutes, seconds, then the fraction.
-                let per_hour = per_day / 24;
-                let (h, rest) = div_floor(rest, per_hour);
-                let _ = write!(out, "T{h:02}");
-                if u != Unit::Hours {
-                    let per_minute = per_hour / 60;
-                    let (mi, rest) = div_floor(rest, per_minute);
-                    let _ = write!(out, ":{mi:02}");
-                    if u != Unit::Minutes {
-                        let per_second = per_minute / 60;
-                        let (s, frac) = div_floor(rest, per_second);
-                        let _ = write!(out, ":{s:02}");
-                        let digits = u.fraction_digits();
-                        if digits > 0 {
-                            let _ = write!(out, ".{frac:0digits$}");
-                        }
-                    }
-                }
+            let (years, month, day) = civil_from_days(days);
+            year(&mut out, years);
+            let _ = write!(out, "-{month:02}-{day:02}");
+            if !matches!(base, Unit::Weeks | Unit::Days) {
+                push_time_of_day(&mut out, rest, per_day, base);
             }
         }
     }
     Some(out)
+}
+
+/// `T12`, `T12:30`, `T12:30:05` or `T12:30:05.010` for `rest` units since midnight.
+fn push_time_of_day(out: &mut String, rest: i128, per_day: i128, base: Unit) {
+    let per_hour = per_day / 24;
+    let (hours, rest) = div_floor(rest, per_hour);
+    let _ = write!(out, "T{hours:02}");
+    if base == Unit::Hours {
+        return;
+    }
+    let per_minute = per_hour / 60;
+    let (minutes, rest) = div_floor(rest, per_minute);
+    let _ = write!(out, ":{minutes:02}");
+    if base == Unit::Minutes {
+        return;
+    }
+    let (seconds, fraction) = div_floor(rest, per_minute / 60);
+    let _ = write!(out, ":{seconds:02}");
+    let digits = base.fraction_digits();
+    if digits > 0 {
+        let _ = write!(out, ".{fraction:0digits$}");
+    }
 }
 
 #[cfg(test)]

@@ -113,44 +113,7 @@ pub fn array_from_document(
         Some(Value::Array(filters)) => filters.as_slice(),
         Some(_) => return Err(MetadataError::invalid("filters", "not a list or null")),
     };
-    // `|O` holds Python objects; what they are is said by the object codec, the first filter.
-    // Text (numcodecs `VLenUTF8`, as zarr-python writes `str` arrays) and bytes (`VLenBytes`)
-    // are served.
-    // Times, `S` and `U`: whether stored big-endian (their `NumType` is what filters see).
-    let mut special = None;
-    let (dtype, data_type, filters) = match doc.get("dtype") {
-        Some(Value::String(s)) if s == "|O" => match filters.split_first() {
-            Some((first, rest))
-                if matches!(first.get("id").and_then(Value::as_str), Some("vlen-utf8" | "vlen-bytes")) =>
-            {
-                // The filters after it and the compressor see the framed text as bytes.
-                let text = first.get("id").and_then(Value::as_str) == Some("vlen-utf8");
-                (
-                    NumType::parse("|u1").ok_or_else(|| MetadataError::invalid("dtype", "no byte type"))?,
-                    if text { DataType::String } else { DataType::Bytes },
-                    rest,
-                )
-            }
-            Some((first, _)) => {
-                let id = first.get("id").map_or_else(|| "?".to_owned(), ToString::to_string);
-                return Err(MetadataError::Unsupported(format!(
-                    "Zarr v2 dtype `|O` with object codec {id} (only vlen-utf8 text and vlen-bytes are served)"
-                )));
-            }
-            None => return Err(MetadataError::invalid("filters", "a `|O` array needs an object codec filter")),
-        },
-        Some(Value::String(s)) => match NumType::parse(s) {
-            Some(dtype) => (dtype, dtype.data_type(), filters),
-            None => {
-                let (data_type, big_endian, dtype) = crate::zarr::v2_dtype::parse(s)?
-                    .ok_or_else(|| MetadataError::Unsupported(format!("Zarr v2 dtype `{s}`")))?;
-                special = Some(big_endian);
-                (dtype, data_type, filters)
-            }
-        },
-        Some(other) => return Err(MetadataError::Unsupported(format!("Zarr v2 structured dtype {other}"))),
-        None => return Err(MetadataError::invalid("dtype", "missing")),
-    };
+    let (dtype, data_type, filters, special) = element_types(doc.get("dtype"), filters)?;
     let separator = match doc.get("dimension_separator") {
         None | Some(Value::Null) => '.',
         Some(Value::String(s)) if s == "." => '.',
@@ -219,6 +182,48 @@ pub fn array_from_document(
         attributes,
         document: doc,
         digest,
+    })
+}
+
+/// The element type the filters see, the data type, the filters after any object codec, and
+/// for times, `S` and `U` whether they are stored big-endian, from a `.zarray`'s `dtype`.
+#[allow(clippy::type_complexity)]
+fn element_types<'a>(
+    dtype: Option<&Value>,
+    filters: &'a [Value],
+) -> Result<(NumType, DataType, &'a [Value], Option<bool>), MetadataError> {
+    // `|O` holds Python objects; what they are is said by the object codec, the first filter.
+    // Text (numcodecs `VLenUTF8`, as zarr-python writes `str` arrays) and bytes (`VLenBytes`)
+    // are served.
+    Ok(match dtype {
+        Some(Value::String(s)) if s == "|O" => match filters.split_first() {
+            Some((first, rest))
+                if matches!(first.get("id").and_then(Value::as_str), Some("vlen-utf8" | "vlen-bytes")) =>
+            {
+                // The filters after it and the compressor see the framed text as bytes.
+                let text = first.get("id").and_then(Value::as_str) == Some("vlen-utf8");
+                let bytes = NumType::parse("|u1").ok_or_else(|| MetadataError::invalid("dtype", "no byte type"))?;
+                (bytes, if text { DataType::String } else { DataType::Bytes }, rest, None)
+            }
+            Some((first, _)) => {
+                let id = first.get("id").map_or_else(|| "?".to_owned(), ToString::to_string);
+                return Err(MetadataError::Unsupported(format!(
+                    "Zarr v2 dtype `|O` with object codec {id} (only vlen-utf8 text and vlen-bytes are served)"
+                )));
+            }
+            None => return Err(MetadataError::invalid("filters", "a `|O` array needs an object codec filter")),
+        },
+        Some(Value::String(s)) => {
+            if let Some(dtype) = NumType::parse(s) {
+                (dtype, dtype.data_type(), filters, None)
+            } else {
+                let (data_type, big_endian, dtype) = crate::zarr::v2_dtype::parse(s)?
+                    .ok_or_else(|| MetadataError::Unsupported(format!("Zarr v2 dtype `{s}`")))?;
+                (dtype, data_type, filters, Some(big_endian))
+            }
+        }
+        Some(other) => return Err(MetadataError::Unsupported(format!("Zarr v2 structured dtype {other}"))),
+        None => return Err(MetadataError::invalid("dtype", "missing")),
     })
 }
 
@@ -327,7 +332,8 @@ mod tests {
         unsupported(json!({"compressor": {"id": "zfpy", "mode": 4}}), "zfpy");
         unsupported(json!({"filters": [{"id": "quantize", "digits": 3}]}), "quantize");
         unsupported(json!({"dtype": "|O", "filters": [{"id": "vlen-array", "dtype": "<i4"}]}), "vlen-array");
-        let b = parse(&zarray(&json!({"dtype": "|O", "fill_value": "YWI=", "filters": [{"id": "vlen-bytes"}]}))).unwrap();
+        let b =
+            parse(&zarray(&json!({"dtype": "|O", "fill_value": "YWI=", "filters": [{"id": "vlen-bytes"}]}))).unwrap();
         assert_eq!((b.data_type, b.fill_value.as_slice()), (DataType::Bytes, &b"ab"[..]));
         assert_eq!(b.codecs.array_to_bytes, ArrayToBytes::VlenBytes);
         unsupported(json!({"dtype": "|O", "filters": [{"id": "json2"}]}), "json2");

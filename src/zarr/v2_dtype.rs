@@ -59,6 +59,63 @@ pub fn python_float_repr(f: f64) -> String {
     }
 }
 
+/// A v2 `dtype` that is not a plain number: `<M8[10ms]`, `>m8` (generic), `|S5`, `<U5`,
+/// `>U5`. Returns the data type, whether it is stored big-endian, and the element type the
+/// numcodecs filters see (i8 for times, bytes for text). `None`: not such a dtype.
+pub fn parse(typestr: &str) -> Result<Option<(DataType, bool, NumType)>, MetadataError> {
+    let (big_endian, rest) = match typestr.as_bytes().first() {
+        Some(b'>') => (true, &typestr[1..]),
+        Some(b'<' | b'|' | b'=') => (false, &typestr[1..]),
+        _ => (false, typestr),
+    };
+    let bytes = NumType { kind: Kind::UInt, size: 1, big_endian: false };
+    let unsupported = |why: &str| MetadataError::Unsupported(format!("Zarr v2 dtype `{typestr}`: {why}"));
+    if let Some(time) =
+        rest.strip_prefix("M8").map(|t| (t, true)).or_else(|| rest.strip_prefix("m8").map(|t| (t, false)))
+    {
+        let (unit_text, datetime) = time;
+        let unit = if unit_text.is_empty() {
+            TimeUnit::parse_numpy("")
+        } else {
+            unit_text.strip_prefix('[').and_then(|u| u.strip_suffix(']')).and_then(TimeUnit::parse_numpy)
+        }
+        .ok_or_else(|| unsupported("unknown time unit (Y, M, W, D, h, m, s, ms, us, ns, ps, fs, as with a scale)"))?;
+        let data_type = if datetime { DataType::DateTime64(unit) } else { DataType::TimeDelta64(unit) };
+        return Ok(Some((data_type, big_endian, NumType { kind: Kind::Int, size: 8, big_endian })));
+    }
+    let (kind, count) = match rest.split_at_checked(1) {
+        Some(("S", n)) => ('S', n),
+        Some(("U", n)) => ('U', n),
+        _ => return Ok(None),
+    };
+    let n: u32 = count.parse().map_err(|_| unsupported("the length is not a number"))?;
+    let width = if kind == 'U' { u64::from(n) * 4 } else { u64::from(n) };
+    if n == 0 || width > u64::from(MAX_FIXED_LENGTH) {
+        return Err(unsupported(&format!("length {n} (1 to {MAX_FIXED_LENGTH} bytes per element)")));
+    }
+    let data_type = if kind == 'U' { DataType::FixedUtf32(n) } else { DataType::FixedBytes(n) };
+    Ok(Some((data_type, big_endian && kind == 'U', bytes)))
+}
+
+/// The `fill_value` of a v2 array of one of [`parse`]'s types, as zarr-python 3.4.2 reads it:
+/// times as an integer, `"NaT"` or `null` (`NaT`); `U` text as a string (`null`: empty), cut to
+/// the length; `S` bytes as base64 (`null`: empty), cut or padded to the length.
+pub fn special_fill(value: &Value, data_type: DataType) -> Result<Vec<u8>, MetadataError> {
+    let bad = |why: &str| MetadataError::invalid("fill_value", &format!("{value} for {}: {why}", data_type.name()));
+    match (data_type, value) {
+        (DataType::DateTime64(_) | DataType::TimeDelta64(_), Value::Null) => Ok(NAT.to_le_bytes().to_vec()),
+        (DataType::FixedUtf32(_) | DataType::FixedBytes(_), Value::Null) => Ok(vec![0; data_type.size()]),
+        (DataType::FixedUtf32(n), Value::String(s)) => Ok(utf32_element(s, n)),
+        (DataType::FixedBytes(n), Value::String(s)) => {
+            let bytes = base64::engine::general_purpose::STANDARD.decode(s).map_err(|_| bad("not base64"))?;
+            Ok(padded(bytes, n as usize))
+        }
+        (DataType::FixedUtf32(_), _) => Err(bad("expected a string")),
+        (DataType::FixedBytes(_), _) => Err(bad("expected a base64 string")),
+        _ => data_type.parse_fill_value(value),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,61 +178,5 @@ mod tests {
         assert_eq!(text_fill(&json!(false)).unwrap(), "False");
         assert_eq!(text_fill(&json!(-3)).unwrap(), "-3");
         assert!(text_fill(&json!([1])).is_err());
-    }
-}
-
-/// A v2 `dtype` that is not a plain number: `<M8[10ms]`, `>m8` (generic), `|S5`, `<U5`,
-/// `>U5`. Returns the data type, whether it is stored big-endian, and the element type the
-/// numcodecs filters see (i8 for times, bytes for text). `None`: not such a dtype.
-pub fn parse(typestr: &str) -> Result<Option<(DataType, bool, NumType)>, MetadataError> {
-    let (big_endian, rest) = match typestr.as_bytes().first() {
-        Some(b'>') => (true, &typestr[1..]),
-        Some(b'<' | b'|' | b'=') => (false, &typestr[1..]),
-        _ => (false, typestr),
-    };
-    let bytes = NumType { kind: Kind::UInt, size: 1, big_endian: false };
-    let unsupported = |why: &str| MetadataError::Unsupported(format!("Zarr v2 dtype `{typestr}`: {why}"));
-    if let Some(time) = rest.strip_prefix("M8").map(|t| (t, true)).or_else(|| rest.strip_prefix("m8").map(|t| (t, false)))
-    {
-        let (unit_text, datetime) = time;
-        let unit = if unit_text.is_empty() {
-            TimeUnit::parse_numpy("")
-        } else {
-            unit_text.strip_prefix('[').and_then(|u| u.strip_suffix(']')).and_then(TimeUnit::parse_numpy)
-        }
-        .ok_or_else(|| unsupported("unknown time unit (Y, M, W, D, h, m, s, ms, us, ns, ps, fs, as with a scale)"))?;
-        let data_type = if datetime { DataType::DateTime64(unit) } else { DataType::TimeDelta64(unit) };
-        return Ok(Some((data_type, big_endian, NumType { kind: Kind::Int, size: 8, big_endian })));
-    }
-    let (kind, count) = match rest.split_at_checked(1) {
-        Some(("S", n)) => ('S', n),
-        Some(("U", n)) => ('U', n),
-        _ => return Ok(None),
-    };
-    let n: u32 = count.parse().map_err(|_| unsupported("the length is not a number"))?;
-    let width = if kind == 'U' { u64::from(n) * 4 } else { u64::from(n) };
-    if n == 0 || width > u64::from(MAX_FIXED_LENGTH) {
-        return Err(unsupported(&format!("length {n} (1 to {MAX_FIXED_LENGTH} bytes per element)")));
-    }
-    let data_type = if kind == 'U' { DataType::FixedUtf32(n) } else { DataType::FixedBytes(n) };
-    Ok(Some((data_type, big_endian && kind == 'U', bytes)))
-}
-
-/// The `fill_value` of a v2 array of one of [`parse`]'s types, as zarr-python 3.4.2 reads it:
-/// times as an integer, `"NaT"` or `null` (NaT); `U` text as a string (`null`: empty), cut to
-/// the length; `S` bytes as base64 (`null`: empty), cut or padded to the length.
-pub fn special_fill(value: &Value, data_type: DataType) -> Result<Vec<u8>, MetadataError> {
-    let bad = |why: &str| MetadataError::invalid("fill_value", &format!("{value} for {}: {why}", data_type.name()));
-    match (data_type, value) {
-        (DataType::DateTime64(_) | DataType::TimeDelta64(_), Value::Null) => Ok(NAT.to_le_bytes().to_vec()),
-        (DataType::FixedUtf32(_) | DataType::FixedBytes(_), Value::Null) => Ok(vec![0; data_type.size()]),
-        (DataType::FixedUtf32(n), Value::String(s)) => Ok(utf32_element(s, n)),
-        (DataType::FixedBytes(n), Value::String(s)) => {
-            let bytes = base64::engine::general_purpose::STANDARD.decode(s).map_err(|_| bad("not base64"))?;
-            Ok(padded(bytes, n as usize))
-        }
-        (DataType::FixedUtf32(_), _) => Err(bad("expected a string")),
-        (DataType::FixedBytes(_), _) => Err(bad("expected a base64 string")),
-        _ => data_type.parse_fill_value(value),
     }
 }

@@ -236,7 +236,11 @@ impl Render {
         } else {
             let (header, size) = encode::npy_text_header(elements, shape, data_type);
             if size > limit {
-                return Err(Error::TooLarge { what: "npy (UTF-32 text or padded bytes)", size: u128::from(size), limit });
+                return Err(Error::TooLarge {
+                    what: "npy (UTF-32 text or padded bytes)",
+                    size: u128::from(size),
+                    limit,
+                });
             }
             held.merge(array.budget.reserve(size).await?);
             encode::npy_text(elements, header, size, data_type)
