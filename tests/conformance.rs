@@ -281,9 +281,10 @@ fn count_chunk_files(dir: &std::path::Path) -> usize {
     n
 }
 
-const SETS: [&str; 7] = ["conformance", "extra", "zarr-v2", "zarr-v2-extra", "fanout", "fanout-extra", "strings"];
+const SETS: [&str; 9] =
+    ["conformance", "extra", "zarr-v2", "zarr-v2-extra", "fanout", "fanout-extra", "strings", "codecs", "codecs-v2"];
 /// Sets whose every route is checked (the v3 sets' routes have their own tests in api.rs).
-const ROUTE_SETS: [&str; 5] = ["zarr-v2", "zarr-v2-extra", "fanout", "fanout-extra", "strings"];
+const ROUTE_SETS: [&str; 7] = ["zarr-v2", "zarr-v2-extra", "fanout", "fanout-extra", "strings", "codecs", "codecs-v2"];
 /// Sets of `string` arrays, whose expected values are `NumPy` `U` arrays.
 const TEXT_SETS: [&str; 1] = ["strings"];
 
