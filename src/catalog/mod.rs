@@ -22,6 +22,7 @@ use crate::read::ArrayReader;
 use crate::read::cache::{ChunkCache, Lifetimes, ObjectKey, ShardIndexCache, VersionCache, ViewChunkCache};
 use crate::store::Store;
 use crate::store::contained::ContainedFs;
+use crate::store::unopened::Unopened;
 use crate::zarr::metadata::Node;
 use crate::zarr::v2;
 
@@ -90,7 +91,12 @@ pub fn open_url(
         return local(parsed.to_file_path().map_err(|()| bad("not a valid file URL".into()))?);
     }
     check_options(options_field, parsed.scheme(), options)?;
-    let (store, root) = object_store::parse_url_opts(&parsed, options).map_err(|e| bad(e.to_string()))?;
+    // A URL that says `http://` asks for plain HTTP; object_store refuses it unless told.
+    let mut options = options.clone();
+    if parsed.scheme() == "http" && !options.keys().any(|k| k.eq_ignore_ascii_case("allow_http")) {
+        options.insert("allow_http".to_owned(), "true".to_owned());
+    }
+    let (store, root) = object_store::parse_url_opts(&parsed, &options).map_err(|e| bad(e.to_string()))?;
     Ok(Store::new(Arc::from(store), root))
 }
 
@@ -120,13 +126,21 @@ fn check_options(options_field: &str, scheme: &str, options: &BTreeMap<String, S
 }
 
 impl Catalog {
-    /// Opens every configured dataset; a bad URL fails here, before serving.
+    /// Opens every configured dataset. One that cannot be opened (a missing path, a URL
+    /// no backend takes) is logged and served as failing, so that one bad entry does not
+    /// keep the others from being served; a bad overview source still fails here.
     pub fn from_config(config: &Config) -> Result<Self, ConfigError> {
         let datasets = config
             .datasets
             .iter()
-            .map(|(name, ds)| Ok((name.clone(), open_store(name, ds)?, ds.title.clone())))
-            .collect::<Result<Vec<_>, ConfigError>>()?;
+            .map(|(name, ds)| {
+                let store = open_store(name, ds).unwrap_or_else(|e| {
+                    tracing::error!(dataset = %name, error = %e, "dataset cannot be opened; serving it as failing");
+                    Store::new(Arc::new(Unopened { reason: e.to_string() }), Path::default())
+                });
+                (name.clone(), store, ds.title.clone())
+            })
+            .collect();
         let mut catalog = Self::new(datasets, config);
         for (name, ds) in &config.datasets {
             if let Some(dataset) = catalog.datasets.get_mut(name).and_then(Arc::get_mut) {
@@ -495,6 +509,8 @@ mod tests {
         let s3 = [("aws_region", "eu-west-1"), ("aws_access_key_id", "k"), ("aws_secret_access_key", "s")];
         assert!(open_store("a", &ds("s3://bucket/prefix/data.zarr", &s3)).is_ok());
         assert!(open_store("a", &ds("https://example.org/data.zarr", &[("timeout", "5s")])).is_ok());
+        // Plain HTTP when the URL says so (reading over it is tested in conformance_over_http).
+        assert!(open_store("a", &ds("http://example.org/data.zarr", &[])).is_ok());
     }
 
     #[test]

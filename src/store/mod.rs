@@ -5,6 +5,7 @@
 //! metrics so operators (and tests) can see how many storage round-trips a read costs.
 
 pub mod contained;
+pub mod unopened;
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -44,6 +45,9 @@ impl StoreError {
                     }
                     object_store::Error::NotSupported { .. } | object_store::Error::NotImplemented { .. } => {
                         "the storage backend does not support the request"
+                    }
+                    object_store::Error::Generic { store: unopened::STORE, .. } => {
+                        "the dataset could not be opened when the server started"
                     }
                     _ => "the storage backend reported an error",
                 };
