@@ -8,8 +8,12 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+use crate::config::env::{apply_env, option_texts};
+
+mod env;
+
 /// The embedded default: serves the bundled sample on 127.0.0.1:8080.
-pub const DEFAULT_CONFIG: &str = include_str!("../config/default.toml");
+pub const DEFAULT_CONFIG: &str = include_str!("../../config/default.toml");
 
 pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 256 * 1024 * 1024;
 pub const DEFAULT_MAX_CHUNKS_PER_REQUEST: u64 = 100_000;
@@ -377,54 +381,6 @@ impl Config {
         }
         Ok(())
     }
-}
-
-/// Option values as text: strings as they are, booleans and numbers as TOML writes them.
-fn option_texts<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String>, D::Error> {
-    let values = BTreeMap::<String, toml::Value>::deserialize(d)?;
-    values
-        .into_iter()
-        .map(|(key, value)| match value {
-            toml::Value::String(s) => Ok((key, s)),
-            toml::Value::Boolean(b) => Ok((key, b.to_string())),
-            toml::Value::Integer(i) => Ok((key, i.to_string())),
-            toml::Value::Float(f) => Ok((key, f.to_string())),
-            other => Err(serde::de::Error::custom(format!(
-                "option `{key}` is a {}, not a string, boolean or number",
-                other.type_str()
-            ))),
-        })
-        .collect()
-}
-
-/// `ZARRD__LIMITS__MAX_IN_FLIGHT=64` sets `limits.max_in_flight`; values are TOML
-/// literals when they parse as one, else strings.
-fn apply_env(table: &mut toml::Table, env: impl IntoIterator<Item = (String, String)>) -> Result<(), ConfigError> {
-    for (name, raw) in env {
-        let Some(path) = name.strip_prefix("ZARRD__") else {
-            continue;
-        };
-        let keys: Vec<String> = path.split("__").map(str::to_ascii_lowercase).collect();
-        if keys.iter().any(String::is_empty) {
-            return Err(invalid(&name, "empty path segment"));
-        }
-        let value = format!("v = {raw}")
-            .parse::<toml::Table>()
-            .ok()
-            .and_then(|mut t| t.remove("v"))
-            .unwrap_or(toml::Value::String(raw));
-        let (last, parents) = keys.split_last().ok_or_else(|| invalid(&name, "no key"))?;
-        let mut node = &mut *table;
-        for key in parents {
-            node = node
-                .entry(key.clone())
-                .or_insert_with(|| toml::Value::Table(toml::Table::new()))
-                .as_table_mut()
-                .ok_or_else(|| invalid(&name, format!("`{key}` is not a table")))?;
-        }
-        node.insert(last.clone(), value);
-    }
-    Ok(())
 }
 
 #[cfg(test)]
