@@ -22,6 +22,7 @@ use crate::read::ArrayReader;
 use crate::read::cache::{ChunkCache, Lifetimes, ObjectKey, ShardIndexCache, VersionCache, ViewChunkCache};
 use crate::store::Store;
 use crate::store::contained::ContainedFs;
+use crate::store::zip::ZipFs;
 use crate::zarr::metadata::Node;
 use crate::zarr::v2;
 
@@ -62,6 +63,7 @@ pub struct Catalog {
 
 /// Opens the store behind a dataset URL: a local path, `file://`, or any URL
 /// `object_store` understands (`s3://`, `gs://`, `az://`, `http(s)://`, `memory:///`).
+/// A path through a segment ending in `.zip` is a zipped dataset (`store::zip`).
 pub fn open_store(name: &str, ds: &DatasetConfig) -> Result<Store, ConfigError> {
     open_url(&format!("datasets.{name}.url"), &ds.url, (&format!("datasets.{name}.options"), &ds.options))
 }
@@ -76,7 +78,10 @@ pub fn open_url(
     let bad = |reason: String| ConfigError::Invalid { field: field.to_owned(), reason };
     let local = |path: std::path::PathBuf| -> Result<Store, ConfigError> {
         if !path.is_dir() {
-            return Err(bad(format!("`{}` is not a directory", path.display())));
+            // A zip file, or a folder in one: a zipped dataset, read in place.
+            let zipped = ZipFs::local(&path).ok_or_else(|| bad(format!("`{}` is not a directory", path.display())))?;
+            let fs = zipped.map_err(|e| bad(format!("cannot open `{}`: {e}", path.display())))?;
+            return Ok(Store::new(Arc::new(fs), Path::default()));
         }
         // Contained: symlinks that lead out of the dataset are never followed.
         let fs = ContainedFs::new(&path).map_err(|e| bad(format!("cannot open `{}`: {e}", path.display())))?;
@@ -91,6 +96,11 @@ pub fn open_url(
     }
     check_options(options_field, parsed.scheme(), options)?;
     let (store, root) = object_store::parse_url_opts(&parsed, options).map_err(|e| bad(e.to_string()))?;
+    if let Some((archive, inner)) = crate::store::zip::split_archive(&root) {
+        // A zipped dataset, read in place; its members are the dataset's objects.
+        let zipped = ZipFs::new(Arc::from(store), archive, (!inner.is_empty()).then_some(inner));
+        return Ok(Store::new(Arc::new(zipped), Path::default()));
+    }
     Ok(Store::new(Arc::from(store), root))
 }
 

@@ -5,6 +5,7 @@
 //! metrics so operators (and tests) can see how many storage round-trips a read costs.
 
 pub mod contained;
+pub mod zip;
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -44,6 +45,13 @@ impl StoreError {
                     }
                     object_store::Error::NotSupported { .. } | object_store::Error::NotImplemented { .. } => {
                         "the storage backend does not support the request"
+                    }
+                    // A zipped dataset's own findings (a corrupt archive or member) name
+                    // members only, never the archive's path or URL: the client is told.
+                    object_store::Error::Generic { source, .. }
+                        if let Some(z) = source.downcast_ref::<zip::ZipError>() =>
+                    {
+                        return format!("reading `{key}` failed: {z}");
                     }
                     _ => "the storage backend reported an error",
                 };
