@@ -324,19 +324,15 @@ impl Directory {
     pub fn entries(&self, prefix: &str) -> (Vec<String>, Vec<(&str, &Member)>) {
         let (mut dirs, mut objects) = (Vec::new(), Vec::new());
         let mut from = prefix.to_owned();
-        loop {
-            let Some((name, member)) = self.members.range(from.clone()..).next() else { break };
+        while let Some((name, member)) = self.members.range(from.clone()..).next() {
             let Some(rest) = name.strip_prefix(prefix) else { break };
-            match rest.split_once('/') {
-                Some((dir, _)) => {
-                    dirs.push(dir.to_owned());
-                    // Past every name in this folder: '0' sorts right after '/'.
-                    from = format!("{prefix}{dir}0");
-                }
-                None => {
-                    objects.push((rest, member));
-                    from = format!("{name}\0");
-                }
+            if let Some((dir, _)) = rest.split_once('/') {
+                dirs.push(dir.to_owned());
+                // Past every name in this folder: '0' sorts right after '/'.
+                from = format!("{prefix}{dir}0");
+            } else {
+                objects.push((rest, member));
+                from = format!("{name}\0");
             }
         }
         (dirs, objects)

@@ -72,7 +72,7 @@ pub fn is_zip_name(name: &str) -> bool {
 pub fn split_archive(path: &Path) -> Option<(Path, String)> {
     let parts: Vec<_> = path.parts().collect();
     let at = parts.iter().position(|p| is_zip_name(p.as_ref()))?;
-    let inner = parts[at + 1..].iter().map(|p| format!("{}/", p.as_ref())).collect();
+    let inner = parts[at + 1..].iter().flat_map(|p| [p.as_ref(), "/"]).collect();
     Some((parts[..=at].iter().cloned().collect(), inner))
 }
 
@@ -143,7 +143,7 @@ impl ZipFs {
         while let Some(c) = components.next() {
             archive.push(c);
             if is_zip_name(&c.as_os_str().to_string_lossy()) && archive.is_file() {
-                let inner: String = components.map(|c| format!("{}/", c.as_os_str().to_string_lossy())).collect();
+                let inner: String = components.flat_map(|c| [c.as_os_str().to_string_lossy(), "/".into()]).collect();
                 return Some(Self::open_file(&archive, (!inner.is_empty()).then_some(inner)));
             }
         }
@@ -287,7 +287,8 @@ impl Inner {
             let last = ranges.iter().map(|r| r.end).max().unwrap_or(0);
             let span = if last <= NEAR { member.header_guess + last } else { directory::LOCAL_HEADER_LEN };
             let end = member.header.saturating_add(span).min(archive.directory.directory_start);
-            let head = self.read_archive(archive, &[member.header..end]).await?.pop().unwrap_or_default();
+            let head = self.read_archive(archive, std::slice::from_ref(&(member.header..end))).await?;
+            let head = head.into_iter().next().unwrap_or_default();
             let start =
                 directory::data_start(name, member, &head, archive.directory.directory_start).map_err(zip_error)?;
             let _ = member.data.set(start);
@@ -307,7 +308,9 @@ impl Inner {
         directory::check_inflatable(name, member.size).map_err(zip_error)?;
         let key = (Arc::clone(&archive.tag), member.header);
         let load = async {
-            let compressed = self.data(archive, name, member, &[0..member.compressed]).await?.pop().unwrap_or_default();
+            let whole = 0..member.compressed;
+            let compressed = self.data(archive, name, member, std::slice::from_ref(&whole)).await?;
+            let compressed = compressed.into_iter().next().unwrap_or_default();
             let (name, size, crc32) = (name.to_owned(), member.size, member.crc32);
             let inflate = move || directory::inflate(&name, size, crc32, &compressed).map(Bytes::from);
             let inflated = if member.compressed as usize <= INLINE_INFLATE {
@@ -346,10 +349,10 @@ impl Inner {
             )))),
             STORED => {
                 let parts = self.data(archive, name, member, ranges).await?;
-                if let ([whole], [range]) = (parts.as_slice(), ranges) {
-                    if *range == (0..member.size) {
-                        directory::check_crc(name, member.crc32, whole).map_err(zip_error)?;
-                    }
+                if let ([whole], [range]) = (parts.as_slice(), ranges)
+                    && *range == (0..member.size)
+                {
+                    directory::check_crc(name, member.crc32, whole).map_err(zip_error)?;
                 }
                 Ok(parts)
             }
