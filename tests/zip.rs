@@ -229,6 +229,19 @@ async fn the_archive_is_opened_with_one_request() {
     assert_eq!(counting.total(), 3, "listings come from the directory");
     // The whole fixture set through the counted store.
     check_set(store, "conformance").await;
+    // The archive replaced: the next read fails as a changed object (never bytes of the
+    // new archive at the old one's offsets), and the one after reads the new archive.
+    let mem = Arc::new(InMemory::new());
+    let first = zip_bytes(&set_dir("conformance").join("data.zarr"), Kind::Stored, "");
+    mem.put(&ObjectPath::from("x.zip"), first.into()).await.unwrap();
+    let store = Store::new(Arc::new(ZipFs::new(mem.clone(), ObjectPath::from("x.zip"), None)), ObjectPath::default());
+    store.get("zarr.json").await.unwrap().unwrap();
+    let v2 = set_dir("zarr-v2").join("data.zarr");
+    mem.put(&ObjectPath::from("x.zip"), zip_bytes(&v2, Kind::Deflated, "").into()).await.unwrap();
+    let changed = store.get("zarr.json").await.unwrap_err();
+    assert!(changed.is_precondition(), "{changed}");
+    let zgroup = store.get(".zgroup").await.unwrap().unwrap();
+    assert_eq!(zgroup.as_ref(), std::fs::read(v2.join(".zgroup")).unwrap());
     // A missing archive is a storage failure of every key, not an empty dataset.
     let zip = ZipFs::new(Arc::new(InMemory::new()), ObjectPath::from("nothing.zip"), None);
     let app = app(Store::new(Arc::new(zip), ObjectPath::default()));
@@ -296,7 +309,10 @@ async fn corrupt_archives_are_502_problems() {
             let doc = get(&app, &uri).await.assert_problem(502);
             assert!(doc["detail"].as_str().unwrap().contains("zip archive"), "{what} {uri}: {doc}");
         }
-        get(&app, "/v1/datasets").await;
+        // Reported as any dataset that cannot be opened: failing its health check.
+        let health = get(&app, "/v1/datasets").await.json()["datasets"][0]["health"].clone();
+        assert_eq!(health["status"], "failing", "{what}: {health}");
+        assert!(health["detail"].as_str().unwrap().contains("zip archive"), "{what}: {health}");
     }
     // One member corrupt: a bad CRC-32 (stored and deflated), a huge declared size, a
     // local header that is not one. The others still read.
