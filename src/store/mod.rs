@@ -48,10 +48,8 @@ impl StoreError {
                     }
                     // A zipped dataset's own findings (a corrupt archive or member) name
                     // members only, never the archive's path or URL: the client is told.
-                    object_store::Error::Generic { source, .. }
-                        if let Some(z) = source.downcast_ref::<zip::ZipError>() =>
-                    {
-                        return format!("reading `{key}` failed: {z}");
+                    object_store::Error::Generic { store: ZIP_STORE, source } => {
+                        return format!("reading `{key}` failed: {source}");
                     }
                     _ => "the storage backend reported an error",
                 };
@@ -77,6 +75,10 @@ pub struct Fetched {
     /// Identifies this version of the object: its `ETag`, else size and modification time.
     pub version: String,
 }
+
+/// The `store` of the errors of zipped datasets (`zip`), whose messages name keys and
+/// members only and may be shown to clients.
+pub const ZIP_STORE: &str = "zip";
 
 /// Longest key segment: a file name on local disks (`NAME_MAX`), well within object
 /// stores' key limits.

@@ -279,7 +279,7 @@ pub const MAX_INFLATED: u64 = 256 << 20;
 /// CRC-32. The declared size is untrusted: it is capped, and inflating stops one byte past it.
 pub fn inflate(name: &str, size: u64, crc32: u32, compressed: &[u8]) -> Result<Vec<u8>, ZipError> {
     use std::io::Read as _;
-    check_inflatable(name, size)?;
+    check_inflatable(name, size, compressed.len() as u64)?;
     let mut out = Vec::with_capacity(size as usize);
     let inflated = flate2::read::DeflateDecoder::new(compressed).take(size + 1).read_to_end(&mut out);
     if inflated.is_err() || out.len() as u64 != size {
@@ -289,12 +289,17 @@ pub fn inflate(name: &str, size: u64, crc32: u32, compressed: &[u8]) -> Result<V
     Ok(out)
 }
 
-/// Refuses members whose declared inflated size is over [`MAX_INFLATED`].
-pub fn check_inflatable(name: &str, size: u64) -> Result<(), ZipError> {
+/// Refuses members whose declared inflated size is over [`MAX_INFLATED`], and those whose
+/// compressed size is more than deflate can make of it (stored blocks add 5 bytes in
+/// 65,535), before their compressed bytes are read.
+pub fn check_inflatable(name: &str, size: u64, compressed: u64) -> Result<(), ZipError> {
     if size > MAX_INFLATED {
         return Err(ZipError::Unsupported(format!(
             "member `{name}` inflates to {size} bytes, more than zarrd inflates ({MAX_INFLATED}); store large members uncompressed"
         )));
+    }
+    if compressed > size + (size >> 8) + 1024 {
+        return Err(corrupt(format!("member `{name}` has {compressed} compressed bytes for {size} bytes")));
     }
     Ok(())
 }
@@ -454,6 +459,9 @@ mod tests {
         let huge = first_entry(24, &(u32::MAX - 1).to_le_bytes());
         let directory = open(&huge).unwrap();
         assert!(matches!(read(&huge, &directory, "zarr.json"), Err(ZipError::Unsupported(_))));
+        // More compressed bytes than deflate makes of the declared size: refused unread.
+        let err = check_inflatable("m", 1, 2000).unwrap_err();
+        assert!(err.to_string().contains("2000 compressed bytes for 1 bytes"), "{err}");
         let wrong = first_entry(24, &3u32.to_le_bytes());
         let directory = open(&wrong).unwrap();
         assert!(matches!(read(&wrong, &directory, "zarr.json"), Err(ZipError::Corrupt(_))));

@@ -43,8 +43,9 @@ use object_store::{
 
 use directory::{DEFLATED, Directory, Member, STORED};
 
-/// The `store` named by this layer's errors.
-const STORE_NAME: &str = "zip";
+/// The `store` named by this layer's errors: their messages name members, never the
+/// archive's path or URL, so clients are shown them.
+use super::ZIP_STORE as STORE_NAME;
 
 /// Bytes of inflated members kept, so a sharded array's range reads of one deflated
 /// shard inflate it once.
@@ -305,7 +306,7 @@ impl Inner {
 
     /// A deflated member inflated whole (once for concurrent readers, then from the cache).
     async fn inflated(&self, archive: &Arc<Archive>, name: &str, member: &Member) -> Result<Bytes> {
-        directory::check_inflatable(name, member.size).map_err(zip_error)?;
+        directory::check_inflatable(name, member.size, member.compressed).map_err(zip_error)?;
         let key = (Arc::clone(&archive.tag), member.header);
         let load = async {
             let whole = 0..member.compressed;
@@ -318,7 +319,7 @@ impl Inner {
             } else {
                 tokio::task::spawn_blocking(inflate)
                     .await
-                    .map_err(|e| object_store::Error::Generic { store: STORE_NAME, source: Box::new(e) })?
+                    .map_err(|e| object_store::Error::Generic { store: "ZipFs", source: Box::new(e) })?
             };
             inflated.map_err(zip_error)
         };
@@ -373,8 +374,8 @@ fn unshare(e: Arc<object_store::Error>) -> object_store::Error {
         object_store::Error::Precondition { path, .. } => {
             object_store::Error::Precondition { path: path.clone(), source: e.to_string().into() }
         }
-        object_store::Error::Generic { source, .. } if let Some(z) = source.downcast_ref::<ZipError>() => {
-            zip_error(z.clone())
+        object_store::Error::Generic { store: STORE_NAME, source } => {
+            object_store::Error::Generic { store: STORE_NAME, source: source.to_string().into() }
         }
         _ => object_store::Error::Generic { store: "ZipFs", source: e.to_string().into() },
     })
