@@ -213,7 +213,9 @@ pub struct DatasetConfig {
     #[serde(default)]
     pub title: Option<String>,
     /// `object_store` options (credentials, region, endpoint…); never shown by the API.
-    #[serde(default)]
+    /// Booleans and numbers are taken as their text (`allow_http = true`, or
+    /// `ZARRD__DATASETS__B__OPTIONS__ALLOW_HTTP=true`, which arrives as a TOML boolean).
+    #[serde(default, deserialize_with = "option_texts")]
     pub options: BTreeMap<String, String>,
     /// The chunk shape of an array in the compatibility views (`/compat`), by array path,
     /// overriding the default rule.
@@ -377,6 +379,24 @@ impl Config {
     }
 }
 
+/// Option values as text: strings as they are, booleans and numbers as TOML writes them.
+fn option_texts<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String>, D::Error> {
+    let values = BTreeMap::<String, toml::Value>::deserialize(d)?;
+    values
+        .into_iter()
+        .map(|(key, value)| match value {
+            toml::Value::String(s) => Ok((key, s)),
+            toml::Value::Boolean(b) => Ok((key, b.to_string())),
+            toml::Value::Integer(i) => Ok((key, i.to_string())),
+            toml::Value::Float(f) => Ok((key, f.to_string())),
+            other => Err(serde::de::Error::custom(format!(
+                "option `{key}` is a {}, not a string, boolean or number",
+                other.type_str()
+            ))),
+        })
+        .collect()
+}
+
 /// `ZARRD__LIMITS__MAX_IN_FLIGHT=64` sets `limits.max_in_flight`; values are TOML
 /// literals when they parse as one, else strings.
 fn apply_env(table: &mut toml::Table, env: impl IntoIterator<Item = (String, String)>) -> Result<(), ConfigError> {
@@ -423,6 +443,24 @@ mod tests {
         let c = Config::load(None, [], &Overrides::default()).unwrap();
         assert_eq!(c.listen.to_string(), "127.0.0.1:8080");
         assert_eq!(c.datasets["sample"].url, "data/sample.zarr");
+    }
+
+    #[test]
+    fn dataset_options_from_the_environment_may_be_booleans_or_numbers() {
+        let c = load(
+            "listen = \"127.0.0.1:0\"\n",
+            &[
+                ("ZARRD__DATASETS__B__URL", "http://127.0.0.1:9/x.zarr"),
+                ("ZARRD__DATASETS__B__OPTIONS__ALLOW_HTTP", "true"),
+                ("ZARRD__DATASETS__B__OPTIONS__POOL_MAX_IDLE_PER_HOST", "8"),
+            ],
+        )
+        .unwrap();
+        let options = &c.datasets["b"].options;
+        assert_eq!((options["allow_http"].as_str(), options["pool_max_idle_per_host"].as_str()), ("true", "8"));
+        let err =
+            load("listen = \"127.0.0.1:0\"\n[datasets.b]\nurl = \"x\"\noptions = { region = [1] }\n", &[]).unwrap_err();
+        assert!(err.to_string().contains("region"), "{err}");
     }
 
     #[test]

@@ -348,7 +348,7 @@ async fn zipped_over_http() {
     let fixtures = common::fixtures().join("zip");
     let manifest: Value = serde_json::from_slice(&std::fs::read(fixtures.join("manifest.json")).unwrap()).unwrap();
     for (name, zip) in manifest["zips"].as_object().unwrap() {
-        let store = common::open_dataset(format!("{base}/zip/{name}"), &[("allow_http", "true".to_owned())]);
+        let store = common::open_dataset(format!("{base}/zip/{name}"), &[]);
         check_zarr_python_arrays(&app(store), &fixtures, name, zip).await;
     }
     assert_no_panics();

@@ -5,6 +5,7 @@
 //! metrics so operators (and tests) can see how many storage round-trips a read costs.
 
 pub mod contained;
+pub mod unopened;
 pub mod zip;
 
 use std::ops::Range;
@@ -45,6 +46,9 @@ impl StoreError {
                     }
                     object_store::Error::NotSupported { .. } | object_store::Error::NotImplemented { .. } => {
                         "the storage backend does not support the request"
+                    }
+                    object_store::Error::Generic { store: unopened::STORE, .. } => {
+                        "the dataset could not be opened when the server started"
                     }
                     // A zipped dataset's own findings (a corrupt archive or member) name
                     // members only, never the archive's path or URL: the client is told.

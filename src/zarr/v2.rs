@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 use crate::zarr::chunk_grid::ChunkGrid;
 use crate::zarr::chunk_key::ChunkKeyEncoding;
 use crate::zarr::codec::numeric::{Kind, NumType};
-use crate::zarr::codec::{ArrayToArray, ArrayToBytes, BytesCodec, BytesToBytes, CodecChain, Transpose};
+use crate::zarr::codec::{ArrayToArray, ArrayToBytes, BytesCodec, CodecChain, Transpose, numcodecs_v2};
 use crate::zarr::data_type::DataType;
 use crate::zarr::json::{MetadataError, u64_list};
 use crate::zarr::metadata::{ArrayMetadata, GroupMetadata};
@@ -161,16 +161,24 @@ pub fn array_from_document(
         Some("C" | "F") => Vec::new(),
         _ => return Err(MetadataError::invalid("order", "must be \"C\" or \"F\"")),
     };
+    // Each filter works on the elements as the one before it left them; the compressor
+    // on whatever bytes the last filter stored.
     let mut bytes_to_bytes = Vec::new();
+    let mut elements = dtype;
     for f in filters {
         let Value::Object(config) = f else {
             return Err(MetadataError::invalid("filters", "a filter is not an object"));
         };
-        bytes_to_bytes.push(BytesToBytes::from_numcodecs(config, dtype)?);
+        if let Some((codec, stored)) = numcodecs_v2(config, elements, data_type, "filters")? {
+            bytes_to_bytes.push(codec);
+            elements = stored;
+        }
     }
     match doc.get("compressor") {
         None | Some(Value::Null) => {}
-        Some(Value::Object(config)) => bytes_to_bytes.push(BytesToBytes::from_numcodecs(config, dtype)?),
+        Some(Value::Object(config)) => {
+            bytes_to_bytes.extend(numcodecs_v2(config, elements, data_type, "compressor")?.map(|(codec, _)| codec));
+        }
         Some(_) => return Err(MetadataError::invalid("compressor", "not an object or null")),
     }
     let codecs = CodecChain {
@@ -234,6 +242,7 @@ fn fill_value(value: &Value, dtype: NumType) -> Result<Vec<u8>, MetadataError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::zarr::codec::BytesToBytes;
 
     fn zarray(extra: &Value) -> Value {
         let mut doc = json!({"zarr_format": 2, "shape": [5, 4], "chunks": [2, 3], "dtype": "<f4", "fill_value": "NaN",
@@ -303,7 +312,7 @@ mod tests {
             assert!(matches!(err, MetadataError::Unsupported(ref s) if s.contains(what)), "{extra}: {err}");
         };
         unsupported(json!({"compressor": {"id": "zfpy", "mode": 4}}), "zfpy");
-        unsupported(json!({"filters": [{"id": "quantize", "digits": 3}]}), "quantize");
+        unsupported(json!({"filters": [{"id": "categorize", "labels": ["a"], "dtype": "<U1"}]}), "categorize");
         unsupported(json!({"dtype": "|O", "filters": [{"id": "vlen-bytes"}]}), "|O");
         unsupported(json!({"dtype": "|O", "filters": [{"id": "json2"}]}), "json2");
         assert!(parse(&zarray(&json!({"dtype": "|O", "filters": null}))).is_err());

@@ -274,9 +274,11 @@ pub fn count_chunk_files(dir: &std::path::Path) -> usize {
     n
 }
 
-pub const SETS: [&str; 7] = ["conformance", "extra", "zarr-v2", "zarr-v2-extra", "fanout", "fanout-extra", "strings"];
+pub const SETS: [&str; 9] =
+    ["conformance", "extra", "zarr-v2", "zarr-v2-extra", "fanout", "fanout-extra", "strings", "codecs", "codecs-v2"];
 /// Sets whose every route is checked (the v3 sets' routes have their own tests in api.rs).
-pub const ROUTE_SETS: [&str; 5] = ["zarr-v2", "zarr-v2-extra", "fanout", "fanout-extra", "strings"];
+pub const ROUTE_SETS: [&str; 7] =
+    ["zarr-v2", "zarr-v2-extra", "fanout", "fanout-extra", "strings", "codecs", "codecs-v2"];
 /// Sets of `string` arrays, whose expected values are `NumPy` `U` arrays.
 pub const TEXT_SETS: [&str; 1] = ["strings"];
 

@@ -42,6 +42,11 @@ impl FixedScaleOffset {
         Ok(Self { scale: scale.to_bits(), offset: number("offset")?.to_bits(), dtype, astype })
     }
 
+    /// The same filter with its two element types mapped (their byte order changed).
+    pub fn retyped(self, f: impl Fn(NumType) -> NumType) -> Self {
+        Self { dtype: f(self.dtype), astype: f(self.astype), ..self }
+    }
+
     pub fn decode(self, input: &[u8], max_len: usize) -> Result<Vec<u8>, CodecError> {
         let (scale, offset) = (f64::from_bits(self.scale), f64::from_bits(self.offset));
         let precision = if self.astype.kind == Kind::Float { self.astype.size } else { 8 };

@@ -56,6 +56,19 @@ impl NumType {
         valid.then_some(Self { kind, size, big_endian: big_endian && size > 1 })
     }
 
+    /// The little-endian elements of a fixed-size data type (`None` for text).
+    pub fn of(data_type: DataType) -> Option<Self> {
+        let (kind, size) = match data_type {
+            DataType::Bool => (Kind::Bool, 1),
+            DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => (Kind::Int, data_type.size()),
+            DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => (Kind::UInt, data_type.size()),
+            DataType::Float16 | DataType::Float32 | DataType::Float64 => (Kind::Float, data_type.size()),
+            DataType::Complex64 | DataType::Complex128 => (Kind::Complex, data_type.size()),
+            DataType::String => return None,
+        };
+        Some(Self { kind, size, big_endian: false })
+    }
+
     /// The Zarr data type holding these elements.
     pub fn data_type(self) -> DataType {
         match (self.kind, self.size) {
