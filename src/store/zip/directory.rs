@@ -400,6 +400,10 @@ mod tests {
                 assert_eq!(locator, zip64, "a ZIP64 end record exactly when forced");
                 let directory = open(&bytes).unwrap();
                 assert_eq!(directory.members.len(), 3);
+                // Forced ZIP64: the central entries' sizes are in their ZIP64 extra fields.
+                let end = find_end(&bytes, bytes.len() as u64).unwrap();
+                let first = &bytes[end.directory.start as usize..];
+                assert_eq!(first[20..24] == [0xff; 4], zip64, "{method:?}: sizes saturated exactly when forced");
                 for (name, want) in &members {
                     assert_eq!(&read(&bytes, &directory, name).unwrap(), want, "{name} {method:?} zip64={zip64}");
                 }
