@@ -250,6 +250,28 @@ async fn the_archive_is_opened_with_one_request() {
     assert_no_panics();
 }
 
+/// A shard in a stored zip costs what it costs in a directory: a cold inner chunk is one
+/// read of the shard's index (the member's local header with it) and one range read; a
+/// hot one is one range read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shards_in_a_stored_zip_are_read_by_range() {
+    let mem = Arc::new(InMemory::new());
+    let bytes = zip_bytes(&set_dir("conformance").join("data.zarr"), Kind::Stored, "");
+    mem.put(&ObjectPath::from("c.zip"), bytes.into()).await.unwrap();
+    let counting = common::CountingStore::new(mem);
+    let zip = ZipFs::new(counting.clone(), ObjectPath::from("c.zip"), None);
+    let store = Store::new(Arc::new(zip), ObjectPath::default());
+    let app = common::app_with(vec![("conf", store)], common::config("[cache]\nchunk_bytes = 0\nresponse_bytes = 0"));
+    assert_eq!(get(&app, "/v1/arrays/conf/sharded/i2_rect_shards").await.status, 200);
+    let inner = "/v1/slice/conf/sharded/i2_rect_shards?s=0:5,0:5";
+    let before = counting.total();
+    assert_eq!(get(&app, inner).await.status, 200);
+    assert_eq!(counting.total() - before, 2, "cold: the index, then one range: {:?}", counting.counts());
+    let before = counting.total();
+    assert_eq!(get(&app, inner).await.status, 200);
+    assert_eq!(counting.total() - before, 1, "hot: one range: {:?}", counting.counts());
+}
+
 /// Serves `bytes` as a zipped dataset from memory.
 async fn served(bytes: Vec<u8>) -> Router {
     let mem = Arc::new(InMemory::new());
