@@ -286,6 +286,12 @@ impl Catalog {
             for (path, doc) in consolidated {
                 nodes.push(describe_doc(path, doc));
             }
+            // Their metadata is known already: the views and reads need no request for it.
+            for (path, node) in &group.consolidated_nodes {
+                if let Ok(key) = metadata_key(path) {
+                    self.metadata.insert((Arc::clone(&ds.name), key), node.clone()).await;
+                }
+            }
             // Writers consolidate only what they recognise (zarr-python leaves out arrays
             // under an implicit group), so the root's other directories are walked too;
             // when the consolidated metadata is complete that costs this one listing.
@@ -360,7 +366,9 @@ async fn v2_node(ds: &Dataset, path: &str) -> Result<Option<Node>> {
     if path.is_empty()
         && let Some(zmetadata) = ds.store.get(v2::ZMETADATA).await?
     {
-        group.consolidated = Some(v2::consolidated(&zmetadata).map_err(|e| metadata_error(v2::ZMETADATA, e))?);
+        let (summaries, nodes) = v2::consolidated(&zmetadata).map_err(|e| metadata_error(v2::ZMETADATA, e))?;
+        group.consolidated = Some(summaries);
+        group.consolidated_nodes = nodes;
     }
     Ok(Some(Node::Group(Arc::new(group))))
 }

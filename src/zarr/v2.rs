@@ -9,6 +9,8 @@
 //! the numcodecs `filters`, then the `compressor`, are bytes→bytes codecs (numcodecs filters
 //! work on the chunk's flat buffer in its stored element type).
 
+use std::sync::Arc;
+
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
@@ -18,7 +20,7 @@ use crate::zarr::codec::numeric::{Kind, NumType};
 use crate::zarr::codec::{ArrayToArray, ArrayToBytes, BytesCodec, CodecChain, Transpose, numcodecs_v2};
 use crate::zarr::data_type::DataType;
 use crate::zarr::json::{MetadataError, u64_list};
-use crate::zarr::metadata::{ArrayMetadata, GroupMetadata};
+use crate::zarr::metadata::{ArrayMetadata, GroupMetadata, Node};
 
 /// The v2 metadata keys of a node, relative to its path.
 pub const ZARRAY: &str = ".zarray";
@@ -49,26 +51,31 @@ pub fn parse_group(zgroup: &[u8], zattrs: Option<&[u8]>) -> Result<GroupMetadata
         return Err(MetadataError::invalid(ZGROUP, "not a JSON object"));
     };
     check_format(&doc, ZGROUP)?;
-    Ok(GroupMetadata { attributes: attributes(zattrs)?, consolidated: None })
+    Ok(GroupMetadata { attributes: attributes(zattrs)?, ..GroupMetadata::default() })
 }
 
-/// The nodes of a consolidated `.zmetadata`, as path → a v3-like summary
-/// (`node_type`, and for arrays `shape` and `data_type`) for the dataset tree.
-pub fn consolidated(zmetadata: &[u8]) -> Result<Map<String, Value>, MetadataError> {
+/// The nodes of a consolidated `.zmetadata`: path → a v3-like summary (`node_type`, and
+/// for arrays `shape` and `data_type`) for the dataset tree, and the nodes zarrd can serve,
+/// parsed, so that they need no request of their own.
+pub fn consolidated(zmetadata: &[u8]) -> Result<(Map<String, Value>, Vec<(String, Node)>), MetadataError> {
     let doc: Value = serde_json::from_slice(zmetadata)?;
     let Some(Value::Object(entries)) = doc.get("metadata") else {
         return Err(MetadataError::invalid(ZMETADATA, "`metadata` is not an object"));
     };
     let mut nodes = Map::new();
+    let mut parsed = Vec::new();
     for (key, value) in entries {
         let (path, name) = key.rsplit_once('/').unwrap_or(("", key.as_str()));
         // The root's own documents describe the group being consolidated, not a child.
         if path.is_empty() {
             continue;
         }
+        let zattrs = entries.get(&format!("{path}/{ZATTRS}")).map(|a| serde_json::to_vec(a).unwrap_or_default());
         match name {
             ZGROUP => {
                 nodes.insert(path.to_owned(), json!({"node_type": "group"}));
+                let group = serde_json::to_vec(value).ok().and_then(|g| parse_group(&g, zattrs.as_deref()).ok());
+                parsed.extend(group.map(|g| (path.to_owned(), Node::Group(Arc::new(g)))));
             }
             ZARRAY => {
                 let text = value.pointer("/filters/0/id").and_then(Value::as_str) == Some("vlen-utf8");
@@ -81,11 +88,13 @@ pub fn consolidated(zmetadata: &[u8]) -> Result<Map<String, Value>, MetadataErro
                     path.to_owned(),
                     json!({"node_type": "array", "shape": value.get("shape"), "data_type": data_type}),
                 );
+                let array = serde_json::to_vec(value).ok().and_then(|a| parse_array(&a, zattrs.as_deref()).ok());
+                parsed.extend(array.map(|a| (path.to_owned(), Node::Array(Arc::new(a)))));
             }
             _ => {}
         }
     }
-    Ok(nodes)
+    Ok((nodes, parsed))
 }
 
 /// A `.zarray` and its `.zattrs`.
@@ -341,13 +350,20 @@ mod tests {
     #[test]
     fn consolidated_metadata_lists_children() {
         let z = json!({"zarr_format": 2, "metadata": {".zgroup": {"zarr_format": 2}, "g/.zgroup": {"zarr_format": 2},
-            "g/a/.zarray": {"shape": [3], "dtype": ">f8"}, "g/a/.zattrs": {}, "s/.zarray": {"shape": [], "dtype": "|O"},
+            "g/a/.zarray": {"zarr_format": 2, "shape": [3], "chunks": [2], "dtype": ">f8", "fill_value": 0,
+                "order": "C", "filters": null, "compressor": null},
+            "g/a/.zattrs": {"units": "m"}, "s/.zarray": {"shape": [], "dtype": "|O"},
             "t/.zarray": {"shape": [2], "dtype": "|O", "filters": [{"id": "vlen-utf8"}]}}});
-        let nodes = consolidated(z.to_string().as_bytes()).unwrap();
+        let (nodes, parsed) = consolidated(z.to_string().as_bytes()).unwrap();
         assert_eq!(nodes.len(), 4);
         assert_eq!(nodes["t"]["data_type"], "string");
         assert_eq!(nodes["g"]["node_type"], "group");
         assert_eq!(nodes["g/a"]["data_type"], "float64");
         assert_eq!(nodes["s"]["data_type"], "|O");
+        // Whole documents parse into nodes (with their attributes); broken ones are left out.
+        let paths: Vec<&str> = parsed.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(paths, ["g", "g/a"]);
+        let Node::Array(a) = &parsed[1].1 else { panic!("{parsed:?}") };
+        assert_eq!((a.shape.as_slice(), a.attributes["units"].as_str()), (&[3u64][..], Some("m")));
     }
 }

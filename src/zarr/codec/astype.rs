@@ -14,22 +14,11 @@ pub struct AsType {
     pub decode: NumType,
 }
 
-/// The element type a filter configuration names under `key`, if any (real types only).
-fn typestr(config: &Map<String, Value>, codec: &str, key: &str) -> Result<Option<NumType>, MetadataError> {
-    match config.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(
-            NumType::parse(s).ok_or_else(|| MetadataError::Unsupported(format!("{codec} `{key}` {s}")))?.real(codec)?,
-        )),
-        Some(other) => Err(MetadataError::invalid(codec, &format!("`{key}` {other} is not a dtype string"))),
-    }
-}
-
 impl AsType {
     pub fn from_config(config: &Map<String, Value>, dtype: NumType) -> Result<Self, MetadataError> {
-        let encode = typestr(config, "astype", "encode_dtype")?
+        let encode = NumType::from_config(config, "astype", "encode_dtype")?
             .ok_or_else(|| MetadataError::invalid("astype", "`encode_dtype` is missing"))?;
-        Ok(Self { encode, decode: typestr(config, "astype", "decode_dtype")?.unwrap_or(dtype) })
+        Ok(Self { encode, decode: NumType::from_config(config, "astype", "decode_dtype")?.unwrap_or(dtype) })
     }
 
     /// numcodecs `quantize` (`digits`, `dtype`, `astype`): floats rounded to `digits`
@@ -38,8 +27,8 @@ impl AsType {
         if config.get("digits").and_then(Value::as_i64).is_none() {
             return Err(MetadataError::invalid("quantize", "`digits` is not an integer"));
         }
-        let decode = typestr(config, "quantize", "dtype")?.unwrap_or(dtype);
-        let encode = typestr(config, "quantize", "astype")?.unwrap_or(decode);
+        let decode = NumType::from_config(config, "quantize", "dtype")?.unwrap_or(dtype);
+        let encode = NumType::from_config(config, "quantize", "astype")?.unwrap_or(decode);
         if decode.kind != Kind::Float || encode.kind != Kind::Float {
             return Err(MetadataError::Unsupported(format!(
                 "quantize between {decode:?} and {encode:?} (floats only)"

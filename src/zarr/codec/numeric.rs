@@ -136,6 +136,26 @@ impl NumType {
         }
     }
 
+    /// The real element type a filter configuration names under `key` (`None` when
+    /// absent or null): `codec` names the filter in errors.
+    pub fn from_config(
+        config: &serde_json::Map<String, serde_json::Value>,
+        codec: &str,
+        key: &str,
+    ) -> Result<Option<Self>, crate::zarr::json::MetadataError> {
+        use crate::zarr::json::MetadataError;
+        use serde_json::Value;
+        match config.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(
+                Self::parse(s)
+                    .ok_or_else(|| MetadataError::Unsupported(format!("{codec} `{key}` {s}")))?
+                    .real(codec)?,
+            )),
+            Some(other) => Err(MetadataError::invalid(codec, &format!("`{key}` {other} is not a dtype string"))),
+        }
+    }
+
     /// Requires a real (non-complex) type for a filter that does arithmetic.
     pub fn real(self, codec: &str) -> Result<Self, crate::zarr::json::MetadataError> {
         if self.kind == Kind::Complex {
