@@ -65,11 +65,47 @@ fn bad_configuration_fails_at_startup_naming_the_field() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let out = zarrd().args(["serve", "--dataset", "x=/no/such/dir"]).output().unwrap();
+    let out = zarrd().args(["serve", "--dataset", "no-equals-sign"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("datasets.x.url"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--dataset"));
     let out = zarrd().args(["serve"]).env("ZARRD__LOG__FORMAT", "xml").output().unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("log.format"));
+}
+
+/// A dataset that cannot be opened (a missing path, a file where a directory should be,
+/// a URL no backend takes) is served as failing; the server and its other datasets are not.
+#[test]
+fn datasets_that_cannot_be_opened_do_not_stop_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file.zarr");
+    std::fs::write(&file, b"not a directory").unwrap();
+    let file = file.to_str().unwrap().to_owned();
+    let server = Server::start(&[
+        ("ZARRD__DATASETS__GONE__URL", "/no/such/dir"),
+        ("ZARRD__DATASETS__FILE__URL", file.as_str()),
+        ("ZARRD__DATASETS__ODD__URL", "ftp://host/x.zarr"),
+    ]);
+    let (status, body) = http_get(server.port, "/v1/datasets").unwrap();
+    assert_eq!(status, 200, "{body}");
+    let doc: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let health = |name: &str| {
+        let ds =
+            doc["datasets"].as_array().unwrap().iter().find(|d| d["name"] == name).unwrap_or_else(|| panic!("{doc}"));
+        ds["health"]["status"].as_str().unwrap_or_default().to_owned()
+    };
+    for name in ["gone", "file", "odd"] {
+        assert_eq!(health(name), "failing", "{name}: {doc}");
+        assert!(metric(server.port, &format!("zarrd_dataset_up{{dataset=\"{name}\"}} ")) < 0.5, "{name}");
+    }
+    assert_eq!(health("sample"), "ok", "{doc}");
+    let (status, body) = http_get(server.port, "/v1/slice/sample/climate/t2m?s=0,0,0&format=json").unwrap();
+    assert_eq!(status, 200, "{body}");
+    // Its requests say what is wrong, without the path or URL (that is in the log).
+    let (status, body) = http_get(server.port, "/v1/arrays/file/x").unwrap();
+    assert_eq!(status, 502, "{body}");
+    assert!(body.contains("could not be opened") && !body.contains("a-file.zarr"), "{body}");
+    let logs = server.logs();
+    assert!(logs.lines().any(|l| l.contains("cannot be opened") && l.contains("a-file.zarr")), "{logs}");
 }
 
 #[test]

@@ -141,3 +141,35 @@ async fn a_cold_revalidation_reads_no_chunk_data() {
         assert_eq!((gets, heads, ranges), (1 + index_reads, chunks, 0), "{uri}: {:?}", store.counts());
     }
 }
+
+/// With consolidated metadata (inline in the v3 root `zarr.json`; `.zmetadata` in v2), the
+/// dataset's tree gives every consolidated node's metadata: reading an array's metadata
+/// afterwards costs no storage request.
+#[tokio::test]
+async fn consolidated_metadata_serves_every_node_without_a_request() {
+    for (set, consolidated_array) in [("extra", "groups/a/b/f8_attrs"), ("zarr-v2-extra", "blosc/f8_lz4hc_noshuffle")] {
+        let dir = common::fixtures().join(set).join("data.zarr");
+        let counting = CountingStore::new(memory_store(&dir).await.backend());
+        let store = Store::new(counting.clone(), object_store::path::Path::default());
+        let app = app_with(vec![("conf", store)], config(""));
+        let tree = get(&app, "/v1/datasets/conf").await;
+        assert_eq!(tree.status, 200, "{}", tree.describe());
+        let nodes = tree.json()["nodes"].as_array().unwrap().clone();
+        assert!(nodes.iter().any(|n| n["path"] == consolidated_array), "{set}");
+        let before = counting.total();
+        let mut arrays = 0;
+        for node in nodes.iter().filter(|n| n["node_type"] == "array") {
+            let path = node["path"].as_str().unwrap();
+            // tensorstore's arrays in `extra` sit under an implicit group that zarr-python
+            // leaves out of the consolidated metadata: those are read on their own.
+            if path.starts_with("tensorstore/") {
+                continue;
+            }
+            let info = get(&app, &format!("/v1/arrays/conf/{path}")).await;
+            assert!(info.status == 200 || info.status == 422, "{set} {path}: {}", info.describe());
+            arrays += 1;
+        }
+        assert!(arrays > 5, "{set}: {arrays}");
+        assert_eq!(counting.total(), before, "{set}: {:?}", counting.counts());
+    }
+}

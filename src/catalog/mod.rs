@@ -4,6 +4,9 @@
 //! mix v2 and v3 nodes.
 
 pub mod health;
+mod open;
+
+pub use open::{open_store, open_url};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,13 +18,13 @@ use object_store::path::Path;
 use serde_json::{Value, json};
 
 use crate::compat::{ViewNode, ViewTree, view_chunk_shape};
-use crate::config::{Config, ConfigError, DatasetConfig};
+use crate::config::{Config, ConfigError};
 use crate::error::{Error, Result};
 use crate::ops::budget::MemoryBudget;
 use crate::read::ArrayReader;
 use crate::read::cache::{ChunkCache, Lifetimes, ObjectKey, ShardIndexCache, VersionCache, ViewChunkCache};
 use crate::store::Store;
-use crate::store::contained::ContainedFs;
+use crate::store::unopened::Unopened;
 use crate::zarr::metadata::Node;
 use crate::zarr::v2;
 
@@ -60,73 +63,22 @@ pub struct Catalog {
     stream_idle: Duration,
 }
 
-/// Opens the store behind a dataset URL: a local path, `file://`, or any URL
-/// `object_store` understands (`s3://`, `gs://`, `az://`, `http(s)://`, `memory:///`).
-pub fn open_store(name: &str, ds: &DatasetConfig) -> Result<Store, ConfigError> {
-    open_url(&format!("datasets.{name}.url"), &ds.url, (&format!("datasets.{name}.options"), &ds.options))
-}
-
-/// Opens the store at `url` with `object_store` options (and the name of the field they
-/// come from); errors name `field`.
-pub fn open_url(
-    field: &str,
-    url: &str,
-    (options_field, options): (&str, &BTreeMap<String, String>),
-) -> Result<Store, ConfigError> {
-    let bad = |reason: String| ConfigError::Invalid { field: field.to_owned(), reason };
-    let local = |path: std::path::PathBuf| -> Result<Store, ConfigError> {
-        if !path.is_dir() {
-            return Err(bad(format!("`{}` is not a directory", path.display())));
-        }
-        // Contained: symlinks that lead out of the dataset are never followed.
-        let fs = ContainedFs::new(&path).map_err(|e| bad(format!("cannot open `{}`: {e}", path.display())))?;
-        Ok(Store::new(Arc::new(fs), Path::default()))
-    };
-    if !url.contains("://") {
-        return local(std::path::PathBuf::from(url));
-    }
-    let parsed = url::Url::parse(url).map_err(|e| bad(format!("not a valid URL: {e}")))?;
-    if parsed.scheme() == "file" {
-        return local(parsed.to_file_path().map_err(|()| bad("not a valid file URL".into()))?);
-    }
-    check_options(options_field, parsed.scheme(), options)?;
-    let (store, root) = object_store::parse_url_opts(&parsed, options).map_err(|e| bad(e.to_string()))?;
-    Ok(Store::new(Arc::from(store), root))
-}
-
-/// `object_store` ignores option names it does not know; a typo in a credential name must
-/// fail at startup instead.
-fn check_options(options_field: &str, scheme: &str, options: &BTreeMap<String, String>) -> Result<(), ConfigError> {
-    use std::str::FromStr;
-    for key in options.keys() {
-        let k = key.to_ascii_lowercase();
-        let known = match scheme {
-            "s3" | "s3a" => object_store::aws::AmazonS3ConfigKey::from_str(&k).is_ok(),
-            "gs" => object_store::gcp::GoogleConfigKey::from_str(&k).is_ok(),
-            "az" | "adl" | "azure" | "abfs" | "abfss" => object_store::azure::AzureConfigKey::from_str(&k).is_ok(),
-            "http" | "https" => object_store::ClientConfigKey::from_str(&k).is_ok(),
-            _ => false,
-        };
-        if !known {
-            return Err(ConfigError::Invalid {
-                field: format!("{options_field}.{key}"),
-                reason: format!(
-                    "not an option of the `{scheme}` backend (see the object_store documentation for its config keys)"
-                ),
-            });
-        }
-    }
-    Ok(())
-}
-
 impl Catalog {
-    /// Opens every configured dataset; a bad URL fails here, before serving.
+    /// Opens every configured dataset. One that cannot be opened (a missing path, a URL
+    /// no backend takes) is logged and served as failing, so that one bad entry does not
+    /// keep the others from being served; a bad overview source still fails here.
     pub fn from_config(config: &Config) -> Result<Self, ConfigError> {
         let datasets = config
             .datasets
             .iter()
-            .map(|(name, ds)| Ok((name.clone(), open_store(name, ds)?, ds.title.clone())))
-            .collect::<Result<Vec<_>, ConfigError>>()?;
+            .map(|(name, ds)| {
+                let store = open_store(name, ds).unwrap_or_else(|e| {
+                    tracing::error!(dataset = %name, error = %e, "dataset cannot be opened; serving it as failing");
+                    Store::new(Arc::new(Unopened { reason: e.to_string() }), Path::default())
+                });
+                (name.clone(), store, ds.title.clone())
+            })
+            .collect();
         let mut catalog = Self::new(datasets, config);
         for (name, ds) in &config.datasets {
             if let Some(dataset) = catalog.datasets.get_mut(name).and_then(Arc::get_mut) {
@@ -334,6 +286,12 @@ impl Catalog {
             for (path, doc) in consolidated {
                 nodes.push(describe_doc(path, doc));
             }
+            // Their metadata is known already: the views and reads need no request for it.
+            for (path, node) in &group.consolidated_nodes {
+                if let Ok(key) = metadata_key(path) {
+                    self.metadata.insert((Arc::clone(&ds.name), key), node.clone()).await;
+                }
+            }
             // Writers consolidate only what they recognise (zarr-python leaves out arrays
             // under an implicit group), so the root's other directories are walked too;
             // when the consolidated metadata is complete that costs this one listing.
@@ -408,7 +366,9 @@ async fn v2_node(ds: &Dataset, path: &str) -> Result<Option<Node>> {
     if path.is_empty()
         && let Some(zmetadata) = ds.store.get(v2::ZMETADATA).await?
     {
-        group.consolidated = Some(v2::consolidated(&zmetadata).map_err(|e| metadata_error(v2::ZMETADATA, e))?);
+        let (summaries, nodes) = v2::consolidated(&zmetadata).map_err(|e| metadata_error(v2::ZMETADATA, e))?;
+        group.consolidated = Some(summaries);
+        group.consolidated_nodes = nodes;
     }
     Ok(Some(Node::Group(Arc::new(group))))
 }
@@ -474,6 +434,7 @@ fn metadata_error(key: &str, e: crate::zarr::json::MetadataError) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::DatasetConfig;
 
     fn ds(url: &str, options: &[(&str, &str)]) -> DatasetConfig {
         DatasetConfig {
@@ -495,6 +456,8 @@ mod tests {
         let s3 = [("aws_region", "eu-west-1"), ("aws_access_key_id", "k"), ("aws_secret_access_key", "s")];
         assert!(open_store("a", &ds("s3://bucket/prefix/data.zarr", &s3)).is_ok());
         assert!(open_store("a", &ds("https://example.org/data.zarr", &[("timeout", "5s")])).is_ok());
+        // Plain HTTP when the URL says so (reading over it is tested in conformance_over_http).
+        assert!(open_store("a", &ds("http://example.org/data.zarr", &[])).is_ok());
     }
 
     #[test]

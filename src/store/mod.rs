@@ -5,6 +5,8 @@
 //! metrics so operators (and tests) can see how many storage round-trips a read costs.
 
 pub mod contained;
+pub mod unopened;
+pub mod zip;
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -45,6 +47,14 @@ impl StoreError {
                     object_store::Error::NotSupported { .. } | object_store::Error::NotImplemented { .. } => {
                         "the storage backend does not support the request"
                     }
+                    object_store::Error::Generic { store: unopened::STORE, .. } => {
+                        "the dataset could not be opened when the server started"
+                    }
+                    // A zipped dataset's own findings (a corrupt archive or member) name
+                    // members only, never the archive's path or URL: the client is told.
+                    object_store::Error::Generic { store: ZIP_STORE, source } => {
+                        return format!("reading `{key}` failed: {source}");
+                    }
                     _ => "the storage backend reported an error",
                 };
                 format!(
@@ -69,6 +79,10 @@ pub struct Fetched {
     /// Identifies this version of the object: its `ETag`, else size and modification time.
     pub version: String,
 }
+
+/// The `store` of the errors of zipped datasets (`zip`), whose messages name keys and
+/// members only and may be shown to clients.
+pub const ZIP_STORE: &str = "zip";
 
 /// Longest key segment: a file name on local disks (`NAME_MAX`), well within object
 /// stores' key limits.

@@ -67,6 +67,9 @@ pub struct GroupMetadata {
     pub attributes: Map<String, Value>,
     /// Inline consolidated metadata: path relative to this group -> node document.
     pub consolidated: Option<Map<String, Value>>,
+    /// The consolidated nodes zarrd can serve, parsed: a dataset's tree and its arrays'
+    /// metadata then come from the root document alone, without a request per node.
+    pub consolidated_nodes: Vec<(String, Node)>,
 }
 
 #[derive(Debug, Clone)]
@@ -215,7 +218,13 @@ fn parse_group(doc: &Map<String, Value>) -> Result<GroupMetadata, MetadataError>
             return Err(MetadataError::invalid("consolidated_metadata", "not an object"));
         }
     };
-    Ok(GroupMetadata { attributes: attributes(doc)?, consolidated })
+    // A node that does not parse is left to be read (and its error reported) on its own.
+    let consolidated_nodes = consolidated
+        .iter()
+        .flatten()
+        .filter_map(|(path, doc)| Some((path.clone(), Node::from_value(doc.clone()).ok()?)))
+        .collect();
+    Ok(GroupMetadata { attributes: attributes(doc)?, consolidated, consolidated_nodes })
 }
 
 #[cfg(test)]

@@ -9,16 +9,18 @@
 //! the numcodecs `filters`, then the `compressor`, are bytes→bytes codecs (numcodecs filters
 //! work on the chunk's flat buffer in its stored element type).
 
+use std::sync::Arc;
+
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
 use crate::zarr::chunk_grid::ChunkGrid;
 use crate::zarr::chunk_key::ChunkKeyEncoding;
 use crate::zarr::codec::numeric::{Kind, NumType};
-use crate::zarr::codec::{ArrayToArray, ArrayToBytes, BytesCodec, BytesToBytes, CodecChain, Transpose};
+use crate::zarr::codec::{ArrayToArray, ArrayToBytes, BytesCodec, CodecChain, Transpose, numcodecs_v2};
 use crate::zarr::data_type::DataType;
 use crate::zarr::json::{MetadataError, u64_list};
-use crate::zarr::metadata::{ArrayMetadata, GroupMetadata};
+use crate::zarr::metadata::{ArrayMetadata, GroupMetadata, Node};
 
 /// The v2 metadata keys of a node, relative to its path.
 pub const ZARRAY: &str = ".zarray";
@@ -49,26 +51,31 @@ pub fn parse_group(zgroup: &[u8], zattrs: Option<&[u8]>) -> Result<GroupMetadata
         return Err(MetadataError::invalid(ZGROUP, "not a JSON object"));
     };
     check_format(&doc, ZGROUP)?;
-    Ok(GroupMetadata { attributes: attributes(zattrs)?, consolidated: None })
+    Ok(GroupMetadata { attributes: attributes(zattrs)?, ..GroupMetadata::default() })
 }
 
-/// The nodes of a consolidated `.zmetadata`, as path → a v3-like summary
-/// (`node_type`, and for arrays `shape` and `data_type`) for the dataset tree.
-pub fn consolidated(zmetadata: &[u8]) -> Result<Map<String, Value>, MetadataError> {
+/// The nodes of a consolidated `.zmetadata`: path → a v3-like summary (`node_type`, and
+/// for arrays `shape` and `data_type`) for the dataset tree, and the nodes zarrd can serve,
+/// parsed, so that they need no request of their own.
+pub fn consolidated(zmetadata: &[u8]) -> Result<(Map<String, Value>, Vec<(String, Node)>), MetadataError> {
     let doc: Value = serde_json::from_slice(zmetadata)?;
     let Some(Value::Object(entries)) = doc.get("metadata") else {
         return Err(MetadataError::invalid(ZMETADATA, "`metadata` is not an object"));
     };
     let mut nodes = Map::new();
+    let mut parsed = Vec::new();
     for (key, value) in entries {
         let (path, name) = key.rsplit_once('/').unwrap_or(("", key.as_str()));
         // The root's own documents describe the group being consolidated, not a child.
         if path.is_empty() {
             continue;
         }
+        let zattrs = entries.get(&format!("{path}/{ZATTRS}")).map(|a| serde_json::to_vec(a).unwrap_or_default());
         match name {
             ZGROUP => {
                 nodes.insert(path.to_owned(), json!({"node_type": "group"}));
+                let group = serde_json::to_vec(value).ok().and_then(|g| parse_group(&g, zattrs.as_deref()).ok());
+                parsed.extend(group.map(|g| (path.to_owned(), Node::Group(Arc::new(g)))));
             }
             ZARRAY => {
                 let object_codec = value.pointer("/filters/0/id").and_then(Value::as_str);
@@ -85,11 +92,13 @@ pub fn consolidated(zmetadata: &[u8]) -> Result<Map<String, Value>, MetadataErro
                     path.to_owned(),
                     json!({"node_type": "array", "shape": value.get("shape"), "data_type": data_type}),
                 );
+                let array = serde_json::to_vec(value).ok().and_then(|a| parse_array(&a, zattrs.as_deref()).ok());
+                parsed.extend(array.map(|a| (path.to_owned(), Node::Array(Arc::new(a)))));
             }
             _ => {}
         }
     }
-    Ok(nodes)
+    Ok((nodes, parsed))
 }
 
 /// A `.zarray` and its `.zattrs`.
@@ -143,16 +152,24 @@ pub fn array_from_document(
         Some("C" | "F") => Vec::new(),
         _ => return Err(MetadataError::invalid("order", "must be \"C\" or \"F\"")),
     };
+    // Each filter works on the elements as the one before it left them; the compressor
+    // on whatever bytes the last filter stored.
     let mut bytes_to_bytes = Vec::new();
+    let mut elements = dtype;
     for f in filters {
         let Value::Object(config) = f else {
             return Err(MetadataError::invalid("filters", "a filter is not an object"));
         };
-        bytes_to_bytes.push(BytesToBytes::from_numcodecs(config, dtype)?);
+        if let Some((codec, stored)) = numcodecs_v2(config, elements, data_type, "filters")? {
+            bytes_to_bytes.push(codec);
+            elements = stored;
+        }
     }
     match doc.get("compressor") {
         None | Some(Value::Null) => {}
-        Some(Value::Object(config)) => bytes_to_bytes.push(BytesToBytes::from_numcodecs(config, dtype)?),
+        Some(Value::Object(config)) => {
+            bytes_to_bytes.extend(numcodecs_v2(config, elements, data_type, "compressor")?.map(|(codec, _)| codec));
+        }
         Some(_) => return Err(MetadataError::invalid("compressor", "not an object or null")),
     }
     let codecs = CodecChain {
@@ -261,6 +278,7 @@ fn fill_value(value: &Value, dtype: NumType) -> Result<Vec<u8>, MetadataError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::zarr::codec::BytesToBytes;
 
     fn zarray(extra: &Value) -> Value {
         let mut doc = json!({"zarr_format": 2, "shape": [5, 4], "chunks": [2, 3], "dtype": "<f4", "fill_value": "NaN",
@@ -330,7 +348,7 @@ mod tests {
             assert!(matches!(err, MetadataError::Unsupported(ref s) if s.contains(what)), "{extra}: {err}");
         };
         unsupported(json!({"compressor": {"id": "zfpy", "mode": 4}}), "zfpy");
-        unsupported(json!({"filters": [{"id": "quantize", "digits": 3}]}), "quantize");
+        unsupported(json!({"filters": [{"id": "categorize", "labels": ["a"], "dtype": "<U1"}]}), "categorize");
         unsupported(json!({"dtype": "|O", "filters": [{"id": "vlen-array", "dtype": "<i4"}]}), "vlen-array");
         let b =
             parse(&zarray(&json!({"dtype": "|O", "fill_value": "YWI=", "filters": [{"id": "vlen-bytes"}]}))).unwrap();
@@ -368,13 +386,20 @@ mod tests {
     #[test]
     fn consolidated_metadata_lists_children() {
         let z = json!({"zarr_format": 2, "metadata": {".zgroup": {"zarr_format": 2}, "g/.zgroup": {"zarr_format": 2},
-            "g/a/.zarray": {"shape": [3], "dtype": ">f8"}, "g/a/.zattrs": {}, "s/.zarray": {"shape": [], "dtype": "|O"},
+            "g/a/.zarray": {"zarr_format": 2, "shape": [3], "chunks": [2], "dtype": ">f8", "fill_value": 0,
+                "order": "C", "filters": null, "compressor": null},
+            "g/a/.zattrs": {"units": "m"}, "s/.zarray": {"shape": [], "dtype": "|O"},
             "t/.zarray": {"shape": [2], "dtype": "|O", "filters": [{"id": "vlen-utf8"}]}}});
-        let nodes = consolidated(z.to_string().as_bytes()).unwrap();
+        let (nodes, parsed) = consolidated(z.to_string().as_bytes()).unwrap();
         assert_eq!(nodes.len(), 4);
         assert_eq!(nodes["t"]["data_type"], "string");
         assert_eq!(nodes["g"]["node_type"], "group");
         assert_eq!(nodes["g/a"]["data_type"], "float64");
         assert_eq!(nodes["s"]["data_type"], "|O");
+        // Whole documents parse into nodes (with their attributes); broken ones are left out.
+        let paths: Vec<&str> = parsed.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(paths, ["g", "g/a"]);
+        let Node::Array(a) = &parsed[1].1 else { panic!("{parsed:?}") };
+        assert_eq!((a.shape.as_slice(), a.attributes["units"].as_str()), (&[3u64][..], Some("m")));
     }
 }

@@ -2,6 +2,8 @@
 //! `.npy` files independently of the server's own encoder.
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub mod conformance;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

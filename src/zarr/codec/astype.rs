@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use crate::zarr::codec::error::CodecError;
-use crate::zarr::codec::numeric::{NumType, map_elements};
+use crate::zarr::codec::numeric::{Kind, NumType, map_elements};
 use crate::zarr::json::MetadataError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,22 +16,25 @@ pub struct AsType {
 
 impl AsType {
     pub fn from_config(config: &Map<String, Value>, dtype: NumType) -> Result<Self, MetadataError> {
-        let typestr = |key: &str| -> Result<Option<NumType>, MetadataError> {
-            match config.get(key) {
-                None | Some(Value::Null) => Ok(None),
-                Some(Value::String(s)) => Ok(Some(
-                    NumType::parse(s)
-                        .ok_or_else(|| MetadataError::Unsupported(format!("astype `{key}` {s}")))?
-                        .real("astype")?,
-                )),
-                Some(other) => {
-                    Err(MetadataError::invalid("filters", &format!("astype: `{key}` {other} is not a dtype string")))
-                }
-            }
-        };
-        let encode = typestr("encode_dtype")?
-            .ok_or_else(|| MetadataError::invalid("filters", "astype: `encode_dtype` is missing"))?;
-        Ok(Self { encode, decode: typestr("decode_dtype")?.unwrap_or(dtype) })
+        let encode = NumType::from_config(config, "astype", "encode_dtype")?
+            .ok_or_else(|| MetadataError::invalid("astype", "`encode_dtype` is missing"))?;
+        Ok(Self { encode, decode: NumType::from_config(config, "astype", "decode_dtype")?.unwrap_or(dtype) })
+    }
+
+    /// numcodecs `quantize` (`digits`, `dtype`, `astype`): floats rounded to `digits`
+    /// decimal digits and stored as `astype`; reading them is the cast back to `dtype`.
+    pub fn quantized(config: &Map<String, Value>, dtype: NumType) -> Result<Self, MetadataError> {
+        if config.get("digits").and_then(Value::as_i64).is_none() {
+            return Err(MetadataError::invalid("quantize", "`digits` is not an integer"));
+        }
+        let decode = NumType::from_config(config, "quantize", "dtype")?.unwrap_or(dtype);
+        let encode = NumType::from_config(config, "quantize", "astype")?.unwrap_or(decode);
+        if decode.kind != Kind::Float || encode.kind != Kind::Float {
+            return Err(MetadataError::Unsupported(format!(
+                "quantize between {decode:?} and {encode:?} (floats only)"
+            )));
+        }
+        Ok(Self { encode, decode })
     }
 
     pub fn decode(self, input: &[u8], max_len: usize) -> Result<Vec<u8>, CodecError> {

@@ -12,24 +12,11 @@ use crate::zarr::json::MetadataError;
 /// An `astype` other than `dtype` makes the running sum's type a `NumPy` promotion
 /// question, so it is refused rather than guessed.
 pub fn from_config(config: &Map<String, Value>, dtype: NumType) -> Result<NumType, MetadataError> {
-    let typestr = |key: &str| -> Result<Option<NumType>, MetadataError> {
-        match config.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(
-                NumType::parse(s)
-                    .ok_or_else(|| MetadataError::Unsupported(format!("delta `{key}` {s}")))?
-                    .real("delta")?,
-            )),
-            Some(other) => {
-                Err(MetadataError::invalid("filters", &format!("delta: `{key}` {other} is not a dtype string")))
-            }
-        }
-    };
-    let ty = typestr("dtype")?.unwrap_or(dtype);
+    let ty = NumType::from_config(config, "delta", "dtype")?.unwrap_or(dtype);
     if ty.kind == Kind::Bool {
         return Err(MetadataError::Unsupported("delta filter on booleans".into()));
     }
-    match typestr("astype")? {
+    match NumType::from_config(config, "delta", "astype")? {
         Some(astype) if astype != ty => {
             Err(MetadataError::Unsupported(format!("delta filter with astype {astype:?} different from dtype {ty:?}")))
         }

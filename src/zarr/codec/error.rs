@@ -7,8 +7,8 @@ use std::io::Read;
 /// A failure to decode stored bytes: the data is corrupt or not what the metadata says.
 #[derive(Debug, thiserror::Error)]
 pub enum CodecError {
-    #[error("crc32c checksum mismatch: stored {stored:#010x}, computed {computed:#010x}")]
-    Checksum { stored: u32, computed: u32 },
+    #[error("{codec} checksum mismatch: stored {stored:#010x}, computed {computed:#010x}")]
+    Checksum { codec: &'static str, stored: u32, computed: u32 },
     #[error("{codec}: {detail}")]
     Corrupt { codec: &'static str, detail: String },
     #[error("{codec}: decoded data exceeds the expected {limit} bytes")]

@@ -24,22 +24,18 @@ impl FixedScaleOffset {
         let number = |key: &str| -> Result<f64, MetadataError> {
             config.get(key).and_then(Value::as_f64).ok_or_else(|| bad(format!("`{key}` is not a number")))
         };
-        let typestr = |key: &str, default: NumType| -> Result<NumType, MetadataError> {
-            match config.get(key) {
-                None | Some(Value::Null) => Ok(default),
-                Some(Value::String(s)) => NumType::parse(s)
-                    .ok_or_else(|| MetadataError::Unsupported(format!("fixedscaleoffset `{key}` {s}")))?
-                    .real("fixedscaleoffset"),
-                Some(other) => Err(bad(format!("`{key}` {other} is not a dtype string"))),
-            }
-        };
-        let dtype = typestr("dtype", dtype)?;
-        let astype = typestr("astype", dtype)?;
+        let dtype = NumType::from_config(config, "fixedscaleoffset", "dtype")?.unwrap_or(dtype);
+        let astype = NumType::from_config(config, "fixedscaleoffset", "astype")?.unwrap_or(dtype);
         let scale = number("scale")?;
         if scale == 0.0 || !scale.is_finite() {
             return Err(bad(format!("`scale` {scale} cannot be inverted")));
         }
         Ok(Self { scale: scale.to_bits(), offset: number("offset")?.to_bits(), dtype, astype })
+    }
+
+    /// The same filter with its two element types mapped (their byte order changed).
+    pub fn retyped(self, f: impl Fn(NumType) -> NumType) -> Self {
+        Self { dtype: f(self.dtype), astype: f(self.astype), ..self }
     }
 
     pub fn decode(self, input: &[u8], max_len: usize) -> Result<Vec<u8>, CodecError> {

@@ -56,6 +56,21 @@ impl NumType {
         valid.then_some(Self { kind, size, big_endian: big_endian && size > 1 })
     }
 
+    /// The little-endian elements of a numeric or time data type (`None` for text and bytes).
+    pub fn of(data_type: DataType) -> Option<Self> {
+        let (kind, size) = match data_type {
+            DataType::Bool => (Kind::Bool, 1),
+            DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => (Kind::Int, data_type.size()),
+            DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => (Kind::UInt, data_type.size()),
+            DataType::Float16 | DataType::Float32 | DataType::Float64 => (Kind::Float, data_type.size()),
+            DataType::Complex64 | DataType::Complex128 => (Kind::Complex, data_type.size()),
+            // Times are i64 counts to a filter (numcodecs sees their int64 view).
+            DataType::DateTime64(_) | DataType::TimeDelta64(_) => (Kind::Int, 8),
+            DataType::String | DataType::Bytes | DataType::FixedUtf32(_) | DataType::FixedBytes(_) => return None,
+        };
+        Some(Self { kind, size, big_endian: false })
+    }
+
     /// The Zarr data type holding these elements.
     pub fn data_type(self) -> DataType {
         match (self.kind, self.size) {
@@ -120,6 +135,26 @@ impl NumType {
         out.copy_from_slice(&le[..self.size]);
         if self.big_endian {
             out.reverse();
+        }
+    }
+
+    /// The real element type a filter configuration names under `key` (`None` when
+    /// absent or null): `codec` names the filter in errors.
+    pub fn from_config(
+        config: &serde_json::Map<String, serde_json::Value>,
+        codec: &str,
+        key: &str,
+    ) -> Result<Option<Self>, crate::zarr::json::MetadataError> {
+        use crate::zarr::json::MetadataError;
+        use serde_json::Value;
+        match config.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(
+                Self::parse(s)
+                    .ok_or_else(|| MetadataError::Unsupported(format!("{codec} `{key}` {s}")))?
+                    .real(codec)?,
+            )),
+            Some(other) => Err(MetadataError::invalid(codec, &format!("`{key}` {other} is not a dtype string"))),
         }
     }
 

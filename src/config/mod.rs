@@ -1,0 +1,495 @@
+//! Configuration: the embedded default < a TOML file < `ZARRD__SECTION__KEY` environment
+//! variables < command-line flags. Unknown fields are rejected and every value is
+//! validated at load, so a bad configuration fails at startup naming the field.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::config::env::{apply_env, option_texts};
+
+mod env;
+
+/// The embedded default: serves the bundled sample on 127.0.0.1:8080.
+pub const DEFAULT_CONFIG: &str = include_str!("../../config/default.toml");
+
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 256 * 1024 * 1024;
+pub const DEFAULT_MAX_CHUNKS_PER_REQUEST: u64 = 100_000;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub listen: SocketAddr,
+    #[serde(default)]
+    pub limits: Limits,
+    #[serde(default)]
+    pub cache: CacheConfig,
+    #[serde(default)]
+    pub http: HttpConfig,
+    #[serde(default)]
+    pub health: HealthConfig,
+    #[serde(default)]
+    pub log: LogConfig,
+    #[serde(default)]
+    pub compat: CompatConfig,
+    #[serde(default)]
+    pub datasets: BTreeMap<String, DatasetConfig>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Largest decoded result a data request may produce (413 beyond).
+    pub max_response_bytes: u64,
+    /// Most stored chunks one request may touch (413 beyond).
+    pub max_chunks_per_request: u64,
+    /// Whole-request deadline (504 beyond).
+    pub request_timeout_secs: u64,
+    /// Requests served at once; more are answered 503 with Retry-After.
+    pub max_in_flight: usize,
+    /// Working memory (decode buffers, outputs, response bodies) of all requests
+    /// together; unset: half of the cgroup or machine memory minus the cache capacities.
+    pub memory_bytes: Option<u64>,
+    /// How long a request waits for its share of the memory budget before it is 503.
+    pub memory_wait_ms: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            max_chunks_per_request: DEFAULT_MAX_CHUNKS_PER_REQUEST,
+            request_timeout_secs: 30,
+            max_in_flight: 512,
+            memory_bytes: None,
+            memory_wait_ms: 1000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CacheConfig {
+    pub shard_index_bytes: u64,
+    /// Decoded chunks kept for hot tiles; 0 turns the cache off.
+    pub chunk_bytes: u64,
+    /// Encoded chunks of the compatibility views (`/compat`); 0 turns the cache off.
+    pub compat_bytes: u64,
+
+    /// Rendered IIIF images kept; 0 turns the cache off.
+    pub tile_bytes: u64,
+    /// Whole responses of hot data requests (`responses`); 0 turns the cache off.
+    pub response_bytes: u64,
+    /// How long a kept response is replayed (at most the metadata and shard-index
+    /// lifetimes); 0 turns the cache off.
+    pub response_ttl_secs: u64,
+    pub shard_index_ttl_secs: u64,
+    pub metadata_ttl_secs: u64,
+    /// How long "this object does not exist" is remembered (and the `max-age` of responses
+    /// holding fill for missing objects); 0 never remembers it.
+    pub missing_ttl_secs: u64,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        Self {
+            shard_index_bytes: 64 * 1024 * 1024,
+            chunk_bytes: 256 * 1024 * 1024,
+            compat_bytes: 64 * 1024 * 1024,
+
+            tile_bytes: 64 * 1024 * 1024,
+            response_bytes: 64 * 1024 * 1024,
+            response_ttl_secs: 1,
+            shard_index_ttl_secs: 300,
+            metadata_ttl_secs: 60,
+            missing_ttl_secs: 5,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpConfig {
+    /// Origins allowed by CORS; `["*"]` allows any.
+    pub cors_origins: Vec<String>,
+    /// `Cache-Control` of successful data and metadata responses.
+    pub cache_control: String,
+    /// On SIGTERM, how long `/readyz` fails before the listener closes, so a load
+    /// balancer stops sending requests first; in-flight requests then finish.
+    pub drain_secs: u64,
+    /// After the drain, how long in-flight requests may take before the remaining
+    /// connections are closed and the process exits. `drain_secs + shutdown_timeout_secs`
+    /// must fit in the orchestrator's grace period (Kubernetes: 30 s by default).
+    pub shutdown_timeout_secs: u64,
+    /// A connection must send its request headers within this time of being accepted (or,
+    /// on HTTP/1, of its previous response), else it is closed: slowloris protection.
+    pub header_read_timeout_secs: u64,
+    /// A connection with no request in flight for this long is closed.
+    pub keep_alive_secs: u64,
+    /// Connections served at once; at the cap the server stops accepting and further
+    /// clients wait in the kernel's backlog. Default: derived from the open-file limit
+    /// ([`default_max_connections`]).
+    pub max_connections: Option<usize>,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            cors_origins: vec!["*".into()],
+            cache_control: "public, max-age=60".into(),
+            drain_secs: 2,
+            shutdown_timeout_secs: 20,
+            header_read_timeout_secs: 10,
+            keep_alive_secs: 75,
+            max_connections: None,
+        }
+    }
+}
+
+/// File descriptors kept free of client connections for storage sockets, local files,
+/// logs and the runtime itself.
+pub const FD_HEADROOM: u64 = 256;
+
+/// The connection cap when `http.max_connections` is not set: the open-file limit minus
+/// [`FD_HEADROOM`], or half of it when the limit is so low that the headroom would eat
+/// most of it; at least 1.
+pub fn default_max_connections(fd_limit: u64) -> usize {
+    let cap = if fd_limit > 2 * FD_HEADROOM { fd_limit - FD_HEADROOM } else { fd_limit / 2 };
+    usize::try_from(cap.max(1)).unwrap_or(usize::MAX)
+}
+
+/// How the compatibility views (`/compat`) size their chunks for the network (API.md
+/// "Compatibility views"; the rule is `compat::view_chunk_shape`).
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct CompatConfig {
+    /// A stored (or inner) chunk of a regular grid holding at least this many decoded bytes
+    /// is a view chunk as it is.
+    pub min_chunk_bytes: u64,
+    /// The decoded size aimed at by view chunks made for smaller chunks and rectilinear grids.
+    pub chunk_bytes: u64,
+}
+
+impl Default for CompatConfig {
+    fn default() -> Self {
+        Self { min_chunk_bytes: 256 * 1024, chunk_bytes: 1024 * 1024 }
+    }
+}
+
+/// The background check of every dataset's root (see `health`); `/readyz` never waits on it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HealthConfig {
+    /// How often each dataset's root is checked.
+    pub check_interval_secs: u64,
+    /// A check that has not answered after this long counts as failing.
+    pub check_timeout_secs: u64,
+}
+
+impl Default for HealthConfig {
+    fn default() -> Self {
+        Self { check_interval_secs: 30, check_timeout_secs: 10 }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogConfig {
+    /// `text` or `json`.
+    pub format: String,
+    /// A tracing filter, e.g. `info` or `zarrd=debug`.
+    pub level: String,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self { format: "text".into(), level: "info".into() }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatasetConfig {
+    /// A local path, `file://`, `s3://`, `gs://`, `az://` or `http(s)://` URL.
+    pub url: String,
+    #[serde(default)]
+    pub title: Option<String>,
+    /// `object_store` options (credentials, region, endpoint…); never shown by the API.
+    /// Booleans and numbers are taken as their text (`allow_http = true`, or
+    /// `ZARRD__DATASETS__B__OPTIONS__ALLOW_HTTP=true`, which arrives as a TOML boolean).
+    #[serde(default, deserialize_with = "option_texts")]
+    pub options: BTreeMap<String, String>,
+    /// The chunk shape of an array in the compatibility views (`/compat`), by array path,
+    /// overriding the default rule.
+    #[serde(default)]
+    pub compat: BTreeMap<String, Vec<u64>>,
+    /// The overview source of an array, by array path: the URL (local path, `file://`,
+    /// `s3://`…, opened with this dataset's `options`) of a pyramid written by
+    /// `zarrd overviews`. IIIF reduced sizes of the array read its levels.
+    #[serde(default)]
+    pub overviews: BTreeMap<String, String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error("invalid configuration: {0}")]
+    Parse(String),
+    #[error("invalid configuration field `{field}`: {reason}")]
+    Invalid { field: String, reason: String },
+}
+
+fn invalid(field: &str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid { field: field.to_owned(), reason: reason.into() }
+}
+
+/// Overrides from the command line; `None` leaves the file's value.
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    pub listen: Option<SocketAddr>,
+    /// `NAME=URL` pairs added to (or replacing) configured datasets.
+    pub datasets: Vec<String>,
+    pub log_format: Option<String>,
+}
+
+impl Config {
+    /// The memory budget in bytes: configured, or the documented default.
+    pub fn memory_budget_bytes(&self) -> u64 {
+        self.limits.memory_bytes.unwrap_or_else(|| {
+            crate::ops::budget::default_budget(
+                self.cache.chunk_bytes
+                    + self.cache.shard_index_bytes
+                    + self.cache.compat_bytes
+                    + self.cache.tile_bytes
+                    + self.cache.response_bytes,
+            )
+        })
+    }
+
+    /// Loads the default or `file`, then the environment, then `overrides`.
+    pub fn load(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+        overrides: &Overrides,
+    ) -> Result<Self, ConfigError> {
+        let text = match file {
+            None => DEFAULT_CONFIG.to_owned(),
+            Some(p) => std::fs::read_to_string(p)
+                .map_err(|source| ConfigError::Read { path: p.display().to_string(), source })?,
+        };
+        let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| ConfigError::Parse(e.to_string()))?;
+        apply_env(&mut table, env)?;
+        let mut config: Self =
+            toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| ConfigError::Parse(e.to_string()))?;
+        if let Some(listen) = overrides.listen {
+            config.listen = listen;
+        }
+        if let Some(format) = &overrides.log_format {
+            config.log.format.clone_from(format);
+        }
+        for pair in &overrides.datasets {
+            let (name, url) =
+                pair.split_once('=').ok_or_else(|| invalid("--dataset", format!("`{pair}` is not NAME=URL")))?;
+            config.datasets.insert(
+                name.to_owned(),
+                DatasetConfig {
+                    url: url.to_owned(),
+                    title: None,
+                    options: BTreeMap::new(),
+                    compat: BTreeMap::new(),
+                    overviews: BTreeMap::new(),
+                },
+            );
+        }
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.datasets.is_empty() {
+            return Err(invalid("datasets", "at least one dataset must be configured"));
+        }
+        for (name, ds) in &self.datasets {
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.') {
+                return Err(invalid(
+                    &format!("datasets.{name}"),
+                    "names may use only letters, digits, '-', '_' and '.'",
+                ));
+            }
+            if ds.url.trim().is_empty() {
+                return Err(invalid(&format!("datasets.{name}.url"), "is empty"));
+            }
+            for (path, url) in &ds.overviews {
+                if path.is_empty() || url.trim().is_empty() {
+                    return Err(invalid(
+                        &format!("datasets.{name}.overviews.{path}"),
+                        "needs an array path and the URL of its pyramid (written by `zarrd overviews`)",
+                    ));
+                }
+            }
+            for (path, shape) in &ds.compat {
+                if shape.contains(&0) {
+                    return Err(invalid(&format!("datasets.{name}.compat.{path}"), "chunk edges must be at least 1"));
+                }
+            }
+        }
+        if self.compat.chunk_bytes == 0 || self.compat.chunk_bytes > crate::zarr::codec::MAX_DECODED_CHUNK_BYTES as u64
+        {
+            return Err(invalid(
+                "compat.chunk_bytes",
+                format!(
+                    "must be between 1 and {} (a view chunk is decoded whole)",
+                    crate::zarr::codec::MAX_DECODED_CHUNK_BYTES
+                ),
+            ));
+        }
+        let l = &self.limits;
+        for (field, value) in [
+            ("limits.max_response_bytes", l.max_response_bytes),
+            ("limits.max_chunks_per_request", l.max_chunks_per_request),
+            ("limits.request_timeout_secs", l.request_timeout_secs),
+            ("limits.max_in_flight", l.max_in_flight as u64),
+            ("limits.memory_bytes", l.memory_bytes.unwrap_or(1)),
+            ("cache.shard_index_ttl_secs", self.cache.shard_index_ttl_secs),
+            ("http.shutdown_timeout_secs", self.http.shutdown_timeout_secs),
+            ("http.header_read_timeout_secs", self.http.header_read_timeout_secs),
+            ("http.keep_alive_secs", self.http.keep_alive_secs),
+            ("http.max_connections", self.http.max_connections.map_or(1, |n| n as u64)),
+            ("health.check_interval_secs", self.health.check_interval_secs),
+            ("health.check_timeout_secs", self.health.check_timeout_secs),
+        ] {
+            if value == 0 {
+                return Err(invalid(field, "must be greater than 0"));
+            }
+        }
+        if !matches!(self.log.format.as_str(), "text" | "json") {
+            return Err(invalid("log.format", format!("`{}` is not `text` or `json`", self.log.format)));
+        }
+        if tracing_subscriber::EnvFilter::try_new(&self.log.level).is_err() {
+            return Err(invalid("log.level", format!("`{}` is not a valid filter", self.log.level)));
+        }
+        for origin in &self.http.cors_origins {
+            if origin != "*" && axum::http::HeaderValue::from_str(origin).is_err() {
+                return Err(invalid("http.cors_origins", format!("`{origin}` is not a valid origin")));
+            }
+        }
+        if axum::http::HeaderValue::from_str(&self.http.cache_control).is_err() {
+            return Err(invalid("http.cache_control", "is not a valid header value"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str, env: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, text).unwrap();
+        Config::load(Some(&path), env.iter().map(|(a, b)| ((*a).to_owned(), (*b).to_owned())), &Overrides::default())
+    }
+
+    #[test]
+    fn the_embedded_default_is_valid() {
+        let c = Config::load(None, [], &Overrides::default()).unwrap();
+        assert_eq!(c.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(c.datasets["sample"].url, "data/sample.zarr");
+    }
+
+    #[test]
+    fn dataset_options_from_the_environment_may_be_booleans_or_numbers() {
+        let c = load(
+            "listen = \"127.0.0.1:0\"\n",
+            &[
+                ("ZARRD__DATASETS__B__URL", "http://127.0.0.1:9/x.zarr"),
+                ("ZARRD__DATASETS__B__OPTIONS__ALLOW_HTTP", "true"),
+                ("ZARRD__DATASETS__B__OPTIONS__POOL_MAX_IDLE_PER_HOST", "8"),
+            ],
+        )
+        .unwrap();
+        let options = &c.datasets["b"].options;
+        assert_eq!((options["allow_http"].as_str(), options["pool_max_idle_per_host"].as_str()), ("true", "8"));
+        let err =
+            load("listen = \"127.0.0.1:0\"\n[datasets.b]\nurl = \"x\"\noptions = { region = [1] }\n", &[]).unwrap_err();
+        assert!(err.to_string().contains("region"), "{err}");
+    }
+
+    #[test]
+    fn env_and_flags_override_the_file() {
+        let c = load(
+            "listen = \"127.0.0.1:1\"\n[datasets.a]\nurl = \"/tmp\"\n",
+            &[("ZARRD__LIMITS__MAX_IN_FLIGHT", "7"), ("ZARRD__HTTP__CACHE_CONTROL", "no-cache"), ("OTHER", "x")],
+        )
+        .unwrap();
+        assert_eq!(c.limits.max_in_flight, 7);
+        assert_eq!(c.http.cache_control, "no-cache");
+        let o = Overrides {
+            listen: Some("0.0.0.0:9".parse().unwrap()),
+            datasets: vec!["b=s3://bucket/x".into()],
+            log_format: Some("json".into()),
+        };
+        let c = Config::load(None, [], &o).unwrap();
+        assert_eq!(
+            (c.listen.port(), c.datasets["b"].url.as_str(), c.log.format.as_str()),
+            (9, "s3://bucket/x", "json")
+        );
+    }
+
+    #[test]
+    fn bad_configs_name_the_field() {
+        let cases = [
+            ("listen = \"127.0.0.1:1\"\nbogus = 1\n[datasets.a]\nurl = \"/tmp\"\n", "bogus"),
+            ("listen = \"nope\"\n[datasets.a]\nurl = \"/tmp\"\n", "listen"),
+            (
+                "listen = \"127.0.0.1:1\"\n[limits]\nmax_response_bytes = 0\n[datasets.a]\nurl = \"/tmp\"\n",
+                "limits.max_response_bytes",
+            ),
+            (
+                "listen = \"127.0.0.1:1\"\n[http]\nheader_read_timeout_secs = 0\n[datasets.a]\nurl = \"/tmp\"\n",
+                "http.header_read_timeout_secs",
+            ),
+            (
+                "listen = \"127.0.0.1:1\"\n[http]\nmax_connections = 0\n[datasets.a]\nurl = \"/tmp\"\n",
+                "http.max_connections",
+            ),
+            ("listen = \"127.0.0.1:1\"\n[log]\nformat = \"xml\"\n[datasets.a]\nurl = \"/tmp\"\n", "log.format"),
+            (
+                "listen = \"127.0.0.1:1\"\n[compat]\nchunk_bytes = 0\n[datasets.a]\nurl = \"/tmp\"\n",
+                "compat.chunk_bytes",
+            ),
+            (
+                "listen = \"127.0.0.1:1\"\n[compat]\nchunk_bytes = 2147483648\n[datasets.a]\nurl = \"/tmp\"\n",
+                "compat.chunk_bytes",
+            ),
+            ("listen = \"127.0.0.1:1\"\n[compat]\nchunk = 1\n[datasets.a]\nurl = \"/tmp\"\n", "chunk"),
+            ("listen = \"127.0.0.1:1\"\n", "datasets"),
+            ("listen = \"127.0.0.1:1\"\n[datasets.\"a b\"]\nurl = \"/tmp\"\n", "datasets.a b"),
+            ("listen = \"127.0.0.1:1\"\n[datasets.a]\nurl = \"/tmp\"\nsecret = 1\n", "secret"),
+        ];
+        for (text, field) in cases {
+            let err = load(text, &[]).unwrap_err().to_string();
+            assert!(err.contains(field), "{err} should name {field}");
+        }
+        assert!(Config::load(None, [], &Overrides { datasets: vec!["nourl".into()], ..Overrides::default() }).is_err());
+    }
+
+    #[test]
+    fn the_connection_cap_leaves_file_descriptors_free() {
+        assert_eq!(default_max_connections(1024), 768);
+        assert_eq!(default_max_connections(1_048_576), 1_048_320);
+        assert_eq!(default_max_connections(64), 32);
+        assert_eq!(default_max_connections(1), 1);
+        let c = Config::load(None, [], &Overrides::default()).unwrap();
+        assert_eq!(
+            (c.http.header_read_timeout_secs, c.http.keep_alive_secs, c.http.shutdown_timeout_secs),
+            (10, 75, 20)
+        );
+        assert_eq!(c.http.max_connections, None);
+        assert_eq!(c.compat, CompatConfig { min_chunk_bytes: 256 * 1024, chunk_bytes: 1024 * 1024 });
+    }
+}
