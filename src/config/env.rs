@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use crate::config::{ConfigError, invalid};
+use crate::config::error::{ConfigError, invalid};
 
 /// Option values as text: strings as they are, booleans and numbers as TOML writes them.
 pub(super) fn option_texts<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String>, D::Error> {

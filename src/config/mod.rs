@@ -11,6 +11,10 @@ use serde::Deserialize;
 use crate::config::env::{apply_env, option_texts};
 
 mod env;
+mod error;
+
+pub use crate::config::error::ConfigError;
+use crate::config::error::invalid;
 
 /// The embedded default: serves the bundled sample on 127.0.0.1:8080.
 pub const DEFAULT_CONFIG: &str = include_str!("../../config/default.toml");
@@ -230,20 +234,6 @@ pub struct DatasetConfig {
     /// `zarrd overviews`. IIIF reduced sizes of the array read its levels.
     #[serde(default)]
     pub overviews: BTreeMap<String, String>,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("cannot read config file {path}: {source}")]
-    Read { path: String, source: std::io::Error },
-    #[error("invalid configuration: {0}")]
-    Parse(String),
-    #[error("invalid configuration field `{field}`: {reason}")]
-    Invalid { field: String, reason: String },
-}
-
-fn invalid(field: &str, reason: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid { field: field.to_owned(), reason: reason.into() }
 }
 
 /// Overrides from the command line; `None` leaves the file's value.

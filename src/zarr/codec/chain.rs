@@ -8,7 +8,7 @@ use crate::zarr::codec::bytes::BytesCodec;
 use crate::zarr::codec::bytes_to_bytes::BytesToBytes;
 use crate::zarr::codec::error::{CodecError, MAX_DECODED_CHUNK_BYTES, element_count};
 use crate::zarr::codec::numeric::NumType;
-use crate::zarr::codec::registry::{self, Codec, Stage};
+use crate::zarr::codec::registry::{self, Codec, Serializer, Stage};
 use crate::zarr::codec::sharding::{Chain, Sharding};
 use crate::zarr::codec::transpose::Transpose;
 use crate::zarr::codec::vlen::{self, VlenStrings};
@@ -118,7 +118,15 @@ impl CodecChain {
                 Codec::ArrayToBytes(_) | Codec::Numbers(_) if array_to_bytes.is_some() => {
                     return Err(MetadataError::invalid(field, "more than one array→bytes codec"));
                 }
-                Codec::ArrayToBytes(codec) => {
+                Codec::ArrayToBytes(serializer) => {
+                    let codec = match serializer {
+                        Serializer::Bytes(b) => ArrayToBytes::Bytes(b),
+                        Serializer::Sharding => {
+                            ArrayToBytes::Sharding(Box::new(ShardingCodec::from_config(config, data_type, &edges)?))
+                        }
+                        Serializer::VlenUtf8 => ArrayToBytes::VlenUtf8,
+                        Serializer::VlenBytes => ArrayToBytes::VlenBytes,
+                    };
                     // Text has no fixed-size layout for `bytes`; `vlen-utf8` frames text only and
                     // `vlen-bytes` bytes only.
                     let vlen = if data_type == DataType::Bytes { "vlen-bytes" } else { "vlen-utf8" };

@@ -8,7 +8,6 @@ use serde_json::{Map, Value};
 use crate::zarr::codec::astype::AsType;
 use crate::zarr::codec::bytes::BytesCodec;
 use crate::zarr::codec::bytes_to_bytes::BytesToBytes;
-use crate::zarr::codec::chain::{ArrayToBytes, ShardingCodec};
 use crate::zarr::codec::checksum::{Algorithm, Checksum};
 use crate::zarr::codec::fixedscaleoffset::FixedScaleOffset;
 use crate::zarr::codec::lzma::LzmaFormat;
@@ -30,13 +29,23 @@ pub enum Codec {
         encoded: NumType,
         elementwise: bool,
     },
-    ArrayToBytes(ArrayToBytes),
+    ArrayToBytes(Serializer),
     /// An array→bytes codec with a format of its own for numbers (pcodec): decoded like a
     /// bytes→bytes codec whose output is little-endian `bytes`.
     Numbers(BytesToBytes),
     BytesToBytes(BytesToBytes),
     /// Nothing to undo on reading (bitround: the rounded floats are stored as floats).
     Identity,
+}
+
+/// An array→bytes codec. Sharding nests a codec chain, so the chain parses its
+/// configuration itself (the registry stays below the chain).
+#[derive(Debug, Clone, Copy)]
+pub enum Serializer {
+    Bytes(BytesCodec),
+    Sharding,
+    VlenUtf8,
+    VlenBytes,
 }
 
 /// What a codec is given to parse its configuration against.
@@ -88,13 +97,11 @@ const CODECS: &[Entry] = &[
     core("bytes", |c, s| {
         // The stored elements are the last filter's, when a filter changed the type.
         let stored = s.elements.map_or(s.data_type, NumType::data_type);
-        Ok(Codec::ArrayToBytes(ArrayToBytes::Bytes(BytesCodec::from_config(c, stored)?)))
+        Ok(Codec::ArrayToBytes(Serializer::Bytes(BytesCodec::from_config(c, stored)?)))
     }),
-    core("sharding_indexed", |c, s| {
-        Ok(Codec::ArrayToBytes(ArrayToBytes::Sharding(Box::new(ShardingCodec::from_config(c, s.data_type, s.edges)?))))
-    }),
-    core("vlen-utf8", |_, _| Ok(Codec::ArrayToBytes(ArrayToBytes::VlenUtf8))),
-    core("vlen-bytes", |_, _| Ok(Codec::ArrayToBytes(ArrayToBytes::VlenBytes))),
+    core("sharding_indexed", |_, _| Ok(Codec::ArrayToBytes(Serializer::Sharding))),
+    core("vlen-utf8", |_, _| Ok(Codec::ArrayToBytes(Serializer::VlenUtf8))),
+    core("vlen-bytes", |_, _| Ok(Codec::ArrayToBytes(Serializer::VlenBytes))),
     numcodecs("zstd", |_, _| Ok(Codec::BytesToBytes(BytesToBytes::Zstd))),
     numcodecs("gzip", |_, _| Ok(Codec::BytesToBytes(BytesToBytes::Gzip))),
     numcodecs("blosc", |_, _| Ok(Codec::BytesToBytes(BytesToBytes::Blosc))),
