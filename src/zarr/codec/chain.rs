@@ -119,38 +119,7 @@ impl CodecChain {
                     return Err(MetadataError::invalid(field, "more than one array→bytes codec"));
                 }
                 Codec::ArrayToBytes(serializer) => {
-                    let codec = match serializer {
-                        Serializer::Bytes(b) => ArrayToBytes::Bytes(b),
-                        Serializer::Sharding => {
-                            ArrayToBytes::Sharding(Box::new(ShardingCodec::from_config(config, data_type, &edges)?))
-                        }
-                        Serializer::VlenUtf8 => ArrayToBytes::VlenUtf8,
-                        Serializer::VlenBytes => ArrayToBytes::VlenBytes,
-                    };
-                    // Text has no fixed-size layout for `bytes`; `vlen-utf8` frames text only and
-                    // `vlen-bytes` bytes only.
-                    let vlen = if data_type == DataType::Bytes { "vlen-bytes" } else { "vlen-utf8" };
-                    let framing = match codec {
-                        ArrayToBytes::VlenUtf8 => Some(("vlen-utf8", DataType::String)),
-                        ArrayToBytes::VlenBytes => Some(("vlen-bytes", DataType::Bytes)),
-                        _ => None,
-                    };
-                    match (framing, data_type.is_variable()) {
-                        (None, true) if matches!(codec, ArrayToBytes::Bytes(_)) => {
-                            return Err(MetadataError::invalid(
-                                field,
-                                &format!("the `{}` data type needs the `{vlen}` codec, not `bytes`", data_type.name()),
-                            ));
-                        }
-                        (Some((name, encodes)), _) if encodes != data_type => {
-                            return Err(MetadataError::invalid(
-                                field,
-                                &format!("`{name}` encodes `{}`, not `{}`", encodes.name(), data_type.name()),
-                            ));
-                        }
-                        _ => {}
-                    }
-                    array_to_bytes = Some(codec);
+                    array_to_bytes = Some(array_to_bytes_codec(serializer, config, data_type, &edges, field)?);
                 }
                 Codec::Numbers(codec) => {
                     array_to_bytes = Some(ArrayToBytes::Bytes(BytesCodec { big_endian: false }));
@@ -381,6 +350,45 @@ impl CodecChain {
         }
         Ok(strings)
     }
+}
+
+/// The array→bytes codec `serializer` names, checked against the data type: text has no
+/// fixed-size layout for `bytes`; `vlen-utf8` frames text only and `vlen-bytes` bytes only.
+fn array_to_bytes_codec(
+    serializer: Serializer,
+    config: Option<&serde_json::Map<String, Value>>,
+    data_type: DataType,
+    edges: &[Vec<u64>],
+    field: &str,
+) -> Result<ArrayToBytes, MetadataError> {
+    let codec = match serializer {
+        Serializer::Bytes(b) => ArrayToBytes::Bytes(b),
+        Serializer::Sharding => ArrayToBytes::Sharding(Box::new(ShardingCodec::from_config(config, data_type, edges)?)),
+        Serializer::VlenUtf8 => ArrayToBytes::VlenUtf8,
+        Serializer::VlenBytes => ArrayToBytes::VlenBytes,
+    };
+    let vlen = if data_type == DataType::Bytes { "vlen-bytes" } else { "vlen-utf8" };
+    let framing = match codec {
+        ArrayToBytes::VlenUtf8 => Some(("vlen-utf8", DataType::String)),
+        ArrayToBytes::VlenBytes => Some(("vlen-bytes", DataType::Bytes)),
+        _ => None,
+    };
+    match (framing, data_type.is_variable()) {
+        (None, true) if matches!(codec, ArrayToBytes::Bytes(_)) => {
+            return Err(MetadataError::invalid(
+                field,
+                &format!("the `{}` data type needs the `{vlen}` codec, not `bytes`", data_type.name()),
+            ));
+        }
+        (Some((name, encodes)), _) if encodes != data_type => {
+            return Err(MetadataError::invalid(
+                field,
+                &format!("`{name}` encodes `{}`, not `{}`", encodes.name(), data_type.name()),
+            ));
+        }
+        _ => {}
+    }
+    Ok(codec)
 }
 
 impl Chain for CodecChain {
