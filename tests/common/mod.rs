@@ -161,9 +161,9 @@ pub struct Npy {
 }
 
 impl Npy {
-    /// Bytes per element (a `U{n}` element is n UTF-32 code units).
+    /// Bytes per element (a `U{n}` element is n UTF-32 code units; `<M8[10ms]` is 8 bytes).
     pub fn item(&self) -> usize {
-        let n: usize = self.descr[2..].parse().unwrap();
+        let n: usize = self.descr[2..].split('[').next().unwrap().parse().unwrap();
         if self.is_text() { 4 * n } else { n }
     }
 

@@ -56,6 +56,12 @@ impl NumType {
         valid.then_some(Self { kind, size, big_endian: big_endian && size > 1 })
     }
 
+    /// The little-endian numbers a `NumPy` type name (`int32`, `float64`, `bool`…) names.
+    fn named(name: &str) -> Option<Self> {
+        let data_type = DataType::from_json(&serde_json::Value::from(name)).ok()?;
+        Self::of(data_type).filter(|_| data_type.name() == name)
+    }
+
     /// The little-endian elements of a numeric or time data type (`None` for text and bytes).
     pub fn of(data_type: DataType) -> Option<Self> {
         let (kind, size) = match data_type {
@@ -149,8 +155,11 @@ impl NumType {
         use serde_json::Value;
         match config.get(key) {
             None | Some(Value::Null) => Ok(None),
+            // A typestr (`<i4`) or, as zarr-python's v3 numcodecs configurations have it, a
+            // `NumPy` type name (`int32`).
             Some(Value::String(s)) => Ok(Some(
                 Self::parse(s)
+                    .or_else(|| Self::named(s))
                     .ok_or_else(|| MetadataError::Unsupported(format!("{codec} `{key}` {s}")))?
                     .real(codec)?,
             )),
@@ -205,6 +214,9 @@ mod tests {
         assert_eq!(t(">c16").data_type(), DataType::Complex128);
         assert_eq!(t("<f2").data_type(), DataType::Float16);
         assert!(!t(">u1").big_endian);
+        assert_eq!(NumType::named("int32"), NumType::parse("<i4"));
+        assert_eq!(NumType::named("float64"), NumType::parse("<f8"));
+        assert_eq!(NumType::named("string"), None);
         for bad in ["|O", "<U12", "|S4", "<M8[ns]", "<f3", "<i16", "", ">", "<x4"] {
             assert!(NumType::parse(bad).is_none(), "{bad}");
         }
