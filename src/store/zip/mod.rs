@@ -51,6 +51,11 @@ use super::ZIP_STORE as STORE_NAME;
 /// shard inflate it once.
 const INFLATED_CACHE_BYTES: u64 = 64 << 20;
 
+/// The MiB of deflated members being inflated at once, across all archives: two of the
+/// largest ([`directory::MAX_INFLATED`]).
+const INFLATING_UNITS: u32 = 512;
+static INFLATING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(INFLATING_UNITS as usize);
+
 /// A first read of a member also takes its data when the wanted bytes end within this
 /// much of its start; else its local header is read alone first (a shard index at the end
 /// of a large member must not read the whole member).
@@ -312,6 +317,14 @@ impl Inner {
             let whole = 0..member.compressed;
             let compressed = self.data(archive, name, member, std::slice::from_ref(&whole)).await?;
             let compressed = compressed.into_iter().next().unwrap_or_default();
+            // Inflating happens before the read path can reserve the result from the memory
+            // budget (it learns the size from the result), so the members being inflated at
+            // once are bounded here: at most INFLATING_BYTES together, however many requests.
+            let units = u32::try_from(member.size.div_ceil(1 << 20).max(1)).unwrap_or(u32::MAX);
+            let _inflating = INFLATING
+                .acquire_many(units.min(INFLATING_UNITS))
+                .await
+                .map_err(|e| object_store::Error::Generic { store: STORE_NAME, source: Box::new(e) })?;
             let (name, size, crc32) = (name.to_owned(), member.size, member.crc32);
             let inflate = move || directory::inflate(&name, size, crc32, &compressed).map(Bytes::from);
             let inflated = if member.compressed as usize <= INLINE_INFLATE {
