@@ -116,6 +116,10 @@ url = "$f/fanout/data.zarr"
 url = "$f/fanout-extra/data.zarr"
 [datasets.strings]
 url = "$f/strings/data.zarr"
+[datasets.codecs]
+url = "$f/codecs/data.zarr"
+[datasets.codecsv2]
+url = "$f/codecs-v2/data.zarr"
 [datasets.sample]
 url = "$REPO_ROOT/data/sample.zarr"
 TOML

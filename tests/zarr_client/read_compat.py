@@ -51,6 +51,8 @@ DATASETS = {
     "fanout": "fanout",
     "fanoutextra": "fanout-extra",
     "strings": "strings",
+    "codecs": "codecs",
+    "codecsv2": "codecs-v2",
 }
 
 

@@ -23,6 +23,8 @@ const DATASETS = {
   fanout: "fanout",
   fanoutextra: "fanout-extra",
   strings: "strings",
+  codecs: "codecs",
+  codecsv2: "codecs-v2",
 };
 
 /** A .npy file (v1-v3 header, C or Fortran order) as little-endian C-order bytes. */
