@@ -125,19 +125,10 @@ async fn check_json(app: &Router, uri: &str, descr: &str, shape: &[u64], want: &
 /// The region of `want` (C order) at `origin` of `shape`.
 fn region(want: &Npy, origin: &[u64], shape: &[u64]) -> Vec<u8> {
     let item = item(&want.descr);
-    let n: u64 = shape.iter().product();
-    let mut out = Vec::new();
-    for mut flat in 0..n {
-        let mut index = 0;
-        let mut stride = 1;
-        for d in (0..shape.len()).rev() {
-            index += (origin[d] + flat % shape[d]) * stride;
-            flat /= shape[d];
-            stride *= want.shape[d];
-        }
-        out.extend_from_slice(&want.data[index as usize * item..(index as usize + 1) * item]);
-    }
-    out
+    common::region_indices(&want.shape, origin, shape)
+        .into_iter()
+        .flat_map(|i| want.data[i as usize * item..(i as usize + 1) * item].iter().copied())
+        .collect()
 }
 
 fn fixed_arrays() -> Vec<Value> {

@@ -226,19 +226,7 @@ pub async fn check_routes(app: &Router, set: &str) {
             let origin: Vec<u64> = chunk["origin"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
             let shape: Vec<u64> = chunk["shape"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
             assert_eq!(decoded.shape, shape, "{key}");
-            let n: u64 = shape.iter().product();
-            let indices: Vec<u64> = (0..n)
-                .map(|mut flat| {
-                    let mut index = 0;
-                    let mut stride = 1;
-                    for d in (0..shape.len()).rev() {
-                        index += (origin[d] + flat % shape[d]) * stride;
-                        flat /= shape[d];
-                        stride *= want.shape[d];
-                    }
-                    index
-                })
-                .collect();
+            let indices = super::region_indices(&want.shape, &origin, &shape);
             if want.is_text() {
                 let texts = want.texts();
                 let region: Vec<String> = indices.iter().map(|&i| texts[i as usize].clone()).collect();

@@ -276,6 +276,23 @@ pub fn unravel(flat: u64, grid: &[u64]) -> Vec<u64> {
     coords
 }
 
+/// The flat (C-order) indices, in an array of `full_shape`, of the box at `origin` of
+/// `shape`, in C order.
+pub fn region_indices(full_shape: &[u64], origin: &[u64], shape: &[u64]) -> Vec<u64> {
+    let n: u64 = shape.iter().product();
+    (0..n)
+        .map(|mut flat| {
+            let (mut index, mut stride) = (0, 1);
+            for d in (0..shape.len()).rev() {
+                index += (origin[d] + flat % shape[d]) * stride;
+                flat /= shape[d];
+                stride *= full_shape[d];
+            }
+            index
+        })
+        .collect()
+}
+
 /// The elements of `full` at flat `indices`.
 pub fn gather(full: &Npy, indices: &[u64]) -> Vec<u8> {
     let item = full.item();
