@@ -83,19 +83,27 @@ impl Error {
     }
 }
 
+impl Error {
+    /// The RFC 9457 problem document of this error.
+    pub fn problem(&self) -> String {
+        let status = self.status();
+        json!({
+            "type": format!("https://zarrd.dev/problems/{}", self.slug()),
+            "title": status.canonical_reason().unwrap_or("Error"),
+            "status": status.as_u16(),
+            "detail": self.to_string(),
+        })
+        .to_string()
+    }
+}
+
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
         let status = self.status();
         if let Self::Internal(detail) = &self {
             tracing::error!(%detail, "internal error");
         }
-        let body = json!({
-            "type": format!("https://zarrd.dev/problems/{}", self.slug()),
-            "title": status.canonical_reason().unwrap_or("Error"),
-            "status": status.as_u16(),
-            "detail": self.to_string(),
-        });
-        let mut response = (status, body.to_string()).into_response();
+        let mut response = (status, self.problem()).into_response();
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
         // An error is never cached.

@@ -196,7 +196,10 @@ async fn serve(state: AppState) -> std::io::Result<()> {
         "zarrd listening"
     );
     // Dataset health is checked in the background from the start, so /v1/datasets and
-    // zarrd_dataset_up are current without any request waiting on storage.
+    // zarrd_dataset_up are current without any request waiting on storage. The metrics
+    // recorder is installed first: a check that ends before it (an unopened dataset fails
+    // at once) would publish its gauges to no recorder.
+    zarrd::ops::metrics::handle();
     tokio::spawn(Arc::clone(&state.health).run(Arc::clone(&state.catalog)));
     let shutting_down = state.shutting_down.clone();
     let drain = Duration::from_secs(state.config.http.drain_secs);

@@ -586,3 +586,32 @@ fn the_cpu_pool_is_started_with_one_thread_per_cpu() {
         .collect();
     assert_eq!(pool.len(), cpus, "{pool:?}");
 }
+
+/// What hyper refuses before zarrd sees it — a URI over 65,534 bytes, a request that does
+/// not parse — is a problem document too, over a real socket.
+#[test]
+fn requests_hyper_refuses_get_problem_documents() {
+    let server = Server::start(&[]);
+    let answer = |request: &[u8]| -> String {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        stream.write_all(request).unwrap();
+        let mut out = Vec::new();
+        let _ = stream.read_to_end(&mut out);
+        String::from_utf8(out).unwrap()
+    };
+    let long = format!("GET /v1/slice/sample/climate/t2m?s={} HTTP/1.1\r\nHost: x\r\n\r\n", "0".repeat(70_000));
+    for (request, status) in [(long.as_bytes(), 414), (&b"NOT HTTP AT ALL\r\n\r\n"[..], 400)] {
+        let reply = answer(request);
+        let (head, body) = reply.split_once("\r\n\r\n").unwrap_or_else(|| panic!("{reply}"));
+        assert!(head.starts_with(&format!("HTTP/1.1 {status} ")), "{head}");
+        assert!(head.contains("content-type: application/problem+json"), "{head}");
+        assert!(head.contains(&format!("content-length: {}", body.len())), "{head}");
+        let doc: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(doc["status"], status, "{doc}");
+        assert!(doc["detail"].as_str().is_some_and(|d| d.len() > 20), "{doc}");
+    }
+    // Everything else is untouched: a normal request on a fresh connection still answers.
+    let (status, body) = http_get(server.port, "/v1/datasets").unwrap();
+    assert_eq!(status, 200, "{body}");
+}

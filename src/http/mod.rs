@@ -12,6 +12,7 @@ pub mod encode;
 pub mod extract;
 pub mod listing;
 pub mod middleware;
+pub mod parse_errors;
 pub mod responses;
 pub mod route;
 pub mod routes;

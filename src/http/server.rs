@@ -33,6 +33,8 @@ use axum::Router;
 use axum::http::{HeaderValue, header};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+
+use crate::http::parse_errors::ProblemIo;
 use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, Semaphore, watch};
@@ -238,7 +240,7 @@ async fn connection(
             }
         })
     };
-    let conn = builder.serve_connection(TokioIo::new(stream), service);
+    let conn = builder.serve_connection(TokioIo::new(ProblemIo::new(stream)), service);
     tokio::pin!(conn);
     let mut shutting_down = false;
     let mut idle_close: Option<tokio::time::Instant> = None;
