@@ -142,8 +142,10 @@ mod tests {
         }
         // Another version of the object is another batch.
         let other = ("ds".into(), "a/c/0".into(), "v2".into());
-        let (a, b) =
-            tokio::join!(coalescer.read(key(), &[0..1], fake(&calls)), coalescer.read(other, &[0..1], fake(&calls)));
+        let (a, b) = tokio::join!(
+            coalescer.read(key(), std::slice::from_ref(&(0..1)), fake(&calls)),
+            coalescer.read(other, std::slice::from_ref(&(0..1)), fake(&calls))
+        );
         assert_eq!((a.unwrap().len(), b.unwrap().len()), (1, 1));
         assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 3);
     }
@@ -152,7 +154,10 @@ mod tests {
     async fn a_failed_read_fails_every_reader_alike() {
         let coalescer = Coalescer::new(Duration::from_millis(20));
         let changed = |_: Vec<Range<u64>>| futures::future::ready(Err(ReadError::Changed { key: "a/c/0".into() }));
-        let (a, b) = tokio::join!(coalescer.read(key(), &[0..1], changed), coalescer.read(key(), &[1..2], changed));
+        let (a, b) = tokio::join!(
+            coalescer.read(key(), std::slice::from_ref(&(0..1)), changed),
+            coalescer.read(key(), std::slice::from_ref(&(1..2)), changed)
+        );
         assert!(a.unwrap_err().is_changed());
         assert!(b.unwrap_err().is_changed());
     }
