@@ -173,3 +173,103 @@ async fn consolidated_metadata_serves_every_node_without_a_request() {
         assert_eq!(counting.total(), before, "{set}: {:?}", counting.counts());
     }
 }
+
+/// A map viewer's cold viewport: 64 tiles of 5x5 (one inner chunk each) over rows 5..25 and
+/// columns 10..90 of `i2_rect_shards`, which are in 4 shards (rows 0..10 and 10..30,
+/// columns 0..50 and 50..100).
+const VIEWPORT: (std::ops::Range<u64>, std::ops::Range<u64>) = (5..25, 10..90);
+const ARRAY: &str = "sharded/i2_rect_shards";
+
+fn viewport_tiles() -> Vec<(u64, u64)> {
+    let (rows, cols) = VIEWPORT;
+    rows.step_by(5).flat_map(|r| cols.clone().step_by(5).map(move |c| (r, c))).collect()
+}
+
+/// Whether the inner chunk at tile `(r, c)` is stored, from the fixture's shard index
+/// itself (16 bytes per inner chunk, then a crc32c; an offset of all ones: empty).
+fn tile_is_stored((r, c): (u64, u64)) -> bool {
+    let (shard_row, first_row, rows) = if r < 10 { (0, 0, 10) } else { (1, 10, 20) };
+    let path = common::conformance_dir().join(format!("data.zarr/{ARRAY}/c/{shard_row}/{}", c / 50));
+    let shard = std::fs::read(path).unwrap();
+    let n = (rows / 5) * 10;
+    let index = &shard[shard.len() - 16 * n as usize - 4..];
+    let linear = ((r - first_row) / 5) * 10 + (c % 50) / 5;
+    let at = 16 * linear as usize;
+    u64::from_le_bytes(index[at..at + 8].try_into().unwrap()) != u64::MAX
+}
+
+/// Requests every tile of the viewport at once; each reply's status and, when 200, whether
+/// its values are the fixture's expected ones (a failure is a problem document).
+async fn read_viewport(app: &axum::Router) -> Vec<(u16, bool)> {
+    let requests = viewport_tiles().into_iter().map(|(r, c)| {
+        let app = app.clone();
+        tokio::spawn(async move {
+            let uri = format!("/v1/slice/conf/{ARRAY}?s={r}:{},{c}:{}&format=npy", r + 5, c + 5);
+            (get(&app, &uri).await, r, c)
+        })
+    });
+    let want = common::expected(&common::conformance_dir(), ARRAY);
+    let mut out = Vec::new();
+    for reply in futures::future::join_all(requests).await {
+        let (reply, r, c) = reply.unwrap();
+        let status = reply.status.as_u16();
+        if status != 200 {
+            assert!(reply.header("content-type").starts_with("application/problem+json"), "{}", reply.describe());
+            out.push((status, false));
+            continue;
+        }
+        let got = common::parse_npy(&reply.body);
+        let indices = common::region_indices(&want.shape, &[r, c], &[5, 5]);
+        assert_eq!(got.shape, [5, 5]);
+        out.push((status, got.data == common::gather(&want, &indices)));
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_cold_viewport_of_64_tiles_costs_at_most_8_storage_requests() {
+    let tiles = viewport_tiles();
+    assert_eq!(tiles.len(), 64);
+    let stored = tiles.iter().filter(|&&t| tile_is_stored(t)).count() as u64;
+    for (window, want) in [(0, 4 + stored), (50, 4 + 4)] {
+        let (app, store) = counting_app(&format!("[storage]\ncoalesce_window_ms = {window}")).await;
+        assert_eq!(get(&app, &format!("/v1/arrays/conf/{ARRAY}")).await.status, 200);
+        let before = store.total();
+        let replies = read_viewport(&app).await;
+        assert!(replies.iter().all(|&(status, right)| status == 200 && right), "window {window}: {replies:?}");
+        let requests = store.total() - before;
+        // Off: one read per stored inner chunk plus the 4 indexes, as before; on: one read
+        // per shard (its chunks are within the gap rule of each other) plus the indexes.
+        println!("window {window} ms: {requests} storage requests ({stored} inner chunks stored)");
+        let cmp = if window == 0 { requests == want } else { requests <= want };
+        assert!(cmp, "window {window}: {requests} storage requests, want {want}: {:?}", store.counts());
+    }
+    let metrics = String::from_utf8(get(&counting_app("").await.0, "/metrics").await.body.to_vec()).unwrap();
+    assert!(metrics.contains("zarrd_storage_requests_by_reason_total{reason=\"ranges\"}"), "{metrics}");
+    assert!(metrics.lines().any(|l| l.starts_with("zarrd_coalescing_ratio ")), "{metrics}");
+}
+
+/// Storage faults under coalesced reads: a merged read that fails fails each request that
+/// joined it with a problem document; no request ever gets a wrong value.
+#[tokio::test]
+async fn coalesced_reads_with_storage_faults_never_give_a_wrong_value() {
+    let (app, store) =
+        counting_app("[cache]\nchunk_bytes = 0\nresponse_bytes = 0\n[storage]\ncoalesce_window_ms = 50").await;
+    // Warm the shard indexes, so the faults hit inner-chunk reads.
+    let (rows, cols) = VIEWPORT;
+    let whole = format!("/v1/slice/conf/{ARRAY}?s={}:{},{}:{}", rows.start, rows.end, cols.start, cols.end);
+    assert_eq!(get(&app, &whole).await.status, 200);
+    for shard in ["c/0/0", "c/0/1", "c/1/0", "c/1/1"] {
+        // The next read of this shard answers "not found" although it exists.
+        store.vanish(&format!("{ARRAY}/{shard}"), 1);
+        let replies = read_viewport(&app).await;
+        assert!(replies.iter().all(|&(status, right)| status != 200 || right), "{shard}: {replies:?}");
+        // Only tiles of that shard fail (those whose read joined the failed one).
+        let failed: Vec<(u64, u64)> =
+            viewport_tiles().into_iter().zip(&replies).filter(|(_, r)| r.0 != 200).map(|(t, _)| t).collect();
+        let in_shard = |(r, c): (u64, u64)| format!("c/{}/{}", u64::from(r >= 10), c / 50) == shard;
+        assert!(!failed.is_empty() && failed.iter().all(|&t| in_shard(t)), "{shard}: {failed:?}");
+    }
+    // With the faults gone, every tile is right again.
+    assert!(read_viewport(&app).await.iter().all(|&(status, right)| status == 200 && right));
+}

@@ -61,6 +61,7 @@ pub struct Catalog {
     compat: crate::config::CompatConfig,
     pub budget: MemoryBudget,
     stream_idle: Duration,
+    coalescer: crate::read::coalesce::Coalescer,
 }
 
 impl Catalog {
@@ -145,6 +146,7 @@ impl Catalog {
                 Duration::from_millis(config.limits.memory_wait_ms),
             ),
             stream_idle: Duration::from_secs(config.limits.request_timeout_secs),
+            coalescer: crate::read::coalesce::Coalescer::new(Duration::from_millis(config.storage.coalesce_window_ms)),
         }
     }
 
@@ -189,6 +191,7 @@ impl Catalog {
                 max_chunks: self.max_chunks,
                 budget: self.budget.clone(),
                 stream_idle: self.stream_idle,
+                coalescer: self.coalescer.clone(),
             }),
             Node::Group(_) => Err(Error::NotFound(format!(
                 "`{path}` in dataset `{}` is a group, not an array; GET /v1/datasets/{} lists its arrays",

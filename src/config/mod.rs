@@ -39,6 +39,8 @@ pub struct Config {
     #[serde(default)]
     pub compat: CompatConfig,
     #[serde(default)]
+    pub storage: StorageConfig,
+    #[serde(default)]
     pub datasets: BTreeMap<String, DatasetConfig>,
 }
 
@@ -162,6 +164,21 @@ pub const FD_HEADROOM: u64 = 256;
 pub fn default_max_connections(fd_limit: u64) -> usize {
     let cap = if fd_limit > 2 * FD_HEADROOM { fd_limit - FD_HEADROOM } else { fd_limit / 2 };
     usize::try_from(cap.max(1)).unwrap_or(usize::MAX)
+}
+
+/// How reads reach storage.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct StorageConfig {
+    /// Inner-chunk reads of one shard arriving within this many milliseconds (from
+    /// concurrent requests) are merged into one read per run of close ranges; 0: off.
+    pub coalesce_window_ms: u64,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        Self { coalesce_window_ms: 2 }
+    }
 }
 
 /// How the compatibility views (`/compat`) size their chunks for the network (API.md

@@ -29,8 +29,31 @@ pub fn handle() -> PrometheusHandle {
         .clone()
 }
 
-pub fn storage_request() {
+/// One storage request, counted in all (`zarrd_storage_requests_total`) and by what it
+/// was for (`zarrd_storage_requests_by_reason_total{reason}`: `object`, `index`, `ranges`,
+/// `head`, `list`, `archive`).
+pub fn storage_request(reason: &'static str) {
     metrics::counter!("zarrd_storage_requests_total").increment(1);
+    metrics::counter!("zarrd_storage_requests_by_reason_total", "reason" => reason).increment(1);
+}
+
+/// Inner-chunk reads asked for by requests, and the storage requests that served them,
+/// since the start (for the coalescing ratio).
+static COALESCING: [std::sync::atomic::AtomicU64; 2] =
+    [std::sync::atomic::AtomicU64::new(0), std::sync::atomic::AtomicU64::new(0)];
+
+/// One coalesced batch: `reads` inner-chunk reads of concurrent requests served by
+/// `requests` storage requests. `zarrd_coalescing_ratio` is reads per storage request
+/// over all batches (1: nothing merged).
+pub fn coalesced(reads: u64, requests: u64) {
+    use std::sync::atomic::Ordering::Relaxed;
+    metrics::counter!("zarrd_coalesced_reads_total").increment(reads);
+    metrics::counter!("zarrd_coalesced_storage_requests_total").increment(requests);
+    let total_reads = COALESCING[0].fetch_add(reads, Relaxed) + reads;
+    let total_requests = COALESCING[1].fetch_add(requests, Relaxed) + requests;
+    if total_requests > 0 {
+        metrics::gauge!("zarrd_coalescing_ratio").set(total_reads as f64 / total_requests as f64);
+    }
 }
 
 pub fn storage_bytes(n: usize) {

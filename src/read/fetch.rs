@@ -3,7 +3,8 @@
 //! read and one decode); a shard's index by one suffix or prefix range (cached); the inner
 //! chunks a read needs by one coalesced range read with If-Match (so a rewritten shard is
 //! never mixed with its old index), or, for a few chunks of a hot tile, one at a time
-//! through the cache. Every byte read is reserved from the memory budget first.
+//! through the cache. Every byte read is reserved from the memory budget first. Inner-chunk
+//! reads of one shard by concurrent requests are merged (`read/coalesce`).
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -21,7 +22,7 @@ use crate::read::plan::{Inner, inner_parts, shard_plan};
 use crate::read::reader::ArrayReader;
 use crate::read::selection::DimSelection;
 use crate::store::{Fetched, merged_len, object_version};
-use crate::zarr::codec::{CodecChain, CodecError, IndexLocation, ShardingCodec};
+use crate::zarr::codec::{CodecChain, CodecError, IndexLocation, ShardIndex, ShardingCodec};
 
 /// Stored chunks (or shards) read concurrently per request.
 pub(super) const FETCH_FAN_OUT: usize = 16;
@@ -216,8 +217,7 @@ impl ArrayReader {
                     .chunks
                     .get_or_load(cache_key, async {
                         hold(ledger, self.budget.reserve(range.end - range.start).await?);
-                        let mut parts =
-                            self.read_ranges(&key, index.e_tag.as_deref(), std::slice::from_ref(&range)).await?;
+                        let mut parts = self.read_inner(&key, &index, std::slice::from_ref(&range)).await?;
                         let bytes = parts.pop().unwrap_or_default();
                         let data =
                             decode_off_runtime(&self.meta, &key, bytes, Arc::clone(&chain), shape.clone()).await?;
@@ -239,13 +239,27 @@ impl ArrayReader {
                 self.chunks.count_miss();
             }
             hold(ledger, self.budget.reserve(merged_len(&ranges)).await?);
-            let chunks = self.read_ranges(&key, index.e_tag.as_deref(), &ranges).await?;
+            let chunks = self.read_inner(&key, &index, &ranges).await?;
             for (bytes, (_, inner, cache_key)) in chunks.into_iter().zip(misses) {
                 let source = Source::Encoded { bytes, chain: Arc::clone(&chain), cache_key, version: version.clone() };
                 jobs.push(DecodeJob { key: Arc::clone(&shared_key), source, shape: shape.clone(), part: inner });
             }
         }
         Ok(Fetch { key, version, jobs })
+    }
+
+    /// Reads inner-chunk ranges of the shard at `key`, merged with concurrent requests'
+    /// reads of the same version of it that arrive within the coalescing window (when on;
+    /// `read/coalesce`). Each caller gets exactly its ranges' bytes, which it has reserved.
+    async fn read_inner(&self, key: &str, index: &ShardIndex, ranges: &[Range<u64>]) -> Result<Vec<Bytes>, ReadError> {
+        if !self.coalescer.enabled() {
+            return self.read_ranges(key, index.e_tag.as_deref(), ranges).await;
+        }
+        let batch = (Arc::clone(&self.dataset), key.to_owned(), index.version.clone());
+        let (reader, key, e_tag) = (self.clone(), key.to_owned(), index.e_tag.clone());
+        let read =
+            move |merged: Vec<Range<u64>>| async move { reader.read_ranges(&key, e_tag.as_deref(), &merged).await };
+        self.coalescer.read(batch, ranges, read).await
     }
 
     /// Reads ranges of a shard, guarding against the shard changing since its index was

@@ -131,8 +131,18 @@ impl Store {
 
     /// A GET with options; `None` when the object does not exist.
     pub async fn get_opts(&self, key: &str, options: GetOptions) -> Result<Option<GetResult>, StoreError> {
+        self.get_for("object", key, options).await
+    }
+
+    /// A GET counted under `reason`.
+    async fn get_for(
+        &self,
+        reason: &'static str,
+        key: &str,
+        options: GetOptions,
+    ) -> Result<Option<GetResult>, StoreError> {
         let path = self.path(key)?;
-        metrics::storage_request();
+        metrics::storage_request(reason);
         match self.inner.get_opts(&path, options).await {
             Ok(r) => Ok(Some(r)),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
@@ -140,8 +150,8 @@ impl Store {
         }
     }
 
-    async fn fetch(&self, key: &str, options: GetOptions) -> Result<Option<Fetched>, StoreError> {
-        let Some(result) = self.get_opts(key, options).await? else {
+    async fn fetch(&self, reason: &'static str, key: &str, options: GetOptions) -> Result<Option<Fetched>, StoreError> {
+        let Some(result) = self.get_for(reason, key, options).await? else {
             return Ok(None);
         };
         self.read_body(key, result).await.map(Some)
@@ -164,17 +174,17 @@ impl Store {
 
     /// The whole object with its version.
     pub async fn get_object(&self, key: &str) -> Result<Option<Fetched>, StoreError> {
-        self.fetch(key, GetOptions::default()).await
+        self.fetch("object", key, GetOptions::default()).await
     }
 
     /// The first `n` bytes (or the whole object when it is shorter).
     pub async fn get_prefix(&self, key: &str, n: u64) -> Result<Option<Fetched>, StoreError> {
-        self.fetch(key, GetOptions { range: Some(GetRange::Bounded(0..n)), ..GetOptions::default() }).await
+        self.fetch("index", key, GetOptions { range: Some(GetRange::Bounded(0..n)), ..GetOptions::default() }).await
     }
 
     /// The last `n` bytes in one request (a suffix range, no HEAD first).
     pub async fn get_suffix(&self, key: &str, n: u64) -> Result<Option<Fetched>, StoreError> {
-        self.fetch(key, GetOptions { range: Some(GetRange::Suffix(n)), ..GetOptions::default() }).await
+        self.fetch("index", key, GetOptions { range: Some(GetRange::Suffix(n)), ..GetOptions::default() }).await
     }
 
     /// Several ranges of one object; `object_store` merges nearby ranges into one request.
@@ -189,7 +199,7 @@ impl Store {
         let path = self.path(key)?;
         let result = match if_match {
             None => {
-                metrics::storage_request();
+                metrics::storage_request("ranges");
                 self.inner.get_ranges(&path, ranges).await
             }
             Some(tag) => self.get_ranges_if_match(&path, ranges, tag).await,
@@ -209,7 +219,7 @@ impl Store {
         let merged = merge_ranges(ranges, COALESCE_GAP);
         let fetched: Vec<(Range<u64>, Bytes)> = futures::stream::iter(merged)
             .map(|r| async move {
-                metrics::storage_request();
+                metrics::storage_request("ranges");
                 let options = GetOptions {
                     range: Some(GetRange::Bounded(r.clone())),
                     if_match: Some(tag.to_owned()),
@@ -241,7 +251,7 @@ impl Store {
 
     pub async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
         let path = self.path(key)?;
-        metrics::storage_request();
+        metrics::storage_request("head");
         match self.inner.head(&path).await {
             Ok(m) => Ok(Some(m)),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
@@ -252,7 +262,7 @@ impl Store {
     /// The names of the "directories" directly under `prefix` ("" for the root).
     pub async fn list_dirs(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
         let path = if prefix.is_empty() { self.root.clone() } else { self.path(prefix)? };
-        metrics::storage_request();
+        metrics::storage_request("list");
         let listing = self.inner.list_with_delimiter(Some(&path)).await.map_err(|e| Self::backend_error(prefix, e))?;
         Ok(listing.common_prefixes.iter().filter_map(|p| p.filename().map(str::to_owned)).collect())
     }
@@ -263,7 +273,7 @@ impl Store {
     /// "directories", and its objects with their sizes.
     pub async fn list_entries(&self, prefix: &str) -> Result<(Vec<String>, Vec<(String, u64)>), StoreError> {
         let path = if prefix.is_empty() { self.root.clone() } else { self.path(prefix)? };
-        metrics::storage_request();
+        metrics::storage_request("list");
         let listing = match self.inner.list_with_delimiter(Some(&path)).await {
             Ok(listing) => listing,
             // A local directory that does not exist: nothing under it.
@@ -290,6 +300,12 @@ const COALESCE_GAP: u64 = 1024 * 1024;
 /// The bytes a read of `ranges` holds in memory: the merged ranges, gaps included.
 pub fn merged_len(ranges: &[Range<u64>]) -> u64 {
     merge_ranges(ranges, COALESCE_GAP).iter().map(|r| r.end - r.start).sum()
+}
+
+/// The storage requests a read of `ranges` of an object makes (by [`Store::get_ranges`]):
+/// one per run of ranges closer than the gap rule.
+pub fn merged_count(ranges: &[Range<u64>]) -> usize {
+    merge_ranges(ranges, COALESCE_GAP).len()
 }
 
 /// Sorts and merges ranges whose gap is below `gap`.

@@ -192,7 +192,7 @@ impl Inner {
     }
 
     async fn open(&self) -> Result<Archive> {
-        crate::ops::metrics::storage_request();
+        crate::ops::metrics::storage_request("archive");
         let options = GetOptions { range: Some(GetRange::Suffix(directory::TAIL_LEN)), ..GetOptions::default() };
         let tail = match self.source.get_opts(&self.archive, options).await {
             Err(object_store::Error::NotFound { .. }) => return Err(zip_error(ZipError::Missing)),
@@ -210,7 +210,7 @@ impl Inner {
         let bytes = if let Some(at) = cd.start.checked_sub(tail_start) {
             tail.slice(at as usize..(cd.end - tail_start) as usize)
         } else {
-            crate::ops::metrics::storage_request();
+            crate::ops::metrics::storage_request("archive");
             let options = GetOptions {
                 range: Some(GetRange::Bounded(cd.clone())),
                 if_match: meta.e_tag.clone(),

@@ -1,0 +1,164 @@
+//! Inner-chunk reads coalesced across concurrent requests. A map or deep-zoom viewer asks
+//! for a whole viewport at once, each tile a request of its own; read one by one, each
+//! tile's inner chunk would be a storage request. Here the first read of a shard (one
+//! version of it) opens a batch and waits a short window while concurrent reads of the
+//! same shard join it; then the batch's ranges are read together, merged by the same gap
+//! rule as the ranges of one request ([`crate::store::merged_count`]), and each reader gets
+//! exactly its own ranges' bytes (slices of the merged reads, not copies).
+//!
+//! The batch is read by a task of its own, so a reader that goes away (its client
+//! disconnected) never strands the others; a failed read fails every reader of the batch
+//! with the same error (shared), so a changed shard is retried by each as before.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::ops::Range;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::oneshot;
+
+use crate::ops::metrics;
+use crate::read::error::ReadError;
+use crate::store::merged_count;
+
+/// What may be read together: one version of one object (a shard) of one dataset.
+pub type BatchKey = (Arc<str>, String, String);
+
+type Outcome = Result<Vec<Bytes>, Arc<ReadError>>;
+
+#[derive(Default)]
+struct Batch {
+    ranges: Vec<Range<u64>>,
+    /// Each reader's share of `ranges` (as indexes) and where its bytes go.
+    readers: Vec<(Range<usize>, oneshot::Sender<Outcome>)>,
+}
+
+/// The open batches, shared by every reader of the catalog.
+#[derive(Clone, Default)]
+pub struct Coalescer {
+    window: Duration,
+    open: Arc<Mutex<HashMap<BatchKey, Batch>>>,
+}
+
+impl Coalescer {
+    /// Reads arriving within `window` of a batch's first are merged; zero: never.
+    pub fn new(window: Duration) -> Self {
+        Self { window, open: Arc::default() }
+    }
+
+    pub fn enabled(&self) -> bool {
+        !self.window.is_zero()
+    }
+
+    /// The bytes of `ranges` of the object `key` names, in order. The batch's first reader
+    /// supplies `read` (its ranges in, their bytes in order out), run once for the whole
+    /// batch after the window; the others' `read` is dropped unused.
+    pub async fn read<F, Fut>(&self, key: BatchKey, ranges: &[Range<u64>], read: F) -> Result<Vec<Bytes>, ReadError>
+    where
+        F: FnOnce(Vec<Range<u64>>) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<Vec<Bytes>, ReadError>> + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel();
+        let first = {
+            let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut first = false;
+            let batch = open.entry(key.clone()).or_insert_with(|| {
+                first = true;
+                Batch::default()
+            });
+            let start = batch.ranges.len();
+            batch.ranges.extend_from_slice(ranges);
+            batch.readers.push((start..batch.ranges.len(), tx));
+            first
+        };
+        if first {
+            let (open, window) = (Arc::clone(&self.open), self.window);
+            tokio::spawn(async move {
+                tokio::time::sleep(window).await;
+                // Closed before it is read: later readers open the next batch.
+                let Batch { ranges, readers } =
+                    open.lock().unwrap_or_else(PoisonError::into_inner).remove(&key).unwrap_or_default();
+                metrics::coalesced(ranges.len() as u64, merged_count(&ranges) as u64);
+                let outcome = read(ranges).await.map_err(Arc::new);
+                for (share, tx) in readers {
+                    let mine = match &outcome {
+                        Ok(parts) => parts.get(share).map(<[Bytes]>::to_vec).ok_or_else(|| {
+                            Arc::new(ReadError::Task(format!("a coalesced read of `{}` came back short", key.1)))
+                        }),
+                        Err(e) => Err(Arc::clone(e)),
+                    };
+                    // A reader that went away takes nothing.
+                    let _ = tx.send(mine);
+                }
+            });
+        }
+        match rx.await {
+            Ok(Ok(parts)) => Ok(parts),
+            Ok(Err(e)) => Err(ReadError::unshare(e)),
+            Err(_) => Err(ReadError::Task("a coalesced storage read was abandoned".into())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key() -> BatchKey {
+        ("ds".into(), "a/c/0".into(), "v1".into())
+    }
+
+    /// Reads of a fake object whose byte `i` is `i % 251`, counting the calls.
+    fn fake(
+        calls: &Arc<std::sync::atomic::AtomicU32>,
+    ) -> impl FnOnce(Vec<Range<u64>>) -> futures::future::Ready<Result<Vec<Bytes>, ReadError>> + Send + 'static {
+        let calls = Arc::clone(calls);
+        move |ranges| {
+            calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            futures::future::ready(Ok(ranges
+                .iter()
+                .map(|r| (r.start..r.end).map(|i| (i % 251) as u8).collect())
+                .collect()))
+        }
+    }
+
+    #[tokio::test]
+    async fn concurrent_reads_share_one_read_and_each_gets_its_bytes() {
+        let coalescer = Coalescer::new(Duration::from_millis(20));
+        let calls = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let wanted: Vec<Vec<Range<u64>>> = vec![vec![0..10], vec![300..400, 10..20], vec![5..7], vec![]];
+        let reads = wanted.iter().map(|ranges| coalescer.read(key(), ranges, fake(&calls)));
+        let got = futures::future::join_all(reads).await;
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+        for (ranges, got) in wanted.iter().zip(got) {
+            let got = got.unwrap();
+            assert_eq!(got.len(), ranges.len());
+            for (r, bytes) in ranges.iter().zip(got) {
+                let want: Vec<u8> = (r.start..r.end).map(|i| (i % 251) as u8).collect();
+                assert_eq!(bytes.as_ref(), want.as_slice());
+            }
+        }
+        // Another version of the object is another batch.
+        let other = ("ds".into(), "a/c/0".into(), "v2".into());
+        let (a, b) = tokio::join!(
+            coalescer.read(key(), std::slice::from_ref(&(0..1)), fake(&calls)),
+            coalescer.read(other, std::slice::from_ref(&(0..1)), fake(&calls))
+        );
+        assert_eq!((a.unwrap().len(), b.unwrap().len()), (1, 1));
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn a_failed_read_fails_every_reader_alike() {
+        let coalescer = Coalescer::new(Duration::from_millis(20));
+        let changed = |_: Vec<Range<u64>>| futures::future::ready(Err(ReadError::Changed { key: "a/c/0".into() }));
+        let (a, b) = tokio::join!(
+            coalescer.read(key(), std::slice::from_ref(&(0..1)), changed),
+            coalescer.read(key(), std::slice::from_ref(&(1..2)), changed)
+        );
+        assert!(a.unwrap_err().is_changed());
+        assert!(b.unwrap_err().is_changed());
+    }
+}
