@@ -216,7 +216,7 @@ impl Store {
         ranges: &[Range<u64>],
         tag: &str,
     ) -> object_store::Result<Vec<Bytes>> {
-        let merged = merge_ranges(ranges, COALESCE_GAP);
+        let merged = merged_ranges(ranges);
         let fetched: Vec<(Range<u64>, Bytes)> = futures::stream::iter(merged)
             .map(|r| async move {
                 metrics::storage_request("ranges");
@@ -297,15 +297,22 @@ pub fn object_version(meta: &ObjectMeta) -> String {
 /// Ranges closer than this are read in one request (`object_store`'s default).
 const COALESCE_GAP: u64 = 1024 * 1024;
 
+/// The ranges one read of `ranges` of an object requests: sorted, and each run of ranges
+/// closer than the gap rule merged into one (for [`Store::get_ranges`], and for the members
+/// of a zip archive read from the archive).
+pub fn merged_ranges(ranges: &[Range<u64>]) -> Vec<Range<u64>> {
+    merge_ranges(ranges, COALESCE_GAP)
+}
+
 /// The bytes a read of `ranges` holds in memory: the merged ranges, gaps included.
 pub fn merged_len(ranges: &[Range<u64>]) -> u64 {
-    merge_ranges(ranges, COALESCE_GAP).iter().map(|r| r.end - r.start).sum()
+    merged_ranges(ranges).iter().map(|r| r.end - r.start).sum()
 }
 
 /// The storage requests a read of `ranges` of an object makes (by [`Store::get_ranges`]):
 /// one per run of ranges closer than the gap rule.
 pub fn merged_count(ranges: &[Range<u64>]) -> usize {
-    merge_ranges(ranges, COALESCE_GAP).len()
+    merged_ranges(ranges).len()
 }
 
 /// Sorts and merges ranges whose gap is below `gap`.

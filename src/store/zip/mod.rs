@@ -64,9 +64,6 @@ const NEAR: u64 = 1 << 20;
 /// Inflated in a blocking task above this many compressed bytes; inline below.
 const INLINE_INFLATE: usize = 256 * 1024;
 
-/// Ranges of the archive closer than this are read in one request.
-const COALESCE_GAP: u64 = 1024 * 1024;
-
 /// Whether a path segment names a zip archive.
 pub fn is_zip_name(name: &str) -> bool {
     let b = name.as_bytes();
@@ -233,15 +230,8 @@ impl Inner {
     /// Bytes of the archive, every range in one request with its neighbours, each request
     /// conditional on the archive's version as opened.
     async fn read_archive(&self, archive: &Arc<Archive>, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
-        let mut merged: Vec<Range<u64>> = ranges.iter().filter(|r| r.start < r.end).cloned().collect();
-        merged.sort_by_key(|r| r.start);
-        merged.dedup_by(|next, last| {
-            let close = next.start <= last.end.saturating_add(COALESCE_GAP);
-            if close {
-                last.end = last.end.max(next.end);
-            }
-            close
-        });
+        let wanted: Vec<Range<u64>> = ranges.iter().filter(|r| r.start < r.end).cloned().collect();
+        let merged = super::merged_ranges(&wanted);
         let fetched: Vec<(Range<u64>, Bytes)> = futures::stream::iter(merged)
             .map(|r| async move {
                 let options = GetOptions {
