@@ -30,9 +30,14 @@ pub const ZMETADATA: &str = ".zmetadata";
 
 /// Parses `.zattrs` (missing means `{}`).
 pub fn attributes(bytes: Option<&[u8]>) -> Result<Map<String, Value>, MetadataError> {
-    match bytes.map(serde_json::from_slice::<Value>).transpose()? {
+    attributes_of(bytes.map(serde_json::from_slice::<Value>).transpose()?.as_ref())
+}
+
+/// A parsed `.zattrs` document (missing means `{}`).
+fn attributes_of(zattrs: Option<&Value>) -> Result<Map<String, Value>, MetadataError> {
+    match zattrs {
         None | Some(Value::Null) => Ok(Map::new()),
-        Some(Value::Object(a)) => Ok(a),
+        Some(Value::Object(a)) => Ok(a.clone()),
         Some(_) => Err(MetadataError::invalid(".zattrs", "not a JSON object")),
     }
 }
@@ -47,11 +52,15 @@ fn check_format(doc: &Map<String, Value>, key: &str) -> Result<(), MetadataError
 
 /// A `.zgroup` and its `.zattrs`.
 pub fn parse_group(zgroup: &[u8], zattrs: Option<&[u8]>) -> Result<GroupMetadata, MetadataError> {
-    let Value::Object(doc) = serde_json::from_slice(zgroup)? else {
+    group_from_document(&serde_json::from_slice(zgroup)?, attributes(zattrs)?)
+}
+
+fn group_from_document(doc: &Value, attributes: Map<String, Value>) -> Result<GroupMetadata, MetadataError> {
+    let Value::Object(doc) = doc else {
         return Err(MetadataError::invalid(ZGROUP, "not a JSON object"));
     };
-    check_format(&doc, ZGROUP)?;
-    Ok(GroupMetadata { attributes: attributes(zattrs)?, ..GroupMetadata::default() })
+    check_format(doc, ZGROUP)?;
+    Ok(GroupMetadata { attributes, ..GroupMetadata::default() })
 }
 
 /// The nodes of a consolidated `.zmetadata`: path → a v3-like summary (`node_type`, and
@@ -70,14 +79,18 @@ pub fn consolidated(zmetadata: &[u8]) -> Result<(Map<String, Value>, Vec<(String
         if path.is_empty() {
             continue;
         }
-        let zattrs = entries.get(&format!("{path}/{ZATTRS}")).map(|a| serde_json::to_vec(a).unwrap_or_default());
+        let attributes = attributes_of(entries.get(&format!("{path}/{ZATTRS}")));
         match name {
             ZGROUP => {
                 nodes.insert(path.to_owned(), json!({"node_type": "group"}));
-                let group = serde_json::to_vec(value).ok().and_then(|g| parse_group(&g, zattrs.as_deref()).ok());
+                let group = attributes.and_then(|a| group_from_document(value, a)).ok();
                 parsed.extend(group.map(|g| (path.to_owned(), Node::Group(Arc::new(g)))));
             }
             ZARRAY => {
+                let array = match value {
+                    Value::Object(doc) => attributes.and_then(|a| array_from_document(doc.clone(), a)).ok(),
+                    _ => None,
+                };
                 let object_codec = value.pointer("/filters/0/id").and_then(Value::as_str);
                 let data_type = value.get("dtype").and_then(Value::as_str).map(|d| match NumType::parse(d) {
                     Some(t) => Value::from(t.data_type().name()),
@@ -92,7 +105,6 @@ pub fn consolidated(zmetadata: &[u8]) -> Result<(Map<String, Value>, Vec<(String
                     path.to_owned(),
                     json!({"node_type": "array", "shape": value.get("shape"), "data_type": data_type}),
                 );
-                let array = serde_json::to_vec(value).ok().and_then(|a| parse_array(&a, zattrs.as_deref()).ok());
                 parsed.extend(array.map(|a| (path.to_owned(), Node::Array(Arc::new(a)))));
             }
             _ => {}
