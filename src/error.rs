@@ -15,6 +15,8 @@ pub enum Error {
     #[error("{0}")]
     BadRequest(String),
     #[error("{0}")]
+    Forbidden(String),
+    #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
     NotAcceptable(String),
@@ -49,6 +51,7 @@ impl Error {
     pub fn status(&self) -> StatusCode {
         match self {
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             Self::TooLarge { .. } | Self::TooManyChunks(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -67,6 +70,7 @@ impl Error {
     fn slug(&self) -> &'static str {
         match self {
             Self::BadRequest(_) => "bad-request",
+            Self::Forbidden(_) => "forbidden",
             Self::NotFound(_) => "not-found",
             Self::NotAcceptable(_) => "not-acceptable",
             Self::TooLarge { .. } | Self::TooManyChunks(_) => "too-large",

@@ -95,8 +95,7 @@ async fn storage_failures_do_not_leak_paths_urls_or_settings() {
         url: "http://127.0.0.1:1/secret-bucket/data.zarr".into(),
         title: None,
         options: [("timeout".to_owned(), "2s".to_owned())].into_iter().collect(),
-        overviews: std::collections::BTreeMap::default(),
-        compat: std::collections::BTreeMap::default(),
+        ..Default::default()
     };
     let store = open_store("remote", &ds).unwrap();
     let app = app_with(vec![("remote", store)], config(""));

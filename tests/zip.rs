@@ -168,8 +168,7 @@ async fn the_root_folder_is_found_or_named() {
         url: format!("{file}.missing.zip"),
         title: None,
         options: std::collections::BTreeMap::default(),
-        compat: std::collections::BTreeMap::default(),
-        overviews: std::collections::BTreeMap::default(),
+        ..Default::default()
     };
     let err = zarrd::catalog::open_store("z", &config).unwrap_err().to_string();
     assert!(err.contains("datasets.z.url") && err.contains("zip"), "{err}");

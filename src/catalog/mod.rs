@@ -6,7 +6,7 @@
 pub mod health;
 mod open;
 
-pub use open::{open_store, open_url};
+pub use open::{open_dataset, open_store, open_url};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -61,7 +61,7 @@ pub struct Catalog {
     compat: crate::config::CompatConfig,
     pub budget: MemoryBudget,
     stream_idle: Duration,
-    coalescer: crate::read::coalesce::Coalescer,
+    coalescer: crate::store::coalesce::Coalescer<crate::read::ReadError>,
 }
 
 impl Catalog {
@@ -73,7 +73,8 @@ impl Catalog {
             .datasets
             .iter()
             .map(|(name, ds)| {
-                let store = open_store(name, ds).unwrap_or_else(|e| {
+                let window = Duration::from_millis(config.storage.coalesce_window_ms);
+                let store = open_dataset(name, ds, window).unwrap_or_else(|e| {
                     tracing::error!(dataset = %name, error = %e, "dataset cannot be opened; serving it as failing");
                     Store::new(Arc::new(Unopened { reason: e.to_string() }), Path::default())
                 });
@@ -146,7 +147,7 @@ impl Catalog {
                 Duration::from_millis(config.limits.memory_wait_ms),
             ),
             stream_idle: Duration::from_secs(config.limits.request_timeout_secs),
-            coalescer: crate::read::coalesce::Coalescer::new(Duration::from_millis(config.storage.coalesce_window_ms)),
+            coalescer: crate::store::coalesce::Coalescer::new(Duration::from_millis(config.storage.coalesce_window_ms)),
         }
     }
 
@@ -444,8 +445,7 @@ mod tests {
             url: url.into(),
             title: None,
             options: options.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect(),
-            overviews: BTreeMap::default(),
-            compat: BTreeMap::default(),
+            ..Default::default()
         }
     }
 

@@ -1,21 +1,102 @@
 //! Opening a dataset's store from its URL: local directories (contained), zip archives
-//! (read in place), and every backend `object_store` has, with its options checked.
+//! (read in place), kerchunk reference sets, and every backend `object_store` has, with
+//! its options checked.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use object_store::path::Path;
 
-use crate::config::{ConfigError, DatasetConfig};
+use crate::config::{ConfigError, DatasetConfig, DatasetKind};
 use crate::store::Store;
 use crate::store::contained::ContainedFs;
+use crate::store::refs::targets::{Opener, Targets, prefix_url};
+use crate::store::refs::{Format, RefStore};
 use crate::store::zip::ZipFs;
 
 /// Opens the store behind a dataset URL: a local path, `file://`, or any URL
 /// `object_store` understands (`s3://`, `gs://`, `az://`, `http(s)://`, `memory:///`).
-/// A path through a segment ending in `.zip` is a zipped dataset (`store::zip`).
+/// A path through a segment ending in `.zip` is a zipped dataset (`store::zip`); a
+/// kerchunk reference set is served as the Zarr store it describes (`store::refs`).
 pub fn open_store(name: &str, ds: &DatasetConfig) -> Result<Store, ConfigError> {
-    open_url(&format!("datasets.{name}.url"), &ds.url, (&format!("datasets.{name}.options"), &ds.options))
+    open_dataset(name, ds, Duration::from_millis(crate::config::DEFAULT_COALESCE_WINDOW_MS))
+}
+
+/// [`open_store`], with reads of referenced files merged within `coalesce`.
+pub fn open_dataset(name: &str, ds: &DatasetConfig, coalesce: Duration) -> Result<Store, ConfigError> {
+    let field = format!("datasets.{name}.url");
+    let options_field = format!("datasets.{name}.options");
+    let options = (options_field.as_str(), &ds.options);
+    match ds.kind.map_or_else(|| detect(&ds.url), Ok).map_err(|reason| ConfigError::Invalid {
+        field: field.clone(),
+        reason,
+    })? {
+        DatasetKind::Zarr | DatasetKind::Zip => open_url(&field, &ds.url, options),
+        DatasetKind::Kerchunk => open_refs(name, ds, coalesce),
+        DatasetKind::Icechunk => Err(ConfigError::Invalid {
+            field: format!("datasets.{name}.kind"),
+            reason: "Icechunk repositories are not served yet".into(),
+        }),
+    }
+}
+
+/// What a dataset URL points at, from its name (and, for local paths, what is there):
+/// a `.json` file or a folder with a kerchunk `.zmetadata` (one with `record_size`) is a
+/// kerchunk reference set; anything else a Zarr store (zipped or not).
+fn detect(url: &str) -> Result<DatasetKind, String> {
+    let path = url.split(['?', '#']).next().unwrap_or(url).trim_end_matches('/');
+    let lower = path.to_ascii_lowercase();
+    if lower.ends_with(".json") || lower.ends_with(".parq") || lower.ends_with(".parquet") {
+        return Ok(DatasetKind::Kerchunk);
+    }
+    let local = if url.contains("://") {
+        url::Url::parse(url).ok().filter(|u| u.scheme() == "file").and_then(|u| u.to_file_path().ok())
+    } else {
+        Some(std::path::PathBuf::from(url))
+    };
+    if let Some(dir) = local
+        && let Ok(text) = std::fs::read_to_string(dir.join(".zmetadata"))
+        && serde_json::from_str::<serde_json::Value>(&text).is_ok_and(|doc| doc.get("record_size").is_some())
+    {
+        return Ok(DatasetKind::Kerchunk);
+    }
+    Ok(DatasetKind::Zarr)
+}
+
+/// A kerchunk reference set: the file (JSON) or folder (parquet) at the dataset URL, its
+/// references followed under `virtual_refs` (opened with the dataset's options).
+fn open_refs(name: &str, ds: &DatasetConfig, coalesce: Duration) -> Result<Store, ConfigError> {
+    let field = format!("datasets.{name}.url");
+    let bad = |reason: String| ConfigError::Invalid { field: field.clone(), reason };
+    let url = if ds.url.contains("://") {
+        url::Url::parse(&ds.url).map_err(|e| bad(format!("not a valid URL: {e}")))?
+    } else {
+        let path = std::path::absolute(&ds.url).map_err(|e| bad(format!("not a valid path: {e}")))?;
+        url::Url::from_file_path(&path).map_err(|()| bad("not a valid path".into()))?
+    };
+    let trimmed = url.path().trim_end_matches('/');
+    let (parent, set) = trimmed.rsplit_once('/').ok_or_else(|| bad("names no file or folder".into()))?;
+    let set = percent_encoding::percent_decode_str(set).decode_utf8_lossy().into_owned();
+    let format = if set.to_ascii_lowercase().ends_with(".json") { Format::Json } else { Format::Parquet };
+    let mut folder = url.clone();
+    folder.set_path(&format!("{parent}/"));
+    folder.set_query(None);
+    // The reference set's folder: the set is a key in it (a JSON file) or a folder of it.
+    let source = open_url(&field, folder.as_str(), (&format!("datasets.{name}.options"), &ds.options))?;
+    let prefixes = ds
+        .virtual_refs
+        .iter()
+        .map(|p| prefix_url(p))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|reason| ConfigError::Invalid { field: format!("datasets.{name}.virtual_refs"), reason })?;
+    let (options, prefix_field) = (ds.options.clone(), format!("datasets.{name}.virtual_refs"));
+    let open: Opener = Arc::new(move |prefix: &str| {
+        open_url(&prefix_field, prefix, (&prefix_field, &options)).map_err(|e| e.to_string())
+    });
+    let targets = Targets::new(Some(folder), prefixes, open);
+    let refs = RefStore::new(name.into(), (source, set), format, targets, coalesce);
+    Ok(Store::uncounted(Arc::new(refs)))
 }
 
 /// Opens the store at `url` with `object_store` options (and the name of the field they

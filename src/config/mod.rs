@@ -177,7 +177,7 @@ pub struct StorageConfig {
 
 impl Default for StorageConfig {
     fn default() -> Self {
-        Self { coalesce_window_ms: 2 }
+        Self { coalesce_window_ms: DEFAULT_COALESCE_WINDOW_MS }
     }
 }
 
@@ -230,7 +230,10 @@ impl Default for LogConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+/// `storage.coalesce_window_ms` when not configured.
+pub const DEFAULT_COALESCE_WINDOW_MS: u64 = 2;
+
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DatasetConfig {
     /// A local path, `file://`, `s3://`, `gs://`, `az://` or `http(s)://` URL.
@@ -251,6 +254,30 @@ pub struct DatasetConfig {
     /// `zarrd overviews`. IIIF reduced sizes of the array read its levels.
     #[serde(default)]
     pub overviews: BTreeMap<String, String>,
+    /// What `url` points at; found from what is there when not given.
+    #[serde(default)]
+    pub kind: Option<DatasetKind>,
+    /// The prefixes (`file:///…/`, `s3://bucket/…/`, `http(s)://host/…/`) under which the
+    /// references of a virtual dataset may be followed; any other reference is refused.
+    #[serde(default)]
+    pub virtual_refs: Vec<String>,
+    /// The version (branch, tag or snapshot id) of a versioned dataset served by default.
+    #[serde(default, rename = "ref")]
+    pub version: Option<String>,
+}
+
+/// What a dataset's `url` points at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DatasetKind {
+    /// A Zarr store (a directory or a prefix).
+    Zarr,
+    /// A zipped Zarr store, read in place.
+    Zip,
+    /// A kerchunk reference set: a JSON file or a parquet reference directory.
+    Kerchunk,
+    /// An Icechunk repository.
+    Icechunk,
 }
 
 /// Overrides from the command line; `None` leaves the file's value.
@@ -302,13 +329,7 @@ impl Config {
                 pair.split_once('=').ok_or_else(|| invalid("--dataset", format!("`{pair}` is not NAME=URL")))?;
             config.datasets.insert(
                 name.to_owned(),
-                DatasetConfig {
-                    url: url.to_owned(),
-                    title: None,
-                    options: BTreeMap::new(),
-                    compat: BTreeMap::new(),
-                    overviews: BTreeMap::new(),
-                },
+                DatasetConfig { url: url.to_owned(), ..DatasetConfig::default() },
             );
         }
         config.validate()?;
@@ -336,6 +357,10 @@ impl Config {
                         "needs an array path and the URL of its pyramid (written by `zarrd overviews`)",
                     ));
                 }
+            }
+            for prefix in &ds.virtual_refs {
+                crate::store::refs::targets::prefix_url(prefix)
+                    .map_err(|why| invalid(&format!("datasets.{name}.virtual_refs"), why))?;
             }
             for (path, shape) in &ds.compat {
                 if shape.contains(&0) {

@@ -32,6 +32,20 @@ pub enum ReadError {
     Shared(Arc<ReadError>),
 }
 
+impl crate::store::coalesce::BatchError for ReadError {
+    fn short(key: &str) -> Self {
+        Self::Task(format!("a coalesced read of `{key}` came back short"))
+    }
+
+    fn abandoned() -> Self {
+        Self::Task("a coalesced storage read was abandoned".into())
+    }
+
+    fn unshare(shared: Arc<Self>) -> Self {
+        Self::unshare(shared)
+    }
+}
+
 impl ReadError {
     /// The error of a shared (single-flight) load: the error itself when this caller holds
     /// the last reference, else a shared view of it.

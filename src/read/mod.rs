@@ -8,7 +8,6 @@
 
 mod assemble;
 pub mod cache;
-pub mod coalesce;
 mod decode;
 mod error;
 mod fetch;

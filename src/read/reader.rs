@@ -7,7 +7,7 @@ use bytes::Bytes;
 
 use crate::ops::budget::{MemoryBudget, Reservation};
 use crate::read::cache::{ChunkCache, ShardIndexCache, VersionCache};
-use crate::read::coalesce::Coalescer;
+use crate::store::coalesce::Coalescer;
 use crate::read::error::ReadError;
 use crate::read::indexer::Walk;
 use crate::read::plan::Layout;
@@ -35,7 +35,7 @@ pub struct ArrayReader {
     /// How long a streamed body waits for its consumer to take the next band.
     pub stream_idle: std::time::Duration,
     /// Inner-chunk reads of concurrent requests merged (`storage.coalesce_window_ms`).
-    pub coalescer: Coalescer,
+    pub coalescer: Coalescer<ReadError>,
 }
 
 /// A decoded selection and the versions of the objects it was read from.

@@ -4,7 +4,9 @@
 //! other failure is a [`StoreError`] naming the key. Each request is counted in the
 //! metrics so operators (and tests) can see how many storage round-trips a read costs.
 
+pub mod coalesce;
 pub mod contained;
+pub mod refs;
 pub mod unopened;
 pub mod zip;
 
@@ -52,7 +54,10 @@ impl StoreError {
                     }
                     // A zipped dataset's own findings (a corrupt archive or member) name
                     // members only, never the archive's path or URL: the client is told.
-                    object_store::Error::Generic { store: ZIP_STORE, source } => {
+                    object_store::Error::Generic {
+                        store: ZIP_STORE | refs::REFS_STORE | refs::REFS_DENIED | refs::REFS_LIMIT,
+                        source,
+                    } => {
                         return format!("reading `{key}` failed: {source}");
                     }
                     _ => "the storage backend reported an error",
@@ -92,6 +97,9 @@ const MAX_SEGMENT: usize = 255;
 pub struct Store {
     inner: Arc<dyn ObjectStore>,
     root: Path,
+    /// Whether requests are counted as storage requests here; a store whose objects are
+    /// made of other stores' bytes (a reference set) counts the requests those make instead.
+    counted: bool,
 }
 
 impl std::fmt::Debug for Store {
@@ -102,7 +110,25 @@ impl std::fmt::Debug for Store {
 
 impl Store {
     pub fn new(inner: Arc<dyn ObjectStore>, root: Path) -> Self {
-        Self { inner, root }
+        Self { inner, root, counted: true }
+    }
+
+    /// A store whose objects are read from other (counted) stores: its own requests are
+    /// not storage requests.
+    pub fn uncounted(inner: Arc<dyn ObjectStore>) -> Self {
+        Self { inner, root: Path::default(), counted: false }
+    }
+
+    fn count(&self, reason: &'static str) {
+        if self.counted {
+            self.count(reason);
+        }
+    }
+
+    fn count_bytes(&self, n: usize) {
+        if self.counted {
+            metrics::storage_bytes(n);
+        }
     }
 
     /// The backend this store reads from.
@@ -142,7 +168,7 @@ impl Store {
         options: GetOptions,
     ) -> Result<Option<GetResult>, StoreError> {
         let path = self.path(key)?;
-        metrics::storage_request(reason);
+        self.count(reason);
         match self.inner.get_opts(&path, options).await {
             Ok(r) => Ok(Some(r)),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
@@ -163,7 +189,7 @@ impl Store {
         let (object_size, e_tag) = (result.meta.size, result.meta.e_tag.clone());
         let version = object_version(&result.meta);
         let bytes = result.bytes().await.map_err(|e| Self::backend_error(key, e))?;
-        metrics::storage_bytes(bytes.len());
+        self.count_bytes(bytes.len());
         Ok(Fetched { bytes, object_size, e_tag, version })
     }
 
@@ -199,13 +225,13 @@ impl Store {
         let path = self.path(key)?;
         let result = match if_match {
             None => {
-                metrics::storage_request("ranges");
+                self.count("ranges");
                 self.inner.get_ranges(&path, ranges).await
             }
             Some(tag) => self.get_ranges_if_match(&path, ranges, tag).await,
         };
         let parts = result.map_err(|e| Self::backend_error(key, e))?;
-        metrics::storage_bytes(parts.iter().map(Bytes::len).sum());
+        self.count_bytes(parts.iter().map(Bytes::len).sum());
         Ok(parts)
     }
 
@@ -219,7 +245,7 @@ impl Store {
         let merged = merged_ranges(ranges);
         let fetched: Vec<(Range<u64>, Bytes)> = futures::stream::iter(merged)
             .map(|r| async move {
-                metrics::storage_request("ranges");
+                self.count("ranges");
                 let options = GetOptions {
                     range: Some(GetRange::Bounded(r.clone())),
                     if_match: Some(tag.to_owned()),
@@ -251,7 +277,7 @@ impl Store {
 
     pub async fn head(&self, key: &str) -> Result<Option<ObjectMeta>, StoreError> {
         let path = self.path(key)?;
-        metrics::storage_request("head");
+        self.count("head");
         match self.inner.head(&path).await {
             Ok(m) => Ok(Some(m)),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
@@ -262,7 +288,7 @@ impl Store {
     /// The names of the "directories" directly under `prefix` ("" for the root).
     pub async fn list_dirs(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
         let path = if prefix.is_empty() { self.root.clone() } else { self.path(prefix)? };
-        metrics::storage_request("list");
+        self.count("list");
         let listing = self.inner.list_with_delimiter(Some(&path)).await.map_err(|e| Self::backend_error(prefix, e))?;
         Ok(listing.common_prefixes.iter().filter_map(|p| p.filename().map(str::to_owned)).collect())
     }
@@ -273,7 +299,7 @@ impl Store {
     /// "directories", and its objects with their sizes.
     pub async fn list_entries(&self, prefix: &str) -> Result<(Vec<String>, Vec<(String, u64)>), StoreError> {
         let path = if prefix.is_empty() { self.root.clone() } else { self.path(prefix)? };
-        metrics::storage_request("list");
+        self.count("list");
         let listing = match self.inner.list_with_delimiter(Some(&path)).await {
             Ok(listing) => listing,
             // A local directory that does not exist: nothing under it.
@@ -340,6 +366,14 @@ impl From<&StoreError> for crate::error::Error {
     fn from(e: &StoreError) -> Self {
         match e {
             StoreError::InvalidKey(_) => crate::error::Error::NotFound(e.public_detail()),
+            // A reference outside the dataset's `virtual_refs`: refused, never read.
+            StoreError::Backend { source: object_store::Error::Generic { store: refs::REFS_DENIED, .. }, .. } => {
+                tracing::warn!(error = %e, "reference refused");
+                crate::error::Error::Forbidden(e.public_detail())
+            }
+            StoreError::Backend { source: object_store::Error::Generic { store: refs::REFS_LIMIT, .. }, .. } => {
+                crate::error::Error::Unsupported(e.public_detail())
+            }
             StoreError::Backend { source, .. } => {
                 // The full cause (paths, URLs) is logged in the request's span, not sent.
                 tracing::warn!(error = %e, cause = ?source, "storage failure");

@@ -472,8 +472,7 @@ pub fn open_dataset(url: String, options: &[(&str, String)]) -> Store {
         url,
         title: None,
         options: options.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect(),
-        compat: std::collections::BTreeMap::default(),
-        overviews: std::collections::BTreeMap::default(),
+        ..Default::default()
     };
     zarrd::catalog::open_store("conf", &config).unwrap()
 }

@@ -9,6 +9,9 @@
 //! The batch is read by a task of its own, so a reader that goes away (its client
 //! disconnected) never strands the others; a failed read fails every reader of the batch
 //! with the same error (shared), so a changed shard is retried by each as before.
+//!
+//! Generic over the error of the reads: the array reader's errors for shards, and
+//! `object_store` errors for the files that virtual datasets reference.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -20,29 +23,48 @@ use bytes::Bytes;
 use tokio::sync::oneshot;
 
 use crate::ops::metrics;
-use crate::read::error::ReadError;
 use crate::store::merged_count;
 
 /// What may be read together: one version of one object (a shard) of one dataset.
 pub type BatchKey = (Arc<str>, String, String);
 
-type Outcome = Result<Vec<Bytes>, Arc<ReadError>>;
+type Outcome<E> = Result<Vec<Bytes>, Arc<E>>;
 
-#[derive(Default)]
-struct Batch {
+/// The errors a batch's readers may be given.
+pub trait BatchError: Send + Sync + Sized + 'static {
+    /// The batch's read returned fewer parts than it was asked for.
+    fn short(key: &str) -> Self;
+    /// The batch's task went away before answering.
+    fn abandoned() -> Self;
+    /// One reader's copy of the batch's (shared) error.
+    fn unshare(shared: Arc<Self>) -> Self;
+}
+
+struct Batch<E> {
     ranges: Vec<Range<u64>>,
     /// Each reader's share of `ranges` (as indexes) and where its bytes go.
-    readers: Vec<(Range<usize>, oneshot::Sender<Outcome>)>,
+    readers: Vec<(Range<usize>, oneshot::Sender<Outcome<E>>)>,
+}
+
+impl<E> Default for Batch<E> {
+    fn default() -> Self {
+        Self { ranges: Vec::new(), readers: Vec::new() }
+    }
 }
 
 /// The open batches, shared by every reader of the catalog.
-#[derive(Clone, Default)]
-pub struct Coalescer {
+pub struct Coalescer<E> {
     window: Duration,
-    open: Arc<Mutex<HashMap<BatchKey, Batch>>>,
+    open: Arc<Mutex<HashMap<BatchKey, Batch<E>>>>,
 }
 
-impl Coalescer {
+impl<E> Clone for Coalescer<E> {
+    fn clone(&self) -> Self {
+        Self { window: self.window, open: Arc::clone(&self.open) }
+    }
+}
+
+impl<E: BatchError> Coalescer<E> {
     /// Reads arriving within `window` of a batch's first are merged; zero: never.
     pub fn new(window: Duration) -> Self {
         Self { window, open: Arc::default() }
@@ -55,10 +77,10 @@ impl Coalescer {
     /// The bytes of `ranges` of the object `key` names, in order. The batch's first reader
     /// supplies `read` (its ranges in, their bytes in order out), run once for the whole
     /// batch after the window; the others' `read` is dropped unused.
-    pub async fn read<F, Fut>(&self, key: BatchKey, ranges: &[Range<u64>], read: F) -> Result<Vec<Bytes>, ReadError>
+    pub async fn read<F, Fut>(&self, key: BatchKey, ranges: &[Range<u64>], read: F) -> Result<Vec<Bytes>, E>
     where
         F: FnOnce(Vec<Range<u64>>) -> Fut + Send + 'static,
-        Fut: Future<Output = Result<Vec<Bytes>, ReadError>> + Send + 'static,
+        Fut: Future<Output = Result<Vec<Bytes>, E>> + Send + 'static,
     {
         let (tx, rx) = oneshot::channel();
         let first = {
@@ -84,9 +106,7 @@ impl Coalescer {
                 let outcome = read(ranges).await.map_err(Arc::new);
                 for (share, tx) in readers {
                     let mine = match &outcome {
-                        Ok(parts) => parts.get(share).map(<[Bytes]>::to_vec).ok_or_else(|| {
-                            Arc::new(ReadError::Task(format!("a coalesced read of `{}` came back short", key.1)))
-                        }),
+                        Ok(parts) => parts.get(share).map(<[Bytes]>::to_vec).ok_or_else(|| Arc::new(E::short(&key.1))),
                         Err(e) => Err(Arc::clone(e)),
                     };
                     // A reader that went away takes nothing.
@@ -96,8 +116,8 @@ impl Coalescer {
         }
         match rx.await {
             Ok(Ok(parts)) => Ok(parts),
-            Ok(Err(e)) => Err(ReadError::unshare(e)),
-            Err(_) => Err(ReadError::Task("a coalesced storage read was abandoned".into())),
+            Ok(Err(e)) => Err(E::unshare(e)),
+            Err(_) => Err(E::abandoned()),
         }
     }
 }
@@ -105,6 +125,28 @@ impl Coalescer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The errors of the reads here.
+    #[derive(Debug, PartialEq)]
+    enum ReadError {
+        Changed,
+        Other(String),
+    }
+
+    impl BatchError for ReadError {
+        fn short(key: &str) -> Self {
+            Self::Other(format!("short {key}"))
+        }
+        fn abandoned() -> Self {
+            Self::Other("abandoned".into())
+        }
+        fn unshare(shared: Arc<Self>) -> Self {
+            match &*shared {
+                Self::Changed => Self::Changed,
+                Self::Other(s) => Self::Other(s.clone()),
+            }
+        }
+    }
 
     fn key() -> BatchKey {
         ("ds".into(), "a/c/0".into(), "v1".into())
@@ -126,7 +168,7 @@ mod tests {
 
     #[tokio::test]
     async fn concurrent_reads_share_one_read_and_each_gets_its_bytes() {
-        let coalescer = Coalescer::new(Duration::from_millis(20));
+        let coalescer = Coalescer::<ReadError>::new(Duration::from_millis(20));
         let calls = Arc::new(std::sync::atomic::AtomicU32::new(0));
         let wanted: Vec<Vec<Range<u64>>> = vec![vec![0..10], vec![300..400, 10..20], vec![5..7], vec![]];
         let reads = wanted.iter().map(|ranges| coalescer.read(key(), ranges, fake(&calls)));
@@ -152,13 +194,13 @@ mod tests {
 
     #[tokio::test]
     async fn a_failed_read_fails_every_reader_alike() {
-        let coalescer = Coalescer::new(Duration::from_millis(20));
-        let changed = |_: Vec<Range<u64>>| futures::future::ready(Err(ReadError::Changed { key: "a/c/0".into() }));
+        let coalescer = Coalescer::<ReadError>::new(Duration::from_millis(20));
+        let changed = |_: Vec<Range<u64>>| futures::future::ready(Err(ReadError::Changed));
         let (a, b) = tokio::join!(
             coalescer.read(key(), std::slice::from_ref(&(0..1)), changed),
             coalescer.read(key(), std::slice::from_ref(&(1..2)), changed)
         );
-        assert!(a.unwrap_err().is_changed());
-        assert!(b.unwrap_err().is_changed());
+        assert_eq!(a.unwrap_err(), ReadError::Changed);
+        assert_eq!(b.unwrap_err(), ReadError::Changed);
     }
 }

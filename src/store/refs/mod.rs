@@ -1,0 +1,428 @@
+//! Virtual datasets: a kerchunk reference set (a JSON file, or a parquet reference
+//! directory) served as an [`ObjectStore`] whose objects are the set's keys, so every route
+//! above the storage seam reads it like a native Zarr store. A key's bytes are inline in
+//! the set, or a byte range (or the whole) of a file elsewhere, read only under the
+//! dataset's `virtual_refs` ([`targets`]).
+//!
+//! - **Index**: read on first use (a JSON set whole, up to [`kerchunk::MAX_JSON_BYTES`]; a
+//!   parquet directory's `.zmetadata`, then one partition at a time as keys in it are asked
+//!   for, partitions kept in a cache bounded by bytes). A failed read is retried by the next
+//!   request, never kept. The set's version (its file's, or its `.zmetadata`'s) is part of
+//!   every key's `ETag`.
+//! - **Reads**: concurrent reads of ranges of one referenced file within the coalescing
+//!   window are merged into as few GETs as the gap rule allows (as for shards); a range
+//!   longer than [`MAX_REFERENCED`] is refused before anything is read.
+//! - **Requests**: reads of the referenced files are counted as storage requests (by the
+//!   stores of the prefixes); reads of this store's keys are not, so the metrics count what
+//!   storage sees.
+
+pub mod kerchunk;
+mod parquet;
+pub mod targets;
+mod template;
+
+use std::ops::Range;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
+use object_store::path::Path;
+use object_store::{
+    Attributes, CopyOptions, Extensions, GetOptions, GetResult, GetResultPayload, ListResult, MultipartUpload,
+    ObjectMeta, ObjectStore, PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
+};
+
+use self::kerchunk::Ref;
+use self::targets::Targets;
+use super::Store;
+use super::coalesce::{BatchError, Coalescer};
+
+/// The `store` of errors whose messages name keys and references only (shown to clients).
+pub const REFS_STORE: &str = "refs";
+/// The `store` of a reference outside the dataset's `virtual_refs` (a 403).
+pub const REFS_DENIED: &str = "refs-denied";
+/// The `store` of a reference longer than [`MAX_REFERENCED`] (a 422).
+pub const REFS_LIMIT: &str = "refs-limit";
+
+/// The longest byte range one reference may read (a chunk of a virtual array).
+pub const MAX_REFERENCED: u64 = 256 << 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RefsError {
+    #[error("the reference set is invalid: {0}")]
+    Invalid(String),
+    #[error("the reference set has more than {} references; use a parquet reference directory", kerchunk::MAX_REFS)]
+    TooMany,
+    #[error("{0}")]
+    Denied(String),
+    #[error("{0}")]
+    Target(String),
+    #[error("reference `{reference}` of `{key}` claims {length} bytes, more than the {MAX_REFERENCED} one reference may read")]
+    TooLarge { key: String, reference: String, length: u64 },
+}
+
+impl From<RefsError> for object_store::Error {
+    fn from(e: RefsError) -> Self {
+        let store = match e {
+            RefsError::Denied(_) => REFS_DENIED,
+            RefsError::TooLarge { .. } => REFS_LIMIT,
+            _ => REFS_STORE,
+        };
+        Self::Generic { store, source: Box::new(e) }
+    }
+}
+
+/// The format of a reference set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// A kerchunk JSON file (version 0 or 1).
+    Json,
+    /// A parquet reference directory (`.zmetadata` and `VAR/refs.N.parq`).
+    Parquet,
+}
+
+/// The references, as read.
+enum Refs {
+    Json(std::collections::BTreeMap<Box<str>, Ref>),
+    Parquet(parquet::ParquetRefs),
+}
+
+struct Index {
+    refs: Refs,
+    last_modified: chrono::DateTime<chrono::Utc>,
+    /// A short hash of the set's version, in keys' `ETag`s.
+    tag: Arc<str>,
+}
+
+struct Inner {
+    dataset: Arc<str>,
+    /// The reference file, or the parquet directory's `.zmetadata`'s folder.
+    source: Store,
+    location: String,
+    format: Format,
+    targets: Targets,
+    opened: Mutex<Option<Arc<Index>>>,
+    opening: tokio::sync::Mutex<()>,
+    coalescer: Coalescer<object_store::Error>,
+}
+
+/// A reference set served as a store of its keys.
+#[derive(Clone)]
+pub struct RefStore(Arc<Inner>);
+
+impl std::fmt::Debug for RefStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RefStore({:?} {}, {:?})", self.0.format, self.0.location, self.0.targets)
+    }
+}
+
+impl std::fmt::Display for RefStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self, f)
+    }
+}
+
+impl BatchError for object_store::Error {
+    fn short(key: &str) -> Self {
+        refs_error(format!("a merged read of `{key}` came back short"))
+    }
+
+    fn abandoned() -> Self {
+        refs_error("a merged read was abandoned".into())
+    }
+
+    fn unshare(shared: Arc<Self>) -> Self {
+        Arc::try_unwrap(shared).unwrap_or_else(|e| match &*e {
+            Self::Generic { store, source } => Self::Generic { store, source: source.to_string().into() },
+            other => Self::Generic { store: "refs-target", source: other.to_string().into() },
+        })
+    }
+}
+
+fn refs_error(message: String) -> object_store::Error {
+    RefsError::Target(message).into()
+}
+
+fn not_found(location: &Path) -> object_store::Error {
+    object_store::Error::NotFound { path: location.to_string(), source: "no such key in the reference set".into() }
+}
+
+impl RefStore {
+    /// The set at `location` in `source` (a JSON file, or a parquet directory), read
+    /// on first use; `coalesce` is the merge window for reads of referenced files.
+    pub fn new(
+        dataset: Arc<str>,
+        (source, location): (Store, String),
+        format: Format,
+        targets: Targets,
+        coalesce: std::time::Duration,
+    ) -> Self {
+        Self(Arc::new(Inner {
+            dataset,
+            source,
+            location,
+            format,
+            targets,
+            opened: Mutex::new(None),
+            opening: tokio::sync::Mutex::new(()),
+            coalescer: Coalescer::new(coalesce),
+        }))
+    }
+}
+
+impl Inner {
+    async fn index(&self) -> Result<Arc<Index>> {
+        if let Some(index) = self.opened.lock().unwrap_or_else(PoisonError::into_inner).clone() {
+            return Ok(index);
+        }
+        let _one = self.opening.lock().await;
+        if let Some(index) = self.opened.lock().unwrap_or_else(PoisonError::into_inner).clone() {
+            return Ok(index);
+        }
+        let index = Arc::new(self.open().await?);
+        *self.opened.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&index));
+        Ok(index)
+    }
+
+    async fn open(&self) -> Result<Index> {
+        let document = match self.format {
+            Format::Json => self.location.clone(),
+            Format::Parquet => join(&self.location, ".zmetadata"),
+        };
+        let head = self.source.head(&document).await.map_err(|e| refs_error(e.public_detail()))?;
+        let meta = head.ok_or_else(|| refs_error(format!("`{document}` does not exist")))?;
+        if meta.size > kerchunk::MAX_JSON_BYTES {
+            return Err(RefsError::Invalid(format!(
+                "`{document}` is {} bytes, more than the {} read; use a parquet reference directory",
+                meta.size,
+                kerchunk::MAX_JSON_BYTES
+            ))
+            .into());
+        }
+        let bytes = self.source.get(&document).await.map_err(|e| refs_error(e.public_detail()))?;
+        let bytes = bytes.ok_or_else(|| refs_error(format!("`{document}` does not exist")))?;
+        let refs = match self.format {
+            Format::Json => {
+                let parsed = tokio::task::spawn_blocking(move || kerchunk::parse(&bytes))
+                    .await
+                    .map_err(|e| refs_error(e.to_string()))??;
+                Refs::Json(parsed)
+            }
+            Format::Parquet => Refs::Parquet(parquet::ParquetRefs::new(self.source.clone(), &self.location, &bytes)?),
+        };
+        let version = super::object_version(&meta);
+        let tag = format!("{:016x}", xxhash_rust::xxh3::xxh3_64(version.as_bytes())).into();
+        Ok(Index { refs, last_modified: meta.last_modified, tag })
+    }
+
+    /// The reference of `key`, if the set has it.
+    async fn lookup(&self, index: &Index, key: &str) -> Result<Option<Ref>> {
+        match &index.refs {
+            Refs::Json(refs) => Ok(refs.get(key).cloned()),
+            Refs::Parquet(p) => p.lookup(key).await,
+        }
+    }
+
+    /// The size of what `reference` names (a whole file is asked for its size).
+    async fn size(&self, key: &str, reference: &Ref) -> Result<u64> {
+        let (url, length) = match reference {
+            Ref::Inline(bytes) => return Ok(bytes.len() as u64),
+            Ref::Range { url, length, .. } => (url, *length),
+            Ref::Whole { url } => {
+                let (store, target) = self.targets.resolve(url)?;
+                let meta = store.head(&target).await.map_err(|e| refs_error(e.public_detail()))?;
+                let meta = meta.ok_or_else(|| refs_error(format!("reference `{url}` of `{key}` does not exist")))?;
+                (url, meta.size)
+            }
+        };
+        if length > MAX_REFERENCED {
+            return Err(RefsError::TooLarge { key: key.to_owned(), reference: url.to_string(), length }.into());
+        }
+        Ok(length)
+    }
+
+    /// `range` of what `reference` names (within its size).
+    async fn read(&self, key: &str, reference: &Ref, range: Range<u64>) -> Result<Bytes> {
+        let (url, offset) = match reference {
+            Ref::Inline(bytes) => return Ok(bytes.slice(range.start as usize..range.end as usize)),
+            Ref::Range { url, offset, .. } => (url, *offset),
+            Ref::Whole { url } => (url, 0),
+        };
+        let (store, target) = self.targets.resolve(url)?;
+        let wanted = offset + range.start..offset + range.end;
+        let batch = (Arc::clone(&self.dataset), url.to_string(), String::new());
+        let named = url.to_string();
+        let read = move |ranges: Vec<Range<u64>>| async move {
+            store.get_ranges(&target, &ranges, None).await.map_err(|e| {
+                let missing = matches!(&e, super::StoreError::Backend { source: object_store::Error::NotFound { .. }, .. });
+                let why = if missing { "does not exist".to_owned() } else { e.public_detail() };
+                refs_error(format!("reading referenced file `{named}` failed: {why}"))
+            })
+        };
+        let parts = if self.coalescer.enabled() {
+            self.coalescer.read(batch, std::slice::from_ref(&wanted), read).await?
+        } else {
+            read(vec![wanted]).await?
+        };
+        let bytes = parts.into_iter().next().unwrap_or_default();
+        if bytes.len() as u64 != range.end - range.start {
+            return Err(refs_error(format!("the file referenced by `{key}` is shorter than its reference says")));
+        }
+        Ok(bytes)
+    }
+
+    fn meta(&self, index: &Index, location: Path, reference: &Ref, size: u64) -> ObjectMeta {
+        let identity = match reference {
+            Ref::Inline(bytes) => xxhash_rust::xxh3::xxh3_64(bytes),
+            Ref::Range { url, offset, length } => {
+                xxhash_rust::xxh3::xxh3_64(format!("{url}\u{0}{offset}\u{0}{length}").as_bytes())
+            }
+            Ref::Whole { url } => xxhash_rust::xxh3::xxh3_64(url.as_bytes()),
+        };
+        ObjectMeta {
+            location,
+            last_modified: index.last_modified,
+            size,
+            e_tag: Some(format!("\"{}-{identity:016x}\"", index.tag)),
+            version: None,
+        }
+    }
+
+    /// The keys under `prefix` (`""` or ending in `/`) with their sizes where known
+    /// without a request (0 for whole files).
+    /// `deep`: every key below; else (a listing of one folder) chunk keys only of arrays
+    /// the folder is in.
+    async fn keys(&self, index: &Index, prefix: &str, deep: bool) -> Result<Vec<(String, u64)>> {
+        let size = |r: &Ref| match r {
+            Ref::Inline(b) => b.len() as u64,
+            Ref::Range { length, .. } => *length,
+            Ref::Whole { .. } => 0,
+        };
+        match &index.refs {
+            Refs::Json(refs) => Ok(refs
+                .range::<str, _>((std::ops::Bound::Included(prefix), std::ops::Bound::Unbounded))
+                .take_while(|(k, _)| k.starts_with(prefix))
+                .map(|(k, r)| (k.to_string(), size(r)))
+                .collect()),
+            Refs::Parquet(p) => p.keys(prefix, deep).await.map(|keys| keys.into_iter().map(|(k, r)| (k, size(&r))).collect()),
+        }
+    }
+}
+
+fn join(folder: &str, name: &str) -> String {
+    if folder.is_empty() { name.to_owned() } else { format!("{folder}/{name}") }
+}
+
+fn folder(prefix: Option<&Path>) -> String {
+    match prefix.map(AsRef::as_ref) {
+        None | Some("") => String::new(),
+        Some(p) => format!("{p}/"),
+    }
+}
+
+fn read_only() -> object_store::Error {
+    object_store::Error::NotSupported { source: "reference sets are read-only".into() }
+}
+
+#[async_trait::async_trait]
+impl ObjectStore for RefStore {
+    async fn put_opts(&self, _: &Path, _: PutPayload, _: PutOptions) -> Result<PutResult> {
+        Err(read_only())
+    }
+
+    async fn put_multipart_opts(&self, _: &Path, _: PutMultipartOptions) -> Result<Box<dyn MultipartUpload>> {
+        Err(read_only())
+    }
+
+    async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+        let index = self.0.index().await?;
+        let key = location.as_ref();
+        let reference = self.0.lookup(&index, key).await?.ok_or_else(|| not_found(location))?;
+        let size = self.0.size(key, &reference).await?;
+        let meta = self.0.meta(&index, location.clone(), &reference, size);
+        options.check_preconditions(&meta)?;
+        let range = match &options.range {
+            Some(range) => range.as_range(size).map_err(|e| refs_error(e.to_string()))?,
+            None => 0..size,
+        };
+        let bytes = if options.head || range.is_empty() {
+            Bytes::new()
+        } else {
+            self.0.read(key, &reference, range.clone()).await?
+        };
+        let range = if options.head { 0..0 } else { range };
+        Ok(GetResult {
+            payload: GetResultPayload::Stream(futures::stream::once(async move { Ok(bytes) }).boxed()),
+            attributes: Attributes::default(),
+            range,
+            meta,
+            extensions: Extensions::default(),
+        })
+    }
+
+    async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        let index = self.0.index().await?;
+        let key = location.as_ref();
+        let reference = self.0.lookup(&index, key).await?.ok_or_else(|| not_found(location))?;
+        let size = self.0.size(key, &reference).await?;
+        if let Some(r) = ranges.iter().find(|r| r.start > r.end || r.end > size) {
+            return Err(refs_error(format!("bytes {}..{} are not within `{key}` of {size} bytes", r.start, r.end)));
+        }
+        futures::future::try_join_all(ranges.iter().map(|r| self.0.read(key, &reference, r.clone()))).await
+    }
+
+    fn delete_stream(&self, locations: BoxStream<'static, Result<Path>>) -> BoxStream<'static, Result<Path>> {
+        locations.map(|_| Err(read_only())).boxed()
+    }
+
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
+        let (inner, folder) = (Arc::clone(&self.0), folder(prefix));
+        futures::stream::once(async move {
+            let index = inner.index().await?;
+            let keys = inner.keys(&index, &folder, true).await?;
+            Ok::<_, object_store::Error>(keys.into_iter().filter_map(move |(key, size)| {
+                let location = Path::parse(&key).ok()?;
+                Some(Ok(ObjectMeta {
+                    location,
+                    last_modified: index.last_modified,
+                    size,
+                    e_tag: None,
+                    version: None,
+                }))
+            }))
+        })
+        .map_ok(futures::stream::iter)
+        .try_flatten()
+        .boxed()
+    }
+
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
+        let index = self.0.index().await?;
+        let folder = folder(prefix);
+        let mut common_prefixes: Vec<Path> = Vec::new();
+        let mut objects = Vec::new();
+        for (key, size) in self.0.keys(&index, &folder, false).await? {
+            let rest = &key[folder.len()..];
+            match rest.split_once('/') {
+                Some((dir, _)) => {
+                    let Ok(p) = Path::parse(format!("{folder}{dir}")) else { continue };
+                    if common_prefixes.last() != Some(&p) {
+                        common_prefixes.push(p);
+                    }
+                }
+                None => {
+                    let Ok(location) = Path::parse(&key) else { continue };
+                    let (last_modified, e_tag, version) = (index.last_modified, None, None);
+                    objects.push(ObjectMeta { location, last_modified, size, e_tag, version });
+                }
+            }
+        }
+        common_prefixes.dedup();
+        Ok(ListResult { common_prefixes, objects, extensions: Extensions::default() })
+    }
+
+    async fn copy_opts(&self, _: &Path, _: &Path, _: CopyOptions) -> Result<()> {
+        Err(read_only())
+    }
+}
