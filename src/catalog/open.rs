@@ -28,10 +28,11 @@ pub fn open_dataset(name: &str, ds: &DatasetConfig, coalesce: Duration) -> Resul
     let field = format!("datasets.{name}.url");
     let options_field = format!("datasets.{name}.options");
     let options = (options_field.as_str(), &ds.options);
-    match ds.kind.map_or_else(|| detect(&ds.url), Ok).map_err(|reason| ConfigError::Invalid {
-        field: field.clone(),
-        reason,
-    })? {
+    match ds
+        .kind
+        .map_or_else(|| detect(&ds.url), Ok)
+        .map_err(|reason| ConfigError::Invalid { field: field.clone(), reason })?
+    {
         DatasetKind::Zarr | DatasetKind::Zip => open_url(&field, &ds.url, options),
         DatasetKind::Kerchunk => open_refs(name, ds, coalesce),
         DatasetKind::Icechunk => Err(ConfigError::Invalid {

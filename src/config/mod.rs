@@ -327,10 +327,7 @@ impl Config {
         for pair in &overrides.datasets {
             let (name, url) =
                 pair.split_once('=').ok_or_else(|| invalid("--dataset", format!("`{pair}` is not NAME=URL")))?;
-            config.datasets.insert(
-                name.to_owned(),
-                DatasetConfig { url: url.to_owned(), ..DatasetConfig::default() },
-            );
+            config.datasets.insert(name.to_owned(), DatasetConfig { url: url.to_owned(), ..DatasetConfig::default() });
         }
         config.validate()?;
         Ok(config)

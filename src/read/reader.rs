@@ -7,12 +7,12 @@ use bytes::Bytes;
 
 use crate::ops::budget::{MemoryBudget, Reservation};
 use crate::read::cache::{ChunkCache, ShardIndexCache, VersionCache};
-use crate::store::coalesce::Coalescer;
 use crate::read::error::ReadError;
 use crate::read::indexer::Walk;
 use crate::read::plan::Layout;
 use crate::read::selection::DimSelection;
 use crate::store::Store;
+use crate::store::coalesce::Coalescer;
 use crate::zarr::chunk_grid::ChunkGrid;
 use crate::zarr::metadata::ArrayMetadata;
 

@@ -121,7 +121,7 @@ impl Store {
 
     fn count(&self, reason: &'static str) {
         if self.counted {
-            self.count(reason);
+            metrics::storage_request(reason);
         }
     }
 

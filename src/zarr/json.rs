@@ -20,6 +20,43 @@ impl MetadataError {
     }
 }
 
+/// A JSON document as Python's `json` module writes it: strict JSON, or JSON with the bare
+/// `NaN`, `Infinity` and `-Infinity` it writes for such floats (zarr-python 2 attributes,
+/// VirtualiZarr's metadata), which are read as the strings Zarr uses for them.
+pub fn from_slice(bytes: &[u8]) -> Result<Value, serde_json::Error> {
+    serde_json::from_slice(bytes).or_else(|strict| match python_floats_quoted(bytes) {
+        Some(quoted) => serde_json::from_slice(&quoted).map_err(|_| strict),
+        None => Err(strict),
+    })
+}
+
+/// `bytes` with bare `NaN`, `Infinity` and `-Infinity` tokens (outside strings) quoted;
+/// `None` when there are none.
+fn python_floats_quoted(bytes: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(bytes.len() + 16);
+    let (mut in_string, mut escaped, mut changed) = (false, false, false);
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if in_string {
+            (escaped, in_string) = (!escaped && b == b'\\', escaped || b != b'"');
+        } else if b == b'"' {
+            in_string = true;
+        } else if let Some(token) =
+            [&b"-Infinity"[..], b"Infinity", b"NaN"].into_iter().find(|t| bytes[i..].starts_with(t))
+        {
+            out.push(b'"');
+            out.extend_from_slice(token);
+            out.push(b'"');
+            (i, changed) = (i + token.len(), true);
+            continue;
+        }
+        out.push(b);
+        i += 1;
+    }
+    changed.then_some(out)
+}
+
 /// The name and configuration of an extension object, in object or short-hand form.
 pub fn extension_parts<'a>(
     value: &'a Value,
@@ -50,4 +87,19 @@ pub fn u64_list(value: Option<&Value>, field: &str) -> Result<Vec<u64>, Metadata
         .iter()
         .map(|v| v.as_u64().ok_or_else(|| MetadataError::invalid(field, &format!("{v} is not a non-negative integer"))))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn python_json_floats_read_as_zarr_strings() {
+        let doc = from_slice(br#"{"a": NaN, "b": [Infinity, -Infinity, 1.5], "c": "NaN \" NaN", "d": "x\\"}"#).unwrap();
+        assert_eq!(doc, json!({"a": "NaN", "b": ["Infinity", "-Infinity", 1.5], "c": "NaN \" NaN", "d": "x\\"}));
+        assert!(from_slice(b"{\"a\": Nope}").is_err());
+        assert!(from_slice(b"{\"a\": NaN").is_err());
+    }
 }

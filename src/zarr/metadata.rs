@@ -96,7 +96,7 @@ const GROUP_KEYS: &[&str] = &["zarr_format", "node_type", "attributes", "consoli
 impl Node {
     /// Parses the bytes of a `zarr.json`.
     pub fn parse(bytes: &[u8]) -> Result<Self, MetadataError> {
-        Self::from_value(serde_json::from_slice(bytes)?)
+        Self::from_value(crate::zarr::json::from_slice(bytes)?)
     }
 
     pub fn from_value(value: Value) -> Result<Self, MetadataError> {

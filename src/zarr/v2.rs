@@ -30,7 +30,7 @@ pub const ZMETADATA: &str = ".zmetadata";
 
 /// Parses `.zattrs` (missing means `{}`).
 pub fn attributes(bytes: Option<&[u8]>) -> Result<Map<String, Value>, MetadataError> {
-    attributes_of(bytes.map(serde_json::from_slice::<Value>).transpose()?.as_ref())
+    attributes_of(bytes.map(crate::zarr::json::from_slice).transpose()?.as_ref())
 }
 
 /// A parsed `.zattrs` document (missing means `{}`).
@@ -52,7 +52,7 @@ fn check_format(doc: &Map<String, Value>, key: &str) -> Result<(), MetadataError
 
 /// A `.zgroup` and its `.zattrs`.
 pub fn parse_group(zgroup: &[u8], zattrs: Option<&[u8]>) -> Result<GroupMetadata, MetadataError> {
-    group_from_document(&serde_json::from_slice(zgroup)?, attributes(zattrs)?)
+    group_from_document(&crate::zarr::json::from_slice(zgroup)?, attributes(zattrs)?)
 }
 
 fn group_from_document(doc: &Value, attributes: Map<String, Value>) -> Result<GroupMetadata, MetadataError> {
@@ -67,7 +67,7 @@ fn group_from_document(doc: &Value, attributes: Map<String, Value>) -> Result<Gr
 /// for arrays `shape` and `data_type`) for the dataset tree, and the nodes zarrd can serve,
 /// parsed, so that they need no request of their own.
 pub fn consolidated(zmetadata: &[u8]) -> Result<(Map<String, Value>, Vec<(String, Node)>), MetadataError> {
-    let doc: Value = serde_json::from_slice(zmetadata)?;
+    let doc: Value = crate::zarr::json::from_slice(zmetadata)?;
     let Some(Value::Object(entries)) = doc.get("metadata") else {
         return Err(MetadataError::invalid(ZMETADATA, "`metadata` is not an object"));
     };
@@ -115,7 +115,7 @@ pub fn consolidated(zmetadata: &[u8]) -> Result<(Map<String, Value>, Vec<(String
 
 /// A `.zarray` and its `.zattrs`.
 pub fn parse_array(zarray: &[u8], zattrs: Option<&[u8]>) -> Result<ArrayMetadata, MetadataError> {
-    let Value::Object(doc) = serde_json::from_slice(zarray)? else {
+    let Value::Object(doc) = crate::zarr::json::from_slice(zarray)? else {
         return Err(MetadataError::invalid(ZARRAY, "not a JSON object"));
     };
     array_from_document(doc, attributes(zattrs)?)

@@ -34,7 +34,7 @@ pub enum Ref {
 /// The references of a JSON reference set, by key.
 pub fn parse(json: &[u8]) -> Result<BTreeMap<Box<str>, Ref>, RefsError> {
     let doc: Value =
-        serde_json::from_slice(json).map_err(|e| RefsError::Invalid(format!("not a JSON document: {e}")))?;
+        crate::zarr::json::from_slice(json).map_err(|e| RefsError::Invalid(format!("not a JSON document: {e}")))?;
     let Value::Object(top) = doc else {
         return Err(RefsError::Invalid("the reference document is not a JSON object".into()));
     };
@@ -153,7 +153,10 @@ mod tests {
 
     #[test]
     fn version_0_values() {
-        let refs = parse(br#"{".zgroup": "{\"zarr_format\": 2}", "a/0": "base64:AAEC", "a/1": ["f.nc", 8, 4], "a/2": ["s3://b/k"]}"#).unwrap();
+        let refs = parse(
+            br#"{".zgroup": "{\"zarr_format\": 2}", "a/0": "base64:AAEC", "a/1": ["f.nc", 8, 4], "a/2": ["s3://b/k"]}"#,
+        )
+        .unwrap();
         assert_eq!(refs[".zgroup"], Ref::Inline(Bytes::from_static(br#"{"zarr_format": 2}"#)));
         assert_eq!(refs["a/0"], Ref::Inline(Bytes::from_static(&[0, 1, 2])));
         assert_eq!(refs["a/1"], Ref::Range { url: url("f.nc"), offset: 8, length: 4 });

@@ -58,7 +58,9 @@ pub enum RefsError {
     Denied(String),
     #[error("{0}")]
     Target(String),
-    #[error("reference `{reference}` of `{key}` claims {length} bytes, more than the {MAX_REFERENCED} one reference may read")]
+    #[error(
+        "reference `{reference}` of `{key}` claims {length} bytes, more than the {MAX_REFERENCED} one reference may read"
+    )]
     TooLarge { key: String, reference: String, length: u64 },
 }
 
@@ -255,7 +257,8 @@ impl Inner {
         let named = url.to_string();
         let read = move |ranges: Vec<Range<u64>>| async move {
             store.get_ranges(&target, &ranges, None).await.map_err(|e| {
-                let missing = matches!(&e, super::StoreError::Backend { source: object_store::Error::NotFound { .. }, .. });
+                let missing =
+                    matches!(&e, super::StoreError::Backend { source: object_store::Error::NotFound { .. }, .. });
                 let why = if missing { "does not exist".to_owned() } else { e.public_detail() };
                 refs_error(format!("reading referenced file `{named}` failed: {why}"))
             })
@@ -305,7 +308,9 @@ impl Inner {
                 .take_while(|(k, _)| k.starts_with(prefix))
                 .map(|(k, r)| (k.to_string(), size(r)))
                 .collect()),
-            Refs::Parquet(p) => p.keys(prefix, deep).await.map(|keys| keys.into_iter().map(|(k, r)| (k, size(&r))).collect()),
+            Refs::Parquet(p) => {
+                p.keys(prefix, deep).await.map(|keys| keys.into_iter().map(|(k, r)| (k, size(&r))).collect())
+            }
         }
     }
 }
@@ -383,13 +388,7 @@ impl ObjectStore for RefStore {
             let keys = inner.keys(&index, &folder, true).await?;
             Ok::<_, object_store::Error>(keys.into_iter().filter_map(move |(key, size)| {
                 let location = Path::parse(&key).ok()?;
-                Some(Ok(ObjectMeta {
-                    location,
-                    last_modified: index.last_modified,
-                    size,
-                    e_tag: None,
-                    version: None,
-                }))
+                Some(Ok(ObjectMeta { location, last_modified: index.last_modified, size, e_tag: None, version: None }))
             }))
         })
         .map_ok(futures::stream::iter)

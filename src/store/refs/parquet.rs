@@ -50,7 +50,7 @@ impl ParquetRefs {
     /// The set whose `.zmetadata` (in `folder` of `source`) is `zmetadata`.
     pub fn new(source: Store, folder: &str, zmetadata: &[u8]) -> Result<Self> {
         let invalid = |why: String| -> object_store::Error { RefsError::Invalid(format!(".zmetadata: {why}")).into() };
-        let doc: Value = serde_json::from_slice(zmetadata).map_err(|e| invalid(e.to_string()))?;
+        let doc: Value = crate::zarr::json::from_slice(zmetadata).map_err(|e| invalid(e.to_string()))?;
         let record_size = doc.get("record_size").and_then(Value::as_u64).filter(|&n| n > 0);
         let record_size = record_size.ok_or_else(|| invalid("has no positive `record_size`".into()))?;
         let Some(Value::Object(entries)) = doc.get("metadata") else {
@@ -62,7 +62,9 @@ impl ParquetRefs {
         for (key, value) in entries {
             // Documents are kept as JSON objects by some writers and as their text by others.
             let parsed = match value {
-                Value::String(text) => serde_json::from_str(text).map_err(|e| invalid(format!("`{key}`: {e}")))?,
+                Value::String(text) => {
+                    crate::zarr::json::from_slice(text.as_bytes()).map_err(|e| invalid(format!("`{key}`: {e}")))?
+                }
                 other => other.clone(),
             };
             if let Some(var) = key.strip_suffix(".zarray") {
@@ -97,7 +99,8 @@ impl ParquetRefs {
         candidates.push(("", key));
         candidates.into_iter().find_map(|(var, rest)| {
             let grid = self.arrays.get(var)?;
-            let parts: Vec<&str> = if grid.counts.is_empty() { vec![rest] } else { rest.split(&grid.separator).collect() };
+            let parts: Vec<&str> =
+                if grid.counts.is_empty() { vec![rest] } else { rest.split(&grid.separator).collect() };
             let coords: Vec<u64> = parts.iter().map(|p| p.parse().ok()).collect::<Option<_>>()?;
             if grid.counts.is_empty() {
                 return (coords == [0]).then_some((var, 0));
@@ -105,7 +108,8 @@ impl ParquetRefs {
             if coords.len() != grid.counts.len() || coords.iter().zip(&grid.counts).any(|(c, n)| c >= n) {
                 return None;
             }
-            let index = coords.iter().zip(&grid.counts).try_fold(0u64, |acc, (c, n)| acc.checked_mul(*n)?.checked_add(*c))?;
+            let index =
+                coords.iter().zip(&grid.counts).try_fold(0u64, |acc, (c, n)| acc.checked_mul(*n)?.checked_add(*c))?;
             Some((var, index))
         })
     }

@@ -60,9 +60,10 @@ pub fn dimensions(entry: &Value) -> Result<Vec<(String, Vec<Var>)>, RefsError> {
                     .ok_or_else(|| RefsError::Invalid(format!("gen dimension `{name}` lists a non-integer value")))?,
                 Value::Object(range) => {
                     let field = |k: &str, default: Option<i64>| {
-                        range.get(k).map_or(default, Value::as_i64).ok_or_else(|| {
-                            RefsError::Invalid(format!("gen dimension `{name}` needs an integer `{k}`"))
-                        })
+                        range
+                            .get(k)
+                            .map_or(default, Value::as_i64)
+                            .ok_or_else(|| RefsError::Invalid(format!("gen dimension `{name}` needs an integer `{k}`")))
                     };
                     let (start, stop, step) = (field("start", Some(0))?, field("stop", None)?, field("step", Some(1))?);
                     if step < 1 {
