@@ -139,7 +139,7 @@ fn overviews(config: Option<&std::path::Path>, dataset: &str, array: &str, out: 
             .build()
             .map_err(|e| format!("cannot start the runtime: {e}"))?;
         runtime.block_on(async {
-            let ds = catalog.dataset(dataset).map_err(|e| e.to_string())?;
+            let ds = &catalog.dataset(dataset).await.map_err(|e| e.to_string())?;
             let reader = catalog.array(ds, array).await.map_err(|e| e.to_string())?;
             let store = zarrd::images::overviews::open_output(out, (&format!("datasets.{dataset}.options"), &options))
                 .map_err(|e| e.to_string())?;

@@ -82,7 +82,7 @@ async fn pyramid(path: &str, options: Options) -> (Arc<InMemory>, zarrd::images:
 async fn pyramid_with(path: &str, options: Options, extra: &str) -> (Arc<InMemory>, zarrd::images::overviews::Summary) {
     let config = common::config(extra);
     let catalog = catalog(vec![("conf", conf_store())], &config);
-    let reader = catalog.array(catalog.dataset("conf").unwrap(), path).await.unwrap();
+    let reader = catalog.array(&catalog.dataset("conf").await.unwrap(), path).await.unwrap();
     let mem = Arc::new(InMemory::new());
     let out = Store::new(mem.clone(), ObjectPath::default());
     let summary = zarrd::images::overviews::write(&reader, &out, path, options).await.unwrap();
@@ -108,7 +108,7 @@ async fn objects(mem: &InMemory) -> Vec<(String, Vec<u8>)> {
 
 /// Every element of a level as zarrd reads it, as f64.
 async fn read_level(catalog: &Catalog, path: &str) -> (Vec<u64>, Vec<f64>) {
-    let reader = catalog.array(catalog.dataset("pyr").unwrap(), path).await.unwrap();
+    let reader = catalog.array(&catalog.dataset("pyr").await.unwrap(), path).await.unwrap();
     let shape = reader.meta.shape.clone();
     let selection: Vec<DimSelection> = shape.iter().map(|&n| DimSelection::all(n)).collect();
     let data = reader.read(&selection, 0, false).await.unwrap().data.into_bytes().expect("not streamed");
@@ -149,7 +149,7 @@ async fn levels_are_area_averages_of_the_valid_values() {
         let catalog = catalog(vec![("pyr", Store::new(mem, ObjectPath::default()))], &config);
         // The group is OME-NGFF 0.5 with one multiscale over levels 0..n.
         let zarrd::zarr::metadata::Node::Group(group) =
-            catalog.node(catalog.dataset("pyr").unwrap(), "").await.unwrap()
+            catalog.node(&catalog.dataset("pyr").await.unwrap(), "").await.unwrap()
         else {
             panic!("the pyramid root is not a group")
         };
@@ -167,7 +167,7 @@ async fn levels_are_area_averages_of_the_valid_values() {
             let scale = &d["coordinateTransformations"][0]["scale"];
             let f = 1usize << k;
             assert_eq!(scale.as_array().unwrap()[rank - 1], Value::from(f as f64));
-            let reader = catalog.array(catalog.dataset("pyr").unwrap(), &k.to_string()).await.unwrap();
+            let reader = catalog.array(&catalog.dataset("pyr").await.unwrap(), &k.to_string()).await.unwrap();
             assert_eq!(reader.meta.sharding().unwrap().chunk_shape[rank - 1], tile, "{path} level {k}: inner chunk");
             let (shape, got) = read_level(&catalog, &k.to_string()).await;
             assert_eq!(shape, shapes[k]);
@@ -343,7 +343,7 @@ async fn pyramids_are_written_to_s3_and_served_from_there() {
     let out = zarrd::images::overviews::open_output(&url, ("datasets.conf.options", &options)).unwrap();
     let config = common::config("[limits]\nmax_chunks_per_request = 4\n[cache]\nchunk_bytes = 0");
     let mut catalog = catalog(vec![("conf", conf_store())], &config);
-    let reader = catalog.array(catalog.dataset("conf").unwrap(), U1).await.unwrap();
+    let reader = catalog.array(&catalog.dataset("conf").await.unwrap(), U1).await.unwrap();
     zarrd::images::overviews::write(&reader, &out, U1, Options::with_tile(16)).await.unwrap();
     // The same objects as written to memory.
     let (mem, _) = pyramid(U1, Options::with_tile(16)).await;
@@ -408,7 +408,7 @@ async fn a_pyramid_of_an_array_twice_the_memory_budget() {
     // never hold the array (nor a level of it) at once.
     let config = common::config("[limits]\nmemory_bytes = 2097152\n[cache]\nchunk_bytes = 0");
     let source = catalog(vec![("big", Store::new(mem, ObjectPath::default()))], &config);
-    let reader = source.array(source.dataset("big").unwrap(), "big").await.unwrap();
+    let reader = source.array(&source.dataset("big").await.unwrap(), "big").await.unwrap();
     let out = Arc::new(InMemory::new());
     let summary = zarrd::images::overviews::write(
         &reader,
@@ -437,7 +437,7 @@ async fn leftovers_of_an_interrupted_run_are_refused() {
     use object_store::ObjectStoreExt;
     let config = common::config("");
     let catalog = catalog(vec![("conf", conf_store())], &config);
-    let reader = catalog.array(catalog.dataset("conf").unwrap(), U1).await.unwrap();
+    let reader = catalog.array(&catalog.dataset("conf").await.unwrap(), U1).await.unwrap();
     let mem = Arc::new(InMemory::new());
     // A run stopped after its first level's metadata: no group zarr.json yet.
     mem.put(&ObjectPath::from("0/zarr.json"), b"{}".to_vec().into()).await.unwrap();

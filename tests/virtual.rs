@@ -1,6 +1,6 @@
 //! Virtual datasets: kerchunk reference sets (JSON version 0 and 1, templates and `gen`,
-//! parquet reference directories) written by kerchunk 0.2.10 and VirtualiZarr 2.8 over
-//! NetCDF4 files written by xarray + h5netcdf (`tests/fixtures/virtual`,
+//! parquet reference directories) written by kerchunk 0.2.10 and `VirtualiZarr` 2.8 over
+//! `NetCDF4` files written by xarray + h5netcdf (`tests/fixtures/virtual`,
 //! `make_virtual_fixtures.py`), read through every route exactly as zarr-python reads them
 //! (the manifest's expected values); references outside `virtual_refs` refused (403, never
 //! read); a 10 GB reference refused before anything is read; reads of one referenced file
@@ -160,7 +160,11 @@ async fn references_outside_virtual_refs_are_refused_and_never_read() {
     assert!(problem["detail"].as_str().unwrap().contains("10000000000"), "{problem}");
     // The whole array touches every refused chunk: the first refusal answers.
     assert_eq!(get(&app, "/v1/slice/ds/evil").await.status, 403);
-    assert_eq!(dataset["refused_chunks"].as_object().map(serde_json::Map::len), Some(5), "every refused chunk is checked");
+    assert_eq!(
+        dataset["refused_chunks"].as_object().map(serde_json::Map::len),
+        Some(5),
+        "every refused chunk is checked"
+    );
     common::assert_no_panics();
 }
 

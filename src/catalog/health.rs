@@ -71,7 +71,7 @@ impl Health {
             return;
         };
         let results = futures::future::join_all(catalog.datasets().map(|ds| async move {
-            let (status, error) = match tokio::time::timeout(self.timeout, check_root(ds)).await {
+            let (status, error) = match tokio::time::timeout(self.timeout, check_root(catalog, ds)).await {
                 Ok(checked) => checked,
                 Err(_) => {
                     (Status::Failing(format!("its root did not answer within {} s", self.timeout.as_secs())), None)
@@ -133,8 +133,21 @@ impl Health {
 
 /// A dataset's root is readable when its `zarr.json` (or, for a Zarr v2 store, which has
 /// none, its `.zgroup` or `.zarray`) exists and can be asked for. Also returns the
-/// backend's own message for the log, which clients are not shown.
-async fn check_root(ds: &Dataset) -> (Status, Option<String>) {
+/// backend's own message for the log, which clients are not shown. A versioned dataset is
+/// checked at its default version.
+async fn check_root(catalog: &Catalog, ds: &Dataset) -> (Status, Option<String>) {
+    let version;
+    let ds = if ds.repo.is_some() {
+        match catalog.dataset(&ds.name).await {
+            Ok(v) => {
+                version = v;
+                version.as_ref()
+            }
+            Err(e) => return (Status::Failing(e.to_string()), None),
+        }
+    } else {
+        ds
+    };
     for key in ["zarr.json", ".zgroup", ".zarray"] {
         match ds.store.head(key).await {
             Ok(Some(_)) => return (Status::Ok, None),

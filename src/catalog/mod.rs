@@ -24,6 +24,7 @@ use crate::ops::budget::MemoryBudget;
 use crate::read::ArrayReader;
 use crate::read::cache::{ChunkCache, Lifetimes, ObjectKey, ShardIndexCache, VersionCache, ViewChunkCache};
 use crate::store::Store;
+use crate::store::icechunk::Repo;
 use crate::store::unopened::Unopened;
 use crate::zarr::metadata::Node;
 use crate::zarr::v2;
@@ -44,6 +45,10 @@ pub struct Dataset {
     /// Configured overview sources (pyramids written by `zarrd overviews`), by array
     /// path: each a dataset of its own whose root is an OME-NGFF multiscales group.
     pub overviews: BTreeMap<String, Arc<Dataset>>,
+    /// The repository of a versioned (Icechunk) dataset, whose store is that of a version.
+    pub repo: Option<Arc<Repo>>,
+    /// The version served when a request names none (the config's `ref`, else `main`).
+    pub default_ref: Option<String>,
 }
 
 pub struct Catalog {
@@ -62,6 +67,8 @@ pub struct Catalog {
     pub budget: MemoryBudget,
     stream_idle: Duration,
     coalescer: crate::store::coalesce::Coalescer<crate::read::ReadError>,
+    /// The versions of versioned datasets in use, by `NAME@SNAPSHOT`.
+    snapshots: Cache<String, Arc<Dataset>>,
 }
 
 impl Catalog {
@@ -69,11 +76,25 @@ impl Catalog {
     /// no backend takes) is logged and served as failing, so that one bad entry does not
     /// keep the others from being served; a bad overview source still fails here.
     pub fn from_config(config: &Config) -> Result<Self, ConfigError> {
+        let window = Duration::from_millis(config.storage.coalesce_window_ms);
+        let mut repos = BTreeMap::new();
         let datasets = config
             .datasets
             .iter()
             .map(|(name, ds)| {
-                let window = Duration::from_millis(config.storage.coalesce_window_ms);
+                if open::is_icechunk(ds) {
+                    let ttl = Duration::from_secs(config.cache.ref_ttl_s);
+                    match open::open_repo(name, ds, ttl, window) {
+                        Ok(repo) => {
+                            repos.insert(name.clone(), Arc::new(repo));
+                        }
+                        Err(e) => {
+                            tracing::error!(dataset = %name, error = %e, "dataset cannot be opened; serving it as failing");
+                        }
+                    }
+                    let reason = "a versioned dataset is read at a version".to_owned();
+                    return (name.clone(), Store::new(Arc::new(Unopened { reason }), Path::default()), ds.title.clone());
+                }
                 let store = open_dataset(name, ds, window).unwrap_or_else(|e| {
                     tracing::error!(dataset = %name, error = %e, "dataset cannot be opened; serving it as failing");
                     Store::new(Arc::new(Unopened { reason: e.to_string() }), Path::default())
@@ -85,6 +106,8 @@ impl Catalog {
         for (name, ds) in &config.datasets {
             if let Some(dataset) = catalog.datasets.get_mut(name).and_then(Arc::get_mut) {
                 dataset.compat.clone_from(&ds.compat);
+                dataset.repo = repos.remove(name);
+                dataset.default_ref.clone_from(&ds.version);
             }
             for (path, url) in &ds.overviews {
                 let field = format!("datasets.{name}.overviews.{path}");
@@ -106,6 +129,8 @@ impl Catalog {
                 store,
                 compat: BTreeMap::new(),
                 overviews: BTreeMap::new(),
+                repo: None,
+                default_ref: None,
             };
             dataset.overviews.insert(path.to_owned(), Arc::new(overview));
         }
@@ -126,6 +151,8 @@ impl Catalog {
                         store,
                         compat: BTreeMap::new(),
                         overviews: BTreeMap::new(),
+                        repo: None,
+                        default_ref: None,
                     };
                     (name, Arc::new(dataset))
                 })
@@ -148,6 +175,7 @@ impl Catalog {
             ),
             stream_idle: Duration::from_secs(config.limits.request_timeout_secs),
             coalescer: crate::store::coalesce::Coalescer::new(Duration::from_millis(config.storage.coalesce_window_ms)),
+            snapshots: Cache::builder().max_capacity(256).build(),
         }
     }
 
@@ -155,11 +183,73 @@ impl Catalog {
         self.datasets.values()
     }
 
-    pub fn dataset(&self, name: &str) -> Result<&Arc<Dataset>> {
+    /// A configured dataset, as configured (a versioned one without its version).
+    pub fn configured(&self, name: &str) -> Result<&Arc<Dataset>> {
         self.datasets.get(name).ok_or_else(|| {
             let known: Vec<&str> = self.datasets.keys().map(String::as_str).collect();
             Error::NotFound(format!("unknown dataset `{name}`; configured datasets: {}", known.join(", ")))
         })
+    }
+
+    /// The dataset a request names: `NAME`, or `NAME@REF` for a branch, tag or snapshot
+    /// of a versioned dataset (`NAME` alone: its default version).
+    pub async fn dataset(&self, name: &str) -> Result<Arc<Dataset>> {
+        let (base, version) = match name.split_once('@') {
+            Some((base, version)) => (base, Some(version)),
+            None => (name, None),
+        };
+        let ds = self.configured(base)?;
+        let Some(repo) = &ds.repo else {
+            return match version {
+                None => Ok(Arc::clone(ds)),
+                Some(v) => Err(Error::NotFound(format!(
+                    "dataset `{base}` has no versions (`@{v}` selects a branch, tag or snapshot of an Icechunk dataset)"
+                ))),
+            };
+        };
+        let version = version.or(ds.default_ref.as_deref()).unwrap_or("main");
+        let resolved = Box::pin(repo.resolve(version)).await.map_err(|e| match e {
+            crate::store::icechunk::VersionError::Unknown(_) => {
+                Error::NotFound(format!("dataset `{base}`: {e}; GET /v1/datasets/{base}/versions lists them"))
+            }
+            crate::store::icechunk::VersionError::Storage(s) => Error::Storage(s),
+        })?;
+        let key = format!("{base}@{}", resolved.snapshot);
+        self.snapshots
+            .try_get_with(key.clone(), async {
+                let store =
+                    Box::pin(repo.snapshot(&resolved.snapshot)).await.map_err(|e| Error::Storage(e.to_string()))?;
+                Ok(Arc::new(Dataset {
+                    name: key.as_str().into(),
+                    title: ds.title.clone(),
+                    store,
+                    compat: ds.compat.clone(),
+                    overviews: ds.overviews.clone(),
+                    repo: None,
+                    default_ref: None,
+                }))
+            })
+            .await
+            .map_err(Arc::unwrap_or_clone)
+    }
+
+    /// Whether what `name` (`NAME@REF`) names can never change: a tag or a snapshot id of a
+    /// versioned dataset (resolved again only when its resolution has expired).
+    pub async fn immutable(&self, name: &str) -> bool {
+        let Some((base, version)) = name.split_once('@') else { return false };
+        match self.datasets.get(base).and_then(|ds| ds.repo.as_ref()) {
+            Some(repo) => repo.resolve(version).await.is_ok_and(|r| r.immutable),
+            None => false,
+        }
+    }
+
+    /// The branches and tags of a versioned dataset.
+    pub async fn versions(&self, name: &str) -> Result<Value> {
+        let ds = self.configured(name)?;
+        let repo = ds.repo.as_ref().ok_or_else(|| {
+            Error::NotFound(format!("dataset `{name}` has no versions: it is not an Icechunk repository"))
+        })?;
+        repo.versions().await.map_err(|e| Error::Storage(e.to_string()))
     }
 
     /// The parsed metadata of the node at `path` ("" for the dataset root): its

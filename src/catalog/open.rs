@@ -11,6 +11,7 @@ use object_store::path::Path;
 use crate::config::{ConfigError, DatasetConfig, DatasetKind};
 use crate::store::Store;
 use crate::store::contained::ContainedFs;
+use crate::store::icechunk::{Location, Repo};
 use crate::store::refs::targets::{Opener, Targets, prefix_url};
 use crate::store::refs::{Format, RefStore};
 use crate::store::zip::ZipFs;
@@ -28,41 +29,99 @@ pub fn open_dataset(name: &str, ds: &DatasetConfig, coalesce: Duration) -> Resul
     let field = format!("datasets.{name}.url");
     let options_field = format!("datasets.{name}.options");
     let options = (options_field.as_str(), &ds.options);
-    match ds
-        .kind
-        .map_or_else(|| detect(&ds.url), Ok)
-        .map_err(|reason| ConfigError::Invalid { field: field.clone(), reason })?
-    {
+    match ds.kind.unwrap_or_else(|| detect(&ds.url)) {
         DatasetKind::Zarr | DatasetKind::Zip => open_url(&field, &ds.url, options),
         DatasetKind::Kerchunk => open_refs(name, ds, coalesce),
         DatasetKind::Icechunk => Err(ConfigError::Invalid {
             field: format!("datasets.{name}.kind"),
-            reason: "Icechunk repositories are not served yet".into(),
+            reason: "an Icechunk repository is opened with `open_repo`: its store depends on the version".into(),
         }),
     }
 }
 
+/// Whether the dataset is an Icechunk repository (configured so, or found to be one).
+pub fn is_icechunk(ds: &DatasetConfig) -> bool {
+    ds.kind.unwrap_or_else(|| detect(&ds.url)) == DatasetKind::Icechunk
+}
+
+/// The Icechunk repository at the dataset URL: a local folder or `s3://bucket/prefix`
+/// (with the dataset's `aws_*` options); its virtual chunks read under `virtual_refs`.
+pub fn open_repo(name: &str, ds: &DatasetConfig, ref_ttl: Duration, coalesce: Duration) -> Result<Repo, ConfigError> {
+    let field = format!("datasets.{name}.url");
+    let bad = |reason: String| ConfigError::Invalid { field: field.clone(), reason };
+    let location = if !ds.url.contains("://") || ds.url.starts_with("file://") {
+        let path = match url::Url::parse(&ds.url) {
+            Ok(u) if u.scheme() == "file" => u.to_file_path().map_err(|()| bad("not a valid file URL".into()))?,
+            _ => std::path::PathBuf::from(&ds.url),
+        };
+        if !path.is_dir() {
+            return Err(bad(format!("`{}` is not a directory", path.display())));
+        }
+        Location::Local(path.canonicalize().map_err(|e| bad(e.to_string()))?)
+    } else {
+        let url = url::Url::parse(&ds.url).map_err(|e| bad(format!("not a valid URL: {e}")))?;
+        if url.scheme() != "s3" {
+            return Err(bad("Icechunk repositories are served from local folders and `s3://` URLs".into()));
+        }
+        check_options(&format!("datasets.{name}.options"), "s3", &ds.options)?;
+        let bucket = url.host_str().ok_or_else(|| bad("names no bucket".into()))?.to_owned();
+        let prefix = url.path().trim_matches('/');
+        let prefix = (!prefix.is_empty()).then(|| prefix.to_owned());
+        Location::S3 { bucket, prefix, options: ds.options.clone() }
+    };
+    let targets = targets(name, ds, None)?;
+    Ok(Repo::new(name.into(), location, targets, ref_ttl, coalesce))
+}
+
+/// The dataset's `virtual_refs`, each prefix opened (with the dataset's options) when first
+/// followed; relative references resolved against `base`.
+fn targets(name: &str, ds: &DatasetConfig, base: Option<url::Url>) -> Result<Targets, ConfigError> {
+    let prefix_field = format!("datasets.{name}.virtual_refs");
+    let prefixes = ds
+        .virtual_refs
+        .iter()
+        .map(|p| prefix_url(p))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|reason| ConfigError::Invalid { field: prefix_field.clone(), reason })?;
+    let options = ds.options.clone();
+    let open: Opener = Arc::new(move |prefix: &str| {
+        open_url(&prefix_field, prefix, (&prefix_field, &options)).map_err(|e| e.to_string())
+    });
+    Ok(Targets::new(base, prefixes, open))
+}
+
 /// What a dataset URL points at, from its name (and, for local paths, what is there):
 /// a `.json` file or a folder with a kerchunk `.zmetadata` (one with `record_size`) is a
-/// kerchunk reference set; anything else a Zarr store (zipped or not).
-fn detect(url: &str) -> Result<DatasetKind, String> {
+/// kerchunk reference set; a name ending in `.icechunk` or a folder with Icechunk's `repo`
+/// file and `snapshots/` an Icechunk repository; anything else a Zarr store (zipped or not).
+fn detect(url: &str) -> DatasetKind {
     let path = url.split(['?', '#']).next().unwrap_or(url).trim_end_matches('/');
-    let lower = path.to_ascii_lowercase();
-    if lower.ends_with(".json") || lower.ends_with(".parq") || lower.ends_with(".parquet") {
-        return Ok(DatasetKind::Kerchunk);
+    let extension = std::path::Path::new(path).extension().and_then(|e| e.to_str()).unwrap_or_default();
+    let named = |ext: &str| extension.eq_ignore_ascii_case(ext);
+    if named("json") || named("parq") || named("parquet") {
+        return DatasetKind::Kerchunk;
     }
     let local = if url.contains("://") {
         url::Url::parse(url).ok().filter(|u| u.scheme() == "file").and_then(|u| u.to_file_path().ok())
     } else {
         Some(std::path::PathBuf::from(url))
     };
+    if named("icechunk") {
+        return DatasetKind::Icechunk;
+    }
+    if let Some(dir) = &local
+        && dir.join("repo").is_file()
+        && dir.join("snapshots").is_dir()
+    {
+        return DatasetKind::Icechunk;
+    }
     if let Some(dir) = local
         && let Ok(text) = std::fs::read_to_string(dir.join(".zmetadata"))
         && serde_json::from_str::<serde_json::Value>(&text).is_ok_and(|doc| doc.get("record_size").is_some())
     {
-        return Ok(DatasetKind::Kerchunk);
+        return DatasetKind::Kerchunk;
     }
-    Ok(DatasetKind::Zarr)
+    DatasetKind::Zarr
 }
 
 /// A kerchunk reference set: the file (JSON) or folder (parquet) at the dataset URL, its
@@ -79,23 +138,14 @@ fn open_refs(name: &str, ds: &DatasetConfig, coalesce: Duration) -> Result<Store
     let trimmed = url.path().trim_end_matches('/');
     let (parent, set) = trimmed.rsplit_once('/').ok_or_else(|| bad("names no file or folder".into()))?;
     let set = percent_encoding::percent_decode_str(set).decode_utf8_lossy().into_owned();
-    let format = if set.to_ascii_lowercase().ends_with(".json") { Format::Json } else { Format::Parquet };
+    let json = std::path::Path::new(&set).extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
+    let format = if json { Format::Json } else { Format::Parquet };
     let mut folder = url.clone();
     folder.set_path(&format!("{parent}/"));
     folder.set_query(None);
     // The reference set's folder: the set is a key in it (a JSON file) or a folder of it.
     let source = open_url(&field, folder.as_str(), (&format!("datasets.{name}.options"), &ds.options))?;
-    let prefixes = ds
-        .virtual_refs
-        .iter()
-        .map(|p| prefix_url(p))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|reason| ConfigError::Invalid { field: format!("datasets.{name}.virtual_refs"), reason })?;
-    let (options, prefix_field) = (ds.options.clone(), format!("datasets.{name}.virtual_refs"));
-    let open: Opener = Arc::new(move |prefix: &str| {
-        open_url(&prefix_field, prefix, (&prefix_field, &options)).map_err(|e| e.to_string())
-    });
-    let targets = Targets::new(Some(folder), prefixes, open);
+    let targets = targets(name, ds, Some(folder))?;
     let refs = RefStore::new(name.into(), (source, set), format, targets, coalesce);
     Ok(Store::uncounted(Arc::new(refs)))
 }

@@ -78,6 +78,9 @@ impl Default for Limits {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CacheConfig {
+    /// How long a branch of a versioned dataset keeps resolving to the snapshot it was
+    /// last seen at before its head is read again.
+    pub ref_ttl_s: u64,
     pub shard_index_bytes: u64,
     /// Decoded chunks kept for hot tiles; 0 turns the cache off.
     pub chunk_bytes: u64,
@@ -111,6 +114,7 @@ impl Default for CacheConfig {
             shard_index_ttl_secs: 300,
             metadata_ttl_secs: 60,
             missing_ttl_secs: 5,
+            ref_ttl_s: 5,
         }
     }
 }

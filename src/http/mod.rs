@@ -18,6 +18,7 @@ pub mod route;
 pub mod routes;
 pub mod server;
 pub mod state;
+pub mod versions;
 
 pub use state::AppState;
 
@@ -39,6 +40,7 @@ pub fn app(state: AppState) -> Router {
         .route("/metrics", get(routes::ops::metrics))
         .route("/v1/datasets", get(routes::datasets::list))
         .route("/v1/datasets/{ds}", get(routes::datasets::show))
+        .route("/v1/datasets/{ds}/versions", get(routes::datasets::versions))
         .route("/v1/arrays/{ds}", get(routes::arrays::show))
         .route("/v1/arrays/{ds}/{*path}", get(routes::arrays::show))
         .route("/v1/slice/{ds}", get(routes::slice::slice))
@@ -65,6 +67,7 @@ pub fn app(state: AppState) -> Router {
         .route("/compat/v2/{ds}/", get(routes::compat::view::<2>))
         .route("/compat/v2/{ds}/{*key}", get(routes::compat::view::<2>).head(routes::compat::view::<2>))
         .fallback(|| async { crate::error::Error::NotFound("no such route; see openapi.yaml for the API".into()) })
+        .layer(axum::middleware::from_fn_with_state(state.clone(), versions::immutable))
         .with_state(state);
     middleware::apply(router, &config, responses)
 }

@@ -6,6 +6,7 @@
 
 pub mod coalesce;
 pub mod contained;
+pub mod icechunk;
 pub mod refs;
 pub mod unopened;
 pub mod zip;

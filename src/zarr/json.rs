@@ -22,7 +22,7 @@ impl MetadataError {
 
 /// A JSON document as Python's `json` module writes it: strict JSON, or JSON with the bare
 /// `NaN`, `Infinity` and `-Infinity` it writes for such floats (zarr-python 2 attributes,
-/// VirtualiZarr's metadata), which are read as the strings Zarr uses for them.
+/// `VirtualiZarr`'s metadata), which are read as the strings Zarr uses for them.
 pub fn from_slice(bytes: &[u8]) -> Result<Value, serde_json::Error> {
     serde_json::from_slice(bytes).or_else(|strict| match python_floats_quoted(bytes) {
         Some(quoted) => serde_json::from_slice(&quoted).map_err(|_| strict),

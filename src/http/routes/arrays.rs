@@ -16,7 +16,7 @@ pub async fn show(
     RawQuery(query): RawQuery,
 ) -> Result<Response> {
     Params::parse(query.as_deref(), &[])?;
-    let dataset = state.catalog.dataset(&ds)?;
+    let dataset = &state.catalog.dataset(&ds).await?;
     let array = state.catalog.array(dataset, &path).await?;
     Ok(json_response(&describe(&path, &array.meta), &state.config.http.cache_control))
 }

@@ -38,7 +38,7 @@ pub async fn list(
                 Error::BadRequest(format!("`limit` must be an integer from 1 to {MAX_LIMIT}, got `{v}`"))
             })?,
         };
-    let dataset = state.catalog.dataset(&ds)?;
+    let dataset = &state.catalog.dataset(&ds).await?;
     let array = state.catalog.array(dataset, &path).await?;
     let s = params.get("s").unwrap_or("");
     let selection = Selection::parse(s)?.resolve(&array.meta.shape)?;
@@ -85,7 +85,7 @@ pub async fn chunk(
     } else {
         Render { format: crate::http::encode::Format::Bin, vmin: None, vmax: None, colormap: None }
     };
-    let dataset = state.catalog.dataset(&ds)?;
+    let dataset = &state.catalog.dataset(&ds).await?;
     let array = state.catalog.array(dataset, &path).await?;
     let grid = array.read_grid();
     let coords = parse_coords(params.get("c"), &grid.grid_shape())?;

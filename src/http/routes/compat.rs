@@ -60,7 +60,7 @@ async fn serve(
     headers: &HeaderMap,
     head_only: bool,
 ) -> Result<Response> {
-    let dataset = state.catalog.dataset(ds)?;
+    let dataset = &state.catalog.dataset(ds).await?;
     let tree = match Box::pin(state.catalog.view_tree(dataset)).await {
         Ok(tree) => tree,
         // The store cannot list and has no consolidated metadata: serve what the key itself

@@ -1,4 +1,4 @@
-//! `GET /v1/datasets` and `GET /v1/datasets/{ds}`.
+//! `GET /v1/datasets`, `GET /v1/datasets/{ds}` and `GET /v1/datasets/{ds}/versions`.
 
 use axum::extract::{Path, RawQuery, State};
 use axum::response::Response;
@@ -29,9 +29,21 @@ pub async fn show(
     RawQuery(query): RawQuery,
 ) -> Result<Response> {
     Params::parse(query.as_deref(), &[])?;
-    let dataset = state.catalog.dataset(&ds)?;
+    let dataset = &state.catalog.dataset(&ds).await?;
     let nodes = state.catalog.tree(dataset).await?;
     Ok(json_response(&json!({"name": ds, "title": dataset.title, "nodes": *nodes}), &state.config.http.cache_control))
+}
+
+/// The branches and tags of a versioned (Icechunk) dataset, each with its snapshot id.
+pub async fn versions(
+    State(state): State<AppState>,
+    Path(ds): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Result<Response> {
+    Params::parse(query.as_deref(), &[])?;
+    let versions = state.catalog.versions(&ds).await?;
+    // Branch heads move: revalidate every time.
+    Ok(json_response(&versions, "no-cache"))
 }
 
 /// `{"status": "ok"|"failing"|"unknown", "checked_at": RFC 3339 or null, "detail"?}`.

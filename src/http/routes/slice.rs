@@ -30,7 +30,7 @@ pub async fn slice(
 ) -> Result<Response> {
     let params = Params::parse(query.as_deref(), PARAMS)?;
     let render = Render::from_request(&params, &headers)?;
-    let dataset = state.catalog.dataset(&ds)?;
+    let dataset = &state.catalog.dataset(&ds).await?;
     let array = state.catalog.array(dataset, &path).await?;
     let selection = Selection::parse(params.get("s").unwrap_or(""))?.resolve(&array.meta.shape)?;
     let shape = result_shape(&selection);

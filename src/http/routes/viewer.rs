@@ -30,7 +30,7 @@ pub async fn index() -> Response {
 /// A deep link: the page, once the dataset and node it names are known to exist (a link
 /// to nothing is a 404 problem document, not a page that fails later in the browser).
 pub async fn deep_link(State(state): State<AppState>, NodePath { ds, path }: NodePath) -> Result<Response> {
-    let dataset = state.catalog.dataset(&ds)?;
+    let dataset = &state.catalog.dataset(&ds).await?;
     state.catalog.node(dataset, &path).await?;
     Ok(index().await)
 }

@@ -25,7 +25,7 @@ pub async fn get(
     Path((ds, key)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response> {
-    let dataset = state.catalog.dataset(&ds)?;
+    let dataset = &state.catalog.dataset(&ds).await?;
     let cache_control = state.config.http.cache_control.as_str();
     if let Some(dir) = key.strip_suffix('/') {
         return list(&dataset.store, dir, uri.path(), &headers, cache_control).await;
@@ -56,7 +56,7 @@ pub async fn root(
     Path(ds): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response> {
-    let dataset = state.catalog.dataset(&ds)?;
+    let dataset = &state.catalog.dataset(&ds).await?;
     if !uri.path().ends_with('/') {
         return Ok(listing::to_directory(uri.path()));
     }

@@ -52,7 +52,7 @@ impl Image {
     /// Opens the image an identifier names: an array of at least two numeric dimensions,
     /// with one index per leading dimension.
     pub async fn open(catalog: &Catalog, id: Identifier) -> Result<Self> {
-        let dataset = catalog.dataset(&id.dataset)?;
+        let dataset = &catalog.dataset(&id.dataset).await?;
         let reader = catalog.array(dataset, &id.path).await?;
         let meta = &reader.meta;
         let rank = meta.shape.len();

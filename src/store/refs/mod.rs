@@ -275,7 +275,7 @@ impl Inner {
         Ok(bytes)
     }
 
-    fn meta(&self, index: &Index, location: Path, reference: &Ref, size: u64) -> ObjectMeta {
+    fn meta(index: &Index, location: Path, reference: &Ref, size: u64) -> ObjectMeta {
         let identity = match reference {
             Ref::Inline(bytes) => xxhash_rust::xxh3::xxh3_64(bytes),
             Ref::Range { url, offset, length } => {
@@ -345,7 +345,7 @@ impl ObjectStore for RefStore {
         let key = location.as_ref();
         let reference = self.0.lookup(&index, key).await?.ok_or_else(|| not_found(location))?;
         let size = self.0.size(key, &reference).await?;
-        let meta = self.0.meta(&index, location.clone(), &reference, size);
+        let meta = Inner::meta(&index, location.clone(), &reference, size);
         options.check_preconditions(&meta)?;
         let range = match &options.range {
             Some(range) => range.as_range(size).map_err(|e| refs_error(e.to_string()))?,
@@ -403,18 +403,15 @@ impl ObjectStore for RefStore {
         let mut objects = Vec::new();
         for (key, size) in self.0.keys(&index, &folder, false).await? {
             let rest = &key[folder.len()..];
-            match rest.split_once('/') {
-                Some((dir, _)) => {
-                    let Ok(p) = Path::parse(format!("{folder}{dir}")) else { continue };
-                    if common_prefixes.last() != Some(&p) {
-                        common_prefixes.push(p);
-                    }
+            if let Some((dir, _)) = rest.split_once('/') {
+                let Ok(p) = Path::parse(format!("{folder}{dir}")) else { continue };
+                if common_prefixes.last() != Some(&p) {
+                    common_prefixes.push(p);
                 }
-                None => {
-                    let Ok(location) = Path::parse(&key) else { continue };
-                    let (last_modified, e_tag, version) = (index.last_modified, None, None);
-                    objects.push(ObjectMeta { location, last_modified, size, e_tag, version });
-                }
+            } else {
+                let Ok(location) = Path::parse(&key) else { continue };
+                let (last_modified, e_tag, version) = (index.last_modified, None, None);
+                objects.push(ObjectMeta { location, last_modified, size, e_tag, version });
             }
         }
         common_prefixes.dedup();

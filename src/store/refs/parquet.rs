@@ -1,5 +1,5 @@
 //! kerchunk's parquet reference directories (what `kerchunk.df.refs_to_dataframe` and
-//! VirtualiZarr write): `.zmetadata` holds the Zarr v2 metadata of every node and the
+//! `VirtualiZarr` write): `.zmetadata` holds the Zarr v2 metadata of every node and the
 //! `record_size`; each array's chunk references are rows of `VAR/refs.N.parq` — row `i`
 //! of the array's chunks in C order is row `i % record_size` of partition
 //! `i / record_size` — with columns `path`, `offset`, `size` and `raw` (inline bytes). A row

@@ -1,0 +1,141 @@
+//! Icechunk repositories (`tests/fixtures/virtual/icechunk`, written by icechunk-python
+//! 2.3 with native, inline and virtual chunks, branches, a tag and several snapshots):
+//! every array at every version reads as icechunk-python + zarr-python read it, through
+//! `{ds}@{ref}` on the data routes; versions are listed; tags and snapshot ids are
+//! immutable (and say so in `Cache-Control`), branches are not; an unknown ref is a 404;
+//! virtual chunks outside `virtual_refs` are refused.
+
+#![allow(clippy::unwrap_used)] // test helpers panic on broken fixtures by design
+
+mod common;
+
+use std::path::PathBuf;
+
+use axum::Router;
+use common::conformance::read_npy;
+use common::{config, get, get_with, parse_npy};
+use serde_json::Value;
+use zarrd::config::DatasetConfig;
+
+fn fixtures() -> PathBuf {
+    common::fixtures().join("virtual")
+}
+
+fn dataset(id: &str) -> Value {
+    let manifest: Value = serde_json::from_slice(&std::fs::read(fixtures().join("manifest.json")).unwrap()).unwrap();
+    manifest["datasets"].as_array().unwrap().iter().find(|d| d["id"] == id).cloned().unwrap()
+}
+
+/// The virtual repository's chunks name `file:///tmp/zarrd-virtual-fixtures/source/` (an
+/// Icechunk container cannot be relative): the `NetCDF` files are put there.
+fn place_sources() -> String {
+    let dir = PathBuf::from("/tmp/zarrd-virtual-fixtures/source");
+    std::fs::create_dir_all(&dir).unwrap();
+    for name in ["air.nc", "air2.nc"] {
+        let target = dir.join(name);
+        let bytes = std::fs::read(fixtures().join("source").join(name)).unwrap();
+        if std::fs::read(&target).ok().as_deref() != Some(bytes.as_slice()) {
+            // Written whole under another name, then renamed: concurrent tests never see half a file.
+            let partial = dir.join(format!("{name}.{}", std::process::id()));
+            std::fs::write(&partial, &bytes).unwrap();
+            std::fs::rename(&partial, &target).unwrap();
+        }
+    }
+    "file:///tmp/zarrd-virtual-fixtures/source/".to_owned()
+}
+
+fn app(repo: &str, virtual_refs: Vec<String>) -> Router {
+    let ds = DatasetConfig {
+        url: fixtures().join("icechunk").join(repo).to_str().unwrap().to_owned(),
+        virtual_refs,
+        ..Default::default()
+    };
+    let mut config_with = config("");
+    config_with.datasets = [("ic".to_owned(), ds)].into_iter().collect();
+    let catalog = zarrd::catalog::Catalog::from_config(&config_with).unwrap();
+    zarrd::http::app(zarrd::http::AppState::new(catalog, config_with))
+}
+
+/// Every array of every version of `id` through `/v1/slice/ic@REF/...` (and the default
+/// version, `main`, through `/v1/slice/ic/...`).
+async fn check_versions(app: &Router, id: &str) {
+    let dataset = dataset(id);
+    let mut checked = 0;
+    for version in dataset["versions"].as_array().unwrap() {
+        let reference = version["ref"].as_str().unwrap();
+        let immutable = version["ref_type"] != "branch";
+        for array in version["arrays"].as_array().unwrap() {
+            let path = array["path"].as_str().unwrap();
+            let want = parse_npy(&std::fs::read(fixtures().join(array["expected"].as_str().unwrap())).unwrap());
+            let uri = format!("/v1/slice/ic@{reference}/{path}");
+            let (reply, got) = read_npy(app, &uri).await;
+            assert_eq!((&got.descr, &got.shape), (&want.descr, &want.shape), "{uri}");
+            assert!(got.data == want.data, "{uri}: values differ from icechunk-python's");
+            let snapshot = version["snapshot_id"].as_str().unwrap();
+            let cache = reply.header("cache-control");
+            assert_eq!(cache.contains("immutable"), immutable, "{uri}: {cache}");
+            // The ETag names the snapshot, so no two versions share one.
+            let again = get_with(app, &uri, &[("if-none-match", reply.header("etag"))]).await;
+            assert_eq!(again.status, 304, "{uri}");
+            if reference == "main" {
+                let (_, default) = read_npy(app, &format!("/v1/slice/ic/{path}")).await;
+                assert!(default.data == want.data, "{path}: the default version is main");
+            }
+            let info = get(app, &format!("/zarr/ic@{snapshot}/{path}/zarr.json")).await;
+            assert_eq!(info.status, 200, "{}", info.describe());
+            checked += 1;
+        }
+        let tree = get(app, &format!("/v1/datasets/ic@{reference}")).await;
+        assert_eq!(tree.status, 200, "{}", tree.describe());
+    }
+    assert!(checked > 4, "{id}: {checked} arrays checked");
+}
+
+#[tokio::test]
+async fn native_repository_at_every_version() {
+    let app = app("native.icechunk", vec![]);
+    check_versions(&app, "icechunk-native").await;
+    // What exists only on one branch.
+    assert_eq!(get(&app, "/v1/arrays/ic@main/added").await.status, 200);
+    get(&app, "/v1/arrays/ic@dev/added").await.assert_problem(404);
+    get(&app, "/v1/arrays/ic@nope/added").await.assert_problem(404);
+    get(&app, "/v1/slice/ic@AAAAAAAAAAAAAAAAAAAA/tiny").await.assert_problem(404);
+    let versions = get(&app, "/v1/datasets/ic/versions").await;
+    assert_eq!(versions.status, 200, "{}", versions.describe());
+    let versions = versions.json();
+    let want = dataset("icechunk-native");
+    for (kind, key) in [("branches", "branches"), ("tags", "tags")] {
+        let listed: Vec<(String, String)> = versions[kind]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| (v["name"].as_str().unwrap().to_owned(), v["snapshot"].as_str().unwrap().to_owned()))
+            .collect();
+        let mut expected: Vec<(String, String)> =
+            want[key].as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.as_str().unwrap().to_owned())).collect();
+        expected.sort();
+        assert_eq!(listed, expected, "{kind}");
+    }
+    common::assert_no_panics();
+}
+
+#[tokio::test]
+async fn virtual_chunks_read_under_virtual_refs_only() {
+    let prefix = place_sources();
+    check_versions(&app("virtual.icechunk", vec![prefix]), "icechunk-virtual").await;
+    // Without the prefix allowed, the virtual chunks are refused; native arrays still read.
+    let app = app("virtual.icechunk", vec![]);
+    let problem = get(&app, "/v1/slice/ic/air?s=0,0:10,0:16").await.assert_problem(403);
+    assert!(problem["detail"].as_str().unwrap().contains("/tmp/zarrd-virtual-fixtures/source/air"), "{problem}");
+    let native = dataset("icechunk-virtual")["versions"][0]["arrays"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["path"].as_str().unwrap().starts_with("native/"))
+        .cloned()
+        .unwrap();
+    let uri = format!("/v1/slice/ic/{}", native["path"].as_str().unwrap());
+    assert_eq!(get(&app, &uri).await.status, 200);
+    // A dataset that is not versioned has no `@REF`.
+    get(&app, "/v1/datasets/ic@main/versions").await.assert_problem(404);
+}
