@@ -105,6 +105,26 @@ function canvasPixels(page, spots, viewerName) {
     }
     check(errors.length === 0, `no console errors or failed requests ${errors.length ? JSON.stringify(errors) : ""}`);
 
+    // An Icechunk dataset: its branches and tags in a picker; a version's arrays open as `ic@REF`.
+    const versioned = await browser.newPage();
+    await versioned.setViewport({ width: 1280, height: 800, deviceScaleFactor: 1 });
+    const versionErrors = [];
+    versioned.on("pageerror", (e) => versionErrors.push(String(e)));
+    versioned.on("response", (r) => { if (r.status() >= 400) versionErrors.push(`${r.status()} ${r.url()}`); });
+    await versioned.goto(`${base}/`, { waitUntil: "networkidle0" });
+    const options = await versioned.$$eval("select.versions option", (os) => os.map((o) => o.textContent));
+    check(["branch dev", "branch main", "tag v1"].every((o) => options.includes(o)), `the version picker lists branches and tags (${options})`);
+    const arrays = () => versioned.$$eval("#datasets a", (as) => as.map((a) => a.getAttribute("href")));
+    check((await arrays()).includes("/view/ic/added"), "the default version (main) lists its arrays");
+    await versioned.select("select.versions", "dev");
+    await versioned.waitForFunction(() => [...document.querySelectorAll("#datasets a")].some((a) => a.getAttribute("href").startsWith("/view/ic%40dev/")), { timeout: 10000 });
+    const dev = await arrays();
+    check(!dev.some((h) => h.includes("added")) && dev.includes("/view/ic%40dev/sharded"), "branch dev lists its own arrays");
+    await versioned.click('a[href="/view/ic%40dev/sharded"]');
+    await versioned.waitForFunction(() => document.getElementById("info").textContent.includes("ic@dev/sharded"), { timeout: 10000 });
+    await fullyLoaded(versioned);
+    check(versionErrors.length === 0, `picking a version has no errors ${versionErrors.length ? JSON.stringify(versionErrors) : ""}`);
+
     // OpenSeadragon pointed at info.json alone, on a page that is not zarrd's.
     const bare = await browser.newPage();
     await bare.setViewport({ width: 600, height: 600, deviceScaleFactor: 1 });

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The viewer in a real browser: Debian's chromium driven by puppeteer-core opens the viewer
 # page on the bundled sample, and a bare OpenSeadragon page opens info.json alone
-# (.ci/browser.cjs). Expected pixels come from zarr-python + NumPy reading the sample store
+# (.ci/browser.cjs); an Icechunk repository's versions are picked in the dataset tree. Expected pixels come from zarr-python + NumPy reading the sample store
 # directly (the venv .ci/zarr_client.sh caches), never from zarrd.
 # Usage: .ci/browser.sh path/to/zarrd [screenshot.png]
 # chromium comes from apt when missing; puppeteer-core is installed once into
@@ -44,7 +44,8 @@ PY
 
 [[ -z $SHOT ]] || mkdir -p "$(dirname "$SHOT")"
 PORT=$(( 20000 + RANDOM % 20000 ))
-"$BIN" serve --listen "127.0.0.1:$PORT" >"${TMPDIR:-/tmp}/zarrd-browser.log" 2>&1 &
+"$BIN" serve --listen "127.0.0.1:$PORT" --dataset sample=data/sample.zarr \
+    --dataset ic=tests/fixtures/virtual/icechunk/native.icechunk >"${TMPDIR:-/tmp}/zarrd-browser.log" 2>&1 &
 SERVER=$!
 trap 'kill "$SERVER" 2>/dev/null || true' EXIT
 for _ in $(seq 50); do curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.2; done

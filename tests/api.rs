@@ -36,7 +36,7 @@ async fn health_and_catalog() {
     assert!(checked_at.as_str().is_some_and(|t| chrono::DateTime::parse_from_rfc3339(t).is_ok()), "{checked_at}");
     assert_eq!(
         list,
-        json!({"datasets": [{"name": "conf", "title": "conf title", "health": {"status": "ok", "checked_at": null}}]})
+        json!({"datasets": [{"name": "conf", "title": "conf title", "health": {"status": "ok", "checked_at": null}, "versioned": false}]})
     );
     let tree = get(&app, "/v1/datasets/conf").await.json();
     let nodes = tree["nodes"].as_array().unwrap();

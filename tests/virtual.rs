@@ -213,6 +213,7 @@ async fn reads_of_one_referenced_file_are_merged() {
     let (_, got) = read_npy_at(&app, "/v1/slice/ds/air").await;
     let requests = counting.total() - before;
     assert_eq!(got.shape, [12, 25, 36]);
+    eprintln!("24 referenced chunks: {requests} storage requests");
     assert!(
         (1..=6).contains(&requests),
         "24 referenced chunks cost {requests} storage requests: {:?}",

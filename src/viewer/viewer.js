@@ -30,23 +30,48 @@ async function loadTree() {
   box.textContent = "";
   for (const d of datasets) {
     const list = el("ul");
-    box.append(el("h2", { textContent: d.name, title: d.title || "" }), list);
-    try {
-      const tree = await json(`/v1/datasets/${encodeURIComponent(d.name)}`);
-      for (const n of tree.nodes.filter((n) => n.node_type === "array")) {
-        const label = `${n.path} ${n.shape ? "(" + n.shape.join("×") + ")" : ""} ${n.data_type || ""}`;
-        const a = el("a", { href: `/view/${encodeURIComponent(d.name)}/${enc(n.path)}`, textContent: label });
-        a.dataset.key = `${d.name}/${n.path}`;
-        a.addEventListener("click", (ev) => {
-          ev.preventDefault();
-          history.pushState(null, "", a.href);
-          openFromLocation();
-        });
-        list.append(el("li", {}, a));
-      }
-    } catch (e) {
-      list.append(el("li", { className: "error", textContent: e.message }));
+    box.append(el("h2", { textContent: d.name, title: d.title || "" }));
+    if (d.versioned) box.append(await versionPicker(d.name, list));
+    box.append(list);
+    await listArrays(d.name, list);
+  }
+  markCurrent();
+}
+
+// A versioned (Icechunk) dataset: its branches and tags; choosing one lists that version,
+// whose arrays open as `NAME@REF`.
+async function versionPicker(name, list) {
+  const select = el("select", { className: "versions", title: "branch, tag or snapshot" });
+  try {
+    const { branches, tags } = await json(`/v1/datasets/${encodeURIComponent(name)}/versions`);
+    for (const b of branches) select.append(el("option", { value: b.name, textContent: `branch ${b.name}` }));
+    for (const t of tags) select.append(el("option", { value: t.name, textContent: `tag ${t.name}` }));
+  } catch (e) {
+    select.append(el("option", { textContent: e.message }));
+  }
+  const current = (state.ds || "").split("@");
+  if (current[0] === name && current[1]) select.value = current[1];
+  select.addEventListener("change", () => listArrays(`${name}@${select.value}`, list));
+  return el("label", { className: "small" }, "version ", select);
+}
+
+async function listArrays(name, list) {
+  list.textContent = "";
+  try {
+    const tree = await json(`/v1/datasets/${encodeURIComponent(name)}`);
+    for (const n of tree.nodes.filter((n) => n.node_type === "array")) {
+      const label = `${n.path} ${n.shape ? "(" + n.shape.join("×") + ")" : ""} ${n.data_type || ""}`;
+      const a = el("a", { href: `/view/${encodeURIComponent(name)}/${enc(n.path)}`, textContent: label });
+      a.dataset.key = `${name}/${n.path}`;
+      a.addEventListener("click", (ev) => {
+        ev.preventDefault();
+        history.pushState(null, "", a.href);
+        openFromLocation();
+      });
+      list.append(el("li", {}, a));
     }
+  } catch (e) {
+    list.append(el("li", { className: "error", textContent: e.message }));
   }
   markCurrent();
 }

@@ -17,7 +17,10 @@ pub async fn list(State(state): State<AppState>, RawQuery(query): RawQuery) -> R
     let datasets: Vec<_> = state
         .catalog
         .datasets()
-        .map(|d| json!({"name": d.name.as_ref(), "title": d.title, "health": health_json(health.get(d.name.as_ref()))}))
+        .map(|d| {
+            let health = health_json(health.get(d.name.as_ref()));
+            json!({"name": d.name.as_ref(), "title": d.title, "health": health, "versioned": d.repo.is_some()})
+        })
         .collect();
     Ok(json_response(&json!({ "datasets": datasets }), &state.config.http.cache_control))
 }
