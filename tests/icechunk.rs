@@ -45,11 +45,11 @@ fn place_sources() -> String {
 }
 
 fn app(repo: &str, virtual_refs: Vec<String>) -> Router {
-    let ds = DatasetConfig {
-        url: fixtures().join("icechunk").join(repo).to_str().unwrap().to_owned(),
-        virtual_refs,
-        ..Default::default()
-    };
+    let url = fixtures().join("icechunk").join(repo).to_str().unwrap().to_owned();
+    app_for(DatasetConfig { url, virtual_refs, ..Default::default() })
+}
+
+fn app_for(ds: DatasetConfig) -> Router {
     let mut config_with = config("");
     config_with.datasets = [("ic".to_owned(), ds)].into_iter().collect();
     let catalog = zarrd::catalog::Catalog::from_config(&config_with).unwrap();
@@ -138,4 +138,20 @@ async fn virtual_chunks_read_under_virtual_refs_only() {
     assert_eq!(get(&app, &uri).await.status, 200);
     // A dataset that is not versioned has no `@REF`.
     get(&app, "/v1/datasets/ic@main/versions").await.assert_problem(404);
+}
+
+#[tokio::test]
+#[ignore = "needs the S3 service of .ci/services.sh"]
+async fn repositories_on_s3() {
+    let prefix = common::run_prefix("icechunk");
+    common::upload_to_s3(&fixtures().join("icechunk/native.icechunk"), &prefix).await;
+    let bucket = common::service_env("ZARRD_TEST_S3_BUCKET");
+    let options = common::s3_options().into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+    let ds = DatasetConfig {
+        url: format!("s3://{bucket}/{prefix}"),
+        kind: Some(zarrd::config::DatasetKind::Icechunk),
+        options,
+        ..Default::default()
+    };
+    check_versions(&app_for(ds), "icechunk-native").await;
 }

@@ -246,3 +246,19 @@ async fn reference_sets_and_their_files_on_s3() {
         check_dataset(&app, &dataset).await;
     }
 }
+
+#[tokio::test]
+#[ignore = "needs the nginx service of .ci/services.sh"]
+async fn reference_sets_and_their_files_over_http() {
+    let base = common::service_env("ZARRD_TEST_HTTP_URL");
+    for id in ["kerchunk-air", "kerchunk-air-v0", "virtualizarr-combined-parquet"] {
+        let dataset = manifest()["datasets"].as_array().unwrap().iter().find(|d| d["id"] == id).cloned().unwrap();
+        // Relative references resolve against the set's own URL: onto the same server.
+        let url = format!("{base}/virtual/{}", dataset["path"].as_str().unwrap());
+        let app = app(open(&url, &[format!("{base}/virtual/source/")]));
+        check_dataset(&app, &dataset).await;
+    }
+    // The same set with the server's other folders not allowed: refused, not fetched.
+    let app = app(open(&format!("{base}/virtual/kerchunk/air.json"), &[format!("{base}/virtual/kerchunk/")]));
+    get(&app, "/v1/slice/ds/air?s=0,0:10,0:16").await.assert_problem(403);
+}

@@ -9,9 +9,14 @@
 //! - `rect`: float32 2000×3000, rectilinear unsharded (bytes + zstd) with uneven edges;
 //!   the benchmark slice crosses 4×4 = 16 of its chunks.
 //!
+//! Then `virtual/`: `large` again as a kerchunk reference set and as Icechunk repositories
+//! (native and virtual chunks) over the same bytes (`virtual_sets`).
+//!
 //! Beside it: `tile.bin`, the raw little-endian bytes of the hot tile (exactly the body
 //! zarrd returns for it with `format=bin`, 256·256·4 bytes) for nginx to serve, and
 //! `bench.env`, the selections the benchmark uses (sourced by `benches/run.sh`).
+
+mod virtual_sets;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -188,6 +193,8 @@ fn main() -> Result<(), Error> {
         t0.elapsed().as_secs_f64()
     );
 
+    virtual_sets::write(&root, &out, LARGE_SHAPE[0] / LARGE_SHARD)?;
+
     // rect: rectilinear, unsharded.
     let rect = ArrayBuilder::new(
         RECT_SHAPE.to_vec(),
@@ -234,6 +241,8 @@ fn main() -> Result<(), Error> {
     writeln!(env, "LARGE_SHARDS={}", shards(&LARGE_REGION[0]) * shards(&LARGE_REGION[1]))?;
     let inner = |r: &std::ops::Range<u64>| r.end.div_ceil(LARGE_INNER) - r.start / LARGE_INNER;
     writeln!(env, "LARGE_INNER_CHUNKS={}", inner(&LARGE_REGION[0]) * inner(&LARGE_REGION[1]))?;
+    // A 256×256 tile of `large` (2×2 inner chunks of one shard), for the virtual datasets.
+    writeln!(env, "VTILE_SEL={}", range_sel(&[2048..2304, 2048..2304]))?;
     writeln!(env, "RECT_SEL={}", range_sel(&RECT_REGION))?;
     let rect_chunks =
         span(&prefix(&RECT_ROWS), RECT_REGION[0].start, RECT_REGION[0].end)
@@ -241,7 +250,7 @@ fn main() -> Result<(), Error> {
     writeln!(env, "RECT_CHUNKS={rect_chunks}")?;
     std::fs::write(out.join("bench.env"), env)?;
     // Written last: its presence means the data set is complete.
-    std::fs::write(out.join("COMPLETE"), "datagen v1\n")?;
+    std::fs::write(out.join("COMPLETE"), "datagen v2\n")?;
     println!("wrote {}", out.display());
     Ok(())
 }
