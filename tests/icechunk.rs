@@ -155,3 +155,56 @@ async fn repositories_on_s3() {
     };
     check_versions(&app_for(ds), "icechunk-native").await;
 }
+
+/// Commits `values` (one float64 chunk of `n/c/0`) to `main` of the repository at `path`,
+/// created with its metadata when `create`.
+async fn commit(path: &std::path::Path, values: &[f64], create: bool) {
+    let storage = icechunk::new_local_filesystem_storage(path).await.unwrap();
+    let repo = if create {
+        icechunk::Repository::create(storage).execute().await.unwrap()
+    } else {
+        icechunk::Repository::open(storage).execute().await.unwrap()
+    };
+    let session = repo.writable_session("main").await.unwrap();
+    let store = icechunk::Store::from_session(std::sync::Arc::new(tokio::sync::RwLock::new(session))).await;
+    if create {
+        let group = br#"{"zarr_format": 3, "node_type": "group", "attributes": {}}"#;
+        store.set("zarr.json", bytes::Bytes::from_static(group)).await.unwrap();
+        let array = serde_json::json!({"zarr_format": 3, "node_type": "array", "shape": [values.len()],
+            "data_type": "float64", "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [values.len()]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 0.0, "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]});
+        store.set("n/zarr.json", array.to_string().into()).await.unwrap();
+    }
+    let chunk: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    store.set("n/c/0", chunk.into()).await.unwrap();
+    store.session().write().await.commit("test").execute().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_branch_moves_within_ref_ttl_and_a_snapshot_never_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("moving.icechunk");
+    std::fs::create_dir_all(&repo).unwrap();
+    commit(&repo, &[1.0, 2.0], true).await;
+    let ds = DatasetConfig { url: repo.to_str().unwrap().to_owned(), ..Default::default() };
+    let mut config = config("[cache]\nref_ttl_s = 1\nresponse_bytes = 0");
+    config.datasets = [("ic".to_owned(), ds)].into_iter().collect();
+    let catalog = zarrd::catalog::Catalog::from_config(&config).unwrap();
+    let app = zarrd::http::app(zarrd::http::AppState::new(catalog, config));
+    let first = get(&app, "/v1/slice/ic/n?format=json").await;
+    assert_eq!(first.json()["data"], serde_json::json!([1.0, 2.0]));
+    let versions = get(&app, "/v1/datasets/ic/versions").await.json();
+    let old = versions["branches"][0]["snapshot"].as_str().unwrap().to_owned();
+    commit(&repo, &[3.0, 4.0], false).await;
+    // Within the TTL the branch still names the snapshot it was resolved to.
+    assert_eq!(get(&app, "/v1/slice/ic@main/n?format=json").await.json()["data"], serde_json::json!([1.0, 2.0]));
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    let moved = get(&app, "/v1/slice/ic/n?format=json").await;
+    assert_eq!(moved.json()["data"], serde_json::json!([3.0, 4.0]), "the branch moved");
+    assert_ne!(moved.header("etag"), first.header("etag"), "another snapshot, another ETag");
+    assert!(!moved.header("cache-control").contains("immutable"));
+    // The old snapshot still reads as it was, for ever.
+    let pinned = get(&app, &format!("/v1/slice/ic@{old}/n?format=json")).await;
+    assert_eq!(pinned.json()["data"], serde_json::json!([1.0, 2.0]));
+    assert_eq!(pinned.header("cache-control"), "public, max-age=31536000, immutable");
+}
