@@ -7,7 +7,7 @@ use axum::http::{HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::Response;
 
-use crate::http::AppState;
+use crate::http::state::AppState;
 
 /// The `Cache-Control` of responses for a tag or a snapshot id.
 pub const IMMUTABLE: &str = "public, max-age=31536000, immutable";

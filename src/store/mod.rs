@@ -56,7 +56,7 @@ impl StoreError {
                     // A zipped dataset's own findings (a corrupt archive or member) name
                     // members only, never the archive's path or URL: the client is told.
                     object_store::Error::Generic {
-                        store: ZIP_STORE | refs::REFS_STORE | refs::REFS_DENIED | refs::REFS_LIMIT,
+                        store: ZIP_STORE | REFS_STORE | REFS_DENIED | REFS_LIMIT,
                         source,
                     } => {
                         return format!("reading `{key}` failed: {source}");
@@ -89,6 +89,14 @@ pub struct Fetched {
 /// The `store` of the errors of zipped datasets (`zip`), whose messages name keys and
 /// members only and may be shown to clients.
 pub const ZIP_STORE: &str = "zip";
+
+/// The `store` of reference sets' errors (`refs`), whose messages name keys and references
+/// only (shown to clients).
+pub const REFS_STORE: &str = "refs";
+/// The `store` of a reference outside its dataset's `virtual_refs` (a 403).
+pub const REFS_DENIED: &str = "refs-denied";
+/// The `store` of a reference longer than one may read (a 422).
+pub const REFS_LIMIT: &str = "refs-limit";
 
 /// Longest key segment: a file name on local disks (`NAME_MAX`), well within object
 /// stores' key limits.
@@ -368,11 +376,11 @@ impl From<&StoreError> for crate::error::Error {
         match e {
             StoreError::InvalidKey(_) => crate::error::Error::NotFound(e.public_detail()),
             // A reference outside the dataset's `virtual_refs`: refused, never read.
-            StoreError::Backend { source: object_store::Error::Generic { store: refs::REFS_DENIED, .. }, .. } => {
+            StoreError::Backend { source: object_store::Error::Generic { store: REFS_DENIED, .. }, .. } => {
                 tracing::warn!(error = %e, "reference refused");
                 crate::error::Error::Forbidden(e.public_detail())
             }
-            StoreError::Backend { source: object_store::Error::Generic { store: refs::REFS_LIMIT, .. }, .. } => {
+            StoreError::Backend { source: object_store::Error::Generic { store: REFS_LIMIT, .. }, .. } => {
                 crate::error::Error::Unsupported(e.public_detail())
             }
             StoreError::Backend { source, .. } => {

@@ -10,12 +10,8 @@ use base64::Engine as _;
 use bytes::Bytes;
 use serde_json::Value;
 
-use super::RefsError;
+use super::error::{MAX_REFS, RefsError};
 use super::template::{Var, dimensions, for_each_point, render};
-
-/// References held at most per set: a bigger set belongs in a parquet reference directory,
-/// which is read a partition at a time.
-pub const MAX_REFS: usize = 4_000_000;
 
 /// A reference file read at most (bytes of JSON).
 pub const MAX_JSON_BYTES: u64 = 512 << 20;

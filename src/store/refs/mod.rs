@@ -16,6 +16,7 @@
 //!   stores of the prefixes); reads of this store's keys are not, so the metrics count what
 //!   storage sees.
 
+mod error;
 pub mod kerchunk;
 mod parquet;
 pub mod targets;
@@ -33,47 +34,13 @@ use object_store::{
     ObjectMeta, ObjectStore, PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
 };
 
+use self::error::refs_error;
+pub use self::error::{MAX_REFERENCED, RefsError};
 use self::kerchunk::Ref;
+use self::parquet::join;
 use self::targets::Targets;
 use super::Store;
 use super::coalesce::{BatchError, Coalescer};
-
-/// The `store` of errors whose messages name keys and references only (shown to clients).
-pub const REFS_STORE: &str = "refs";
-/// The `store` of a reference outside the dataset's `virtual_refs` (a 403).
-pub const REFS_DENIED: &str = "refs-denied";
-/// The `store` of a reference longer than [`MAX_REFERENCED`] (a 422).
-pub const REFS_LIMIT: &str = "refs-limit";
-
-/// The longest byte range one reference may read (a chunk of a virtual array).
-pub const MAX_REFERENCED: u64 = 256 << 20;
-
-#[derive(Debug, thiserror::Error)]
-pub enum RefsError {
-    #[error("the reference set is invalid: {0}")]
-    Invalid(String),
-    #[error("the reference set has more than {} references; use a parquet reference directory", kerchunk::MAX_REFS)]
-    TooMany,
-    #[error("{0}")]
-    Denied(String),
-    #[error("{0}")]
-    Target(String),
-    #[error(
-        "reference `{reference}` of `{key}` claims {length} bytes, more than the {MAX_REFERENCED} one reference may read"
-    )]
-    TooLarge { key: String, reference: String, length: u64 },
-}
-
-impl From<RefsError> for object_store::Error {
-    fn from(e: RefsError) -> Self {
-        let store = match e {
-            RefsError::Denied(_) => REFS_DENIED,
-            RefsError::TooLarge { .. } => REFS_LIMIT,
-            _ => REFS_STORE,
-        };
-        Self::Generic { store, source: Box::new(e) }
-    }
-}
 
 /// The format of a reference set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,10 +107,6 @@ impl BatchError for object_store::Error {
             other => Self::Generic { store: "refs-target", source: other.to_string().into() },
         })
     }
-}
-
-fn refs_error(message: String) -> object_store::Error {
-    RefsError::Target(message).into()
 }
 
 fn not_found(location: &Path) -> object_store::Error {
@@ -313,10 +276,6 @@ impl Inner {
             }
         }
     }
-}
-
-fn join(folder: &str, name: &str) -> String {
-    if folder.is_empty() { name.to_owned() } else { format!("{folder}/{name}") }
 }
 
 fn folder(prefix: Option<&Path>) -> String {

@@ -16,8 +16,8 @@ use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::Field;
 use serde_json::Value;
 
+use super::error::{RefsError, refs_error};
 use super::kerchunk::Ref;
-use super::{RefsError, join, refs_error};
 use crate::store::Store;
 
 /// Bytes of decoded partitions kept.
@@ -131,7 +131,10 @@ impl ParquetRefs {
                 .map_err(|e| refs_error(e.to_string()))?
                 .map(Arc::new)
         };
-        self.partitions.try_get_with((var.to_owned(), n), load).await.map_err(super::BatchError::unshare)
+        self.partitions
+            .try_get_with((var.to_owned(), n), load)
+            .await
+            .map_err(crate::store::coalesce::BatchError::unshare)
     }
 
     /// Keys under `prefix`, sorted; chunk keys of the arrays that `prefix` is in (all the
@@ -201,6 +204,11 @@ fn weight(p: &Partition) -> usize {
             None => 16,
         })
         .sum()
+}
+
+/// `name` in `folder` (`""` for the top).
+pub fn join(folder: &str, name: &str) -> String {
+    if folder.is_empty() { name.to_owned() } else { format!("{folder}/{name}") }
 }
 
 /// The rows of a partition file.

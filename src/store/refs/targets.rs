@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 use percent_encoding::percent_decode_str;
 use url::Url;
 
-use super::RefsError;
+use super::error::RefsError;
 use crate::store::Store;
 
 /// Opens the store of a prefix URL (with the dataset's options).

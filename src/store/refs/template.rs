@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::RefsError;
+use super::error::{MAX_REFS, RefsError};
 
 /// A value a `{{…}}` may name: a dimension's current value or a template.
 #[derive(Clone, Debug)]
@@ -71,7 +71,7 @@ pub fn dimensions(entry: &Value) -> Result<Vec<(String, Vec<Var>)>, RefsError> {
                     }
                     let span = u64::try_from(stop.saturating_sub(start)).unwrap_or(0);
                     let count = usize::try_from(span.div_ceil(step as u64)).unwrap_or(usize::MAX);
-                    if count > super::kerchunk::MAX_REFS {
+                    if count > MAX_REFS {
                         return Err(RefsError::TooMany);
                     }
                     (0..count as i64).map(|i| Var::Int(start + i * step)).collect()
