@@ -16,6 +16,10 @@ pub enum Error {
     BadRequest(String),
     #[error("{0}")]
     NotFound(String),
+    /// A missing, invalid, expired or unknown credential (answered with
+    /// `WWW-Authenticate: Bearer`; `invalid_token` when one was sent).
+    #[error("{detail}")]
+    Unauthorized { detail: String, invalid_token: bool },
     #[error("{0}")]
     NotAcceptable(String),
     #[error(
@@ -50,6 +54,7 @@ impl Error {
         match self {
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
+            Self::Unauthorized { .. } => StatusCode::UNAUTHORIZED,
             Self::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             Self::TooLarge { .. } | Self::TooManyChunks(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::RangeNotSatisfiable(..) => StatusCode::RANGE_NOT_SATISFIABLE,
@@ -68,6 +73,7 @@ impl Error {
         match self {
             Self::BadRequest(_) => "bad-request",
             Self::NotFound(_) => "not-found",
+            Self::Unauthorized { .. } => "unauthorized",
             Self::NotAcceptable(_) => "not-acceptable",
             Self::TooLarge { .. } | Self::TooManyChunks(_) => "too-large",
             Self::RangeNotSatisfiable(..) => "range-not-satisfiable",
@@ -111,6 +117,10 @@ impl IntoResponse for Error {
         match self {
             Self::Unavailable { retry_after, .. } => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+            }
+            Self::Unauthorized { invalid_token, .. } => {
+                let challenge = if invalid_token { r#"Bearer realm="zarrd", error="invalid_token""# } else { r#"Bearer realm="zarrd""# };
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
             }
             Self::RangeNotSatisfiable(_, size) => {
                 if let Ok(v) = HeaderValue::from_str(&format!("bytes */{size}")) {

@@ -97,6 +97,7 @@ async fn storage_failures_do_not_leak_paths_urls_or_settings() {
         options: [("timeout".to_owned(), "2s".to_owned())].into_iter().collect(),
         overviews: std::collections::BTreeMap::default(),
         compat: std::collections::BTreeMap::default(),
+        read: None,
     };
     let store = open_store("remote", &ds).unwrap();
     let app = app_with(vec![("remote", store)], config(""));

@@ -170,6 +170,7 @@ async fn the_root_folder_is_found_or_named() {
         options: std::collections::BTreeMap::default(),
         compat: std::collections::BTreeMap::default(),
         overviews: std::collections::BTreeMap::default(),
+        read: None,
     };
     let err = zarrd::catalog::open_store("z", &config).unwrap_err().to_string();
     assert!(err.contains("datasets.z.url") && err.contains("zip"), "{err}");

@@ -48,6 +48,8 @@ pub struct Dataset {
 
 pub struct Catalog {
     datasets: BTreeMap<String, Arc<Dataset>>,
+    /// Private datasets (with a `read` list), never named to a caller who asks for another.
+    private: std::collections::BTreeSet<String>,
     metadata: Cache<ObjectKey, Node>,
     trees: Cache<Arc<str>, Arc<Vec<Value>>>,
     views: Cache<Arc<str>, Arc<ViewTree>>,
@@ -129,6 +131,7 @@ impl Catalog {
                     (name, Arc::new(dataset))
                 })
                 .collect(),
+            private: config.datasets.iter().filter(|(_, d)| d.read.is_some()).map(|(n, _)| n.clone()).collect(),
             metadata: Cache::builder().max_capacity(10_000).time_to_live(ttl).build(),
             trees: Cache::builder().max_capacity(64).time_to_live(ttl).build(),
             views: Cache::builder().max_capacity(64).time_to_live(ttl).build(),
@@ -155,10 +158,14 @@ impl Catalog {
     }
 
     pub fn dataset(&self, name: &str) -> Result<&Arc<Dataset>> {
-        self.datasets.get(name).ok_or_else(|| {
-            let known: Vec<&str> = self.datasets.keys().map(String::as_str).collect();
-            Error::NotFound(format!("unknown dataset `{name}`; configured datasets: {}", known.join(", ")))
-        })
+        self.datasets.get(name).ok_or_else(|| self.unknown_dataset(name))
+    }
+
+    /// The 404 of a dataset that does not exist, naming the public ones only: also the
+    /// answer for a private dataset the caller may not read, so the two look the same.
+    pub fn unknown_dataset(&self, name: &str) -> Error {
+        let known: Vec<&str> = self.datasets.keys().filter(|n| !self.private.contains(*n)).map(String::as_str).collect();
+        Error::NotFound(format!("unknown dataset `{name}`; configured datasets: {}", known.join(", ")))
     }
 
     /// The parsed metadata of the node at `path` ("" for the dataset root): its
@@ -446,6 +453,7 @@ mod tests {
             options: options.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect(),
             overviews: BTreeMap::default(),
             compat: BTreeMap::default(),
+            read: None,
         }
     }
 

@@ -10,9 +10,11 @@ use serde::Deserialize;
 
 use crate::config::env::{apply_env, option_texts};
 
+mod auth;
 mod env;
 mod error;
 
+pub use crate::config::auth::{ApiKeyConfig, AuthConfig, JwtConfig, SigningKey};
 pub use crate::config::error::ConfigError;
 use crate::config::error::invalid;
 
@@ -40,6 +42,8 @@ pub struct Config {
     pub compat: CompatConfig,
     #[serde(default)]
     pub storage: StorageConfig,
+    #[serde(default)]
+    pub auth: AuthConfig,
     #[serde(default)]
     pub datasets: BTreeMap<String, DatasetConfig>,
 }
@@ -251,6 +255,10 @@ pub struct DatasetConfig {
     /// `zarrd overviews`. IIIF reduced sizes of the array read its levels.
     #[serde(default)]
     pub overviews: BTreeMap<String, String>,
+    /// Who may read the dataset (API.md "Access control"): caller names and groups. Absent:
+    /// public.
+    #[serde(default)]
+    pub read: Option<Vec<String>>,
 }
 
 /// Overrides from the command line; `None` leaves the file's value.
@@ -288,9 +296,11 @@ impl Config {
                 .map_err(|source| ConfigError::Read { path: p.display().to_string(), source })?,
         };
         let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| ConfigError::Parse(e.to_string()))?;
-        apply_env(&mut table, env)?;
+        let env: Vec<(String, String)> = env.into_iter().collect();
+        apply_env(&mut table, env.iter().cloned())?;
         let mut config: Self =
             toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| ConfigError::Parse(e.to_string()))?;
+        config.auth.read_signing_key(&env)?;
         if let Some(listen) = overrides.listen {
             config.listen = listen;
         }
@@ -308,6 +318,7 @@ impl Config {
                     options: BTreeMap::new(),
                     compat: BTreeMap::new(),
                     overviews: BTreeMap::new(),
+                    read: None,
                 },
             );
         }
@@ -386,7 +397,7 @@ impl Config {
         if axum::http::HeaderValue::from_str(&self.http.cache_control).is_err() {
             return Err(invalid("http.cache_control", "is not a valid header value"));
         }
-        Ok(())
+        self.auth.validate(self.datasets.iter())
     }
 }
 

@@ -474,6 +474,7 @@ pub fn open_dataset(url: String, options: &[(&str, String)]) -> Store {
         options: options.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect(),
         compat: std::collections::BTreeMap::default(),
         overviews: std::collections::BTreeMap::default(),
+        read: None,
     };
     zarrd::catalog::open_store("conf", &config).unwrap()
 }

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use axum::Extension;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -13,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::error::{Error, Result};
+use crate::http::auth::CapabilityPath;
 use crate::http::conditional::with_validators;
 use crate::http::conditional::{EtagBuilder, cache_control, not_modified};
 use crate::http::extract::Params;
@@ -73,11 +75,14 @@ pub async fn info(
     path: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
+    capability: Option<Extension<CapabilityPath>>,
 ) -> Result<Response> {
     let Path(text) = path.map_err(|e| path_error(&e))?;
     Params::parse(query.as_deref(), &[])?;
     let image = Image::open(&state.catalog, identifier(&text)?).await?;
-    let id = format!("{}/iiif/3/{}", base_url(&headers), image.id.encoded());
+    // Behind a capability URL, the tiles a viewer asks for stay behind it.
+    let behind = capability.map(|Extension(c)| c.public_prefix()).unwrap_or_default();
+    let id = format!("{}{behind}/iiif/3/{}", base_url(&headers), image.id.encoded());
     let (width, height) = (image.width, image.height);
     let top = iiif::max_scale_log2(width, height);
     let scale_factors: Vec<u64> = (0..=top).map(|k| 1u64 << k).collect();
