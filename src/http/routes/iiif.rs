@@ -56,10 +56,12 @@ fn base_url(headers: &HeaderMap) -> String {
     format!("{proto}://{host}")
 }
 
-/// `GET /iiif/3/{identifier}`: the spec's base URI redirects to `info.json`.
-pub async fn base(path: Result<Path<String>, PathRejection>) -> Result<Response> {
+/// `GET /iiif/3/{identifier}`: the spec's base URI redirects to `info.json` (an unknown
+/// dataset is a 404 here too, as it is for a private one the caller may not read).
+pub async fn base(State(state): State<AppState>, path: Result<Path<String>, PathRejection>) -> Result<Response> {
     let Path(text) = path.map_err(|e| path_error(&e))?;
     let id = identifier(&text)?;
+    state.catalog.dataset(&id.dataset)?;
     let location = format!("/iiif/3/{}/info.json", id.encoded());
     let mut response = StatusCode::SEE_OTHER.into_response();
     response
