@@ -158,3 +158,72 @@ impl AuthConfig {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{Config, ConfigError, Overrides};
+
+    const DIGEST: &str = "72ee9d4355ccb9d3a4c9dbf37382e38e75c1b1a225b5bd1f729ee91bbda30c20";
+
+    fn load(auth: &str, env: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, format!("listen = \"127.0.0.1:0\"\n{auth}\n[datasets.a]\nurl = \"/tmp\"\nread = [\"x\"]\n")).unwrap();
+        Config::load(Some(&path), env.iter().map(|(a, b)| ((*a).to_owned(), (*b).to_owned())), &Overrides::default())
+    }
+
+    #[test]
+    fn keys_providers_and_the_signing_key_load() {
+        let c = load(
+            &format!("[[auth.api_keys]]\nname = \"alice\"\nsha256 = \"{DIGEST}\"\ngroups = [\"lab\"]\n[auth.jwt]\njwks = \"https://idp/jwks\"\nissuer = \"i\"\naudience = \"a\"\n"),
+            &[("ZARRD_SIGNING_KEY", &"k".repeat(32))],
+        )
+        .unwrap();
+        assert_eq!((c.auth.api_keys[0].name.as_str(), c.auth.api_keys[0].groups.as_slice()), ("alice", &["lab".to_owned()][..]));
+        let jwt = c.auth.jwt.as_ref().unwrap();
+        assert_eq!((jwt.groups_claim.as_str(), c.auth.max_token_ttl_s), ("groups", 86_400));
+        assert_eq!(c.auth.signing_key.as_ref().unwrap().0.as_ref(), "k".repeat(32).as_bytes());
+        assert_eq!(c.datasets["a"].read.as_deref(), Some(&["x".to_owned()][..]));
+        // The key never shows in Debug output.
+        assert!(!format!("{c:?}").contains(&"k".repeat(32)), "{c:?}");
+        // Another variable, keys from the environment (a Kubernetes Secret), as inline TOML.
+        let keys = format!("[{{name = \"bob\", sha256 = \"{DIGEST}\", groups = [\"g\"]}}]");
+        let c = load(
+            "[auth]\nsigning_key_env = \"MY_KEY\"\n",
+            &[("ZARRD_SIGNING_KEY", "ignored"), ("MY_KEY", &"m".repeat(40)), ("ZARRD__AUTH__API_KEYS", &keys)],
+        )
+        .unwrap();
+        assert_eq!(c.auth.signing_key.unwrap().0.len(), 40);
+        assert_eq!((c.auth.api_keys[0].name.as_str(), c.auth.api_keys[0].groups.len()), ("bob", 1));
+        assert!(load("", &[]).unwrap().auth.signing_key.is_none());
+    }
+
+    #[test]
+    fn bad_auth_configs_name_the_field() {
+        let key = |name: &str, digest: &str| format!("[[auth.api_keys]]\nname = \"{name}\"\nsha256 = \"{digest}\"\n");
+        let cases = [
+            (key("a", "abc"), "auth.api_keys[0].sha256"),
+            (key("a", &format!("{}g", &DIGEST[1..])), "auth.api_keys[0].sha256"),
+            (key("", DIGEST), "auth.api_keys[0].name"),
+            (format!("{}{}", key("a", DIGEST), key("a", &DIGEST.replace('7', "8"))), "auth.api_keys[1].name"),
+            (format!("{}{}", key("a", DIGEST), key("b", &DIGEST.to_uppercase())), "auth.api_keys[1].sha256"),
+            (format!("{}key = \"the key itself\"\n", key("a", DIGEST)), "key"),
+            ("[auth.jwt]\njwks = \"/no/such/file\"\nissuer = \"i\"\naudience = \"a\"\n".into(), "auth.jwt.jwks"),
+            ("[auth.jwt]\njwks = \"https://idp\"\nissuer = \"\"\naudience = \"a\"\n".into(), "auth.jwt.issuer"),
+            ("[auth.jwt]\njwks = \"https://idp\"\nissuer = \"i\"\n".into(), "audience"),
+            ("[auth]\nmax_token_ttl_s = 0\n".into(), "auth.max_token_ttl_s"),
+            ("[auth]\nsigning_key = \"inline\"\n".into(), "signing_key"),
+        ];
+        for (text, field) in cases {
+            let err = load(&text, &[]).unwrap_err().to_string();
+            assert!(err.contains(field), "{err} should name {field}");
+        }
+        let err = load("", &[("ZARRD_SIGNING_KEY", "short")]).unwrap_err().to_string();
+        assert!(err.contains("ZARRD_SIGNING_KEY") && err.contains("32 bytes"), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, "listen = \"127.0.0.1:0\"\n[datasets.a]\nurl = \"/tmp\"\nread = [\"\"]\n").unwrap();
+        let err = Config::load(Some(&path), [], &Overrides::default()).unwrap_err().to_string();
+        assert!(err.contains("datasets.a.read"), "{err}");
+    }
+}
