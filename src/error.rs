@@ -119,7 +119,11 @@ impl IntoResponse for Error {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
             }
             Self::Unauthorized { invalid_token, .. } => {
-                let challenge = if invalid_token { r#"Bearer realm="zarrd", error="invalid_token""# } else { r#"Bearer realm="zarrd""# };
+                let challenge = if invalid_token {
+                    r#"Bearer realm="zarrd", error="invalid_token""#
+                } else {
+                    r#"Bearer realm="zarrd""#
+                };
                 headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
             }
             Self::RangeNotSatisfiable(_, size) => {

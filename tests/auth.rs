@@ -39,7 +39,9 @@ fn allowed(who: Option<&str>, ds: &str) -> bool {
     let groups: &[&str] = if who == Some("bob") { &["imaging"] } else { &[] };
     match DATASETS.iter().find(|d| d.0 == ds).unwrap().1 {
         None => true,
-        Some(list) => who.is_some_and(|w| list.contains(&format!("\"{w}\"")) || groups.iter().any(|g| list.contains(g))),
+        Some(list) => {
+            who.is_some_and(|w| list.contains(&format!("\"{w}\"")) || groups.iter().any(|g| list.contains(g)))
+        }
     }
 }
 
@@ -103,14 +105,17 @@ async fn bad_credentials_are_401_on_every_route() {
         "Bearer alice-key2",
         "Bearer ALICE-KEY",
         "Bearer 72ee9d4355ccb9d3a4c9dbf37382e38e75c1b1a225b5bd1f729ee91bbda30c20", // the digest itself
-        "Bearer a.b.c",  // a JWT, but this server takes none
+        "Bearer a.b.c",                                                            // a JWT, but this server takes none
         "Basic YWxpY2U6YWxpY2Uta2V5",
         "Bearer",
         "alice-key",
     ];
     for uri in &uris {
         for credential in bad {
-            assert_unauthorized(&get(&app, uri, &[("authorization", credential)]).await, &format!("{credential} {uri}"));
+            assert_unauthorized(
+                &get(&app, uri, &[("authorization", credential)]).await,
+                &format!("{credential} {uri}"),
+            );
         }
     }
     // Two Authorization headers are ambiguous: refused, even when one is good.
@@ -131,8 +136,12 @@ async fn the_dataset_list_shows_only_what_the_caller_may_read() {
         let headers: Vec<(&str, &str)> = auth.iter().map(|a| ("authorization", a.as_str())).collect();
         let reply = get(&app, "/v1/datasets", &headers).await;
         assert_eq!(reply.status, 200);
-        let names: Vec<String> =
-            reply.json()["datasets"].as_array().unwrap().iter().map(|d| d["name"].as_str().unwrap().to_owned()).collect();
+        let names: Vec<String> = reply.json()["datasets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["name"].as_str().unwrap().to_owned())
+            .collect();
         let mut expected: Vec<String> =
             DATASETS.iter().filter(|(ds, _)| allowed(who, ds)).map(|(ds, _)| (*ds).to_owned()).collect();
         expected.sort();
@@ -150,7 +159,9 @@ async fn metrics_never_name_a_private_dataset_to_a_caller_who_may_not_read_it() 
     for ds in ["open", "lab", "closed"] {
         zarrd::ops::metrics::dataset_up(ds, true);
     }
-    for (who, shown) in [(None, vec!["open"]), (Some("alice"), vec!["open", "lab"]), (Some("carol"), vec!["open", "closed"])] {
+    for (who, shown) in
+        [(None, vec!["open"]), (Some("alice"), vec!["open", "lab"]), (Some("carol"), vec!["open", "closed"])]
+    {
         let auth = who.map(bearer);
         let headers: Vec<(&str, &str)> = auth.iter().map(|a| ("authorization", a.as_str())).collect();
         let text = String::from_utf8(get(&app, "/metrics", &headers).await.body.to_vec()).unwrap();

@@ -1,4 +1,4 @@
-//! OpenID Connect JWTs (API.md "Access control"), with the provider's JWKS served over real
+//! `OpenID Connect` JWTs (API.md "Access control"), with the provider's JWKS served over real
 //! HTTP on loopback: RS256 and ES256 tokens name their caller (`sub`) and groups; every
 //! forgery is a 401 (expired, not yet valid, wrong audience or issuer, unknown signer,
 //! altered payload, `alg: none`, HS256 signed with the public key or with a symmetric key
@@ -66,7 +66,8 @@ fn now() -> i64 {
 
 /// Standard claims for `sub`, valid for an hour; `change` edits them.
 fn claims(sub: &str, change: impl FnOnce(&mut Value)) -> Value {
-    let mut c = json!({"sub": sub, "iss": ISSUER, "aud": AUDIENCE, "iat": now(), "nbf": now() - 5, "exp": now() + 3600});
+    let mut c =
+        json!({"sub": sub, "iss": ISSUER, "aud": AUDIENCE, "iat": now(), "nbf": now() - 5, "exp": now() + 3600});
     change(&mut c);
     c
 }
@@ -90,7 +91,7 @@ fn raw(header: &Value, claims: &Value, signature: &str) -> String {
     format!("{}.{}.{signature}", B64.encode(header.to_string()), B64.encode(claims.to_string()))
 }
 
-async fn world(provider: &Provider) -> axum::Router {
+fn world(provider: &Provider) -> axum::Router {
     let extra = format!("[auth.jwt]\njwks = \"{}\"\nissuer = \"{ISSUER}\"\naudience = \"{AUDIENCE}\"\n", provider.url);
     let all = ["open", "lab", "closed"];
     common::auth::app(load(&extra, &all, &[]), &all)
@@ -108,14 +109,16 @@ async fn status(app: &axum::Router, uri: &str, token: &str) -> u16 {
 #[tokio::test]
 async fn tokens_of_the_provider_name_their_caller_and_groups() {
     let idp = provider("jwks.json").await;
-    let app = world(&idp).await;
+    let app = world(&idp);
     let lab = format!("/v1/arrays/lab/{ARRAY}");
     let closed = format!("/v1/arrays/closed/{ARRAY}");
     let alice = sign(Algorithm::RS256, "rsa-1", &rsa(), &claims("alice", |_| {}));
     let erin = sign(Algorithm::ES256, "ec-1", &ec(), &claims("erin", |c| c["groups"] = json!(["imaging"])));
     let frank = sign(Algorithm::ES256, "ec-1", &ec(), &claims("frank", |c| c["groups"] = json!("imaging")));
     let carol = sign(Algorithm::RS256, "rsa-1", &rsa(), &claims("carol", |c| c["aud"] = json!(["other", AUDIENCE])));
-    for (token, lab_status, closed_status) in [(&alice, 200, 404), (&erin, 200, 404), (&frank, 200, 404), (&carol, 404, 200)] {
+    for (token, lab_status, closed_status) in
+        [(&alice, 200, 404), (&erin, 200, 404), (&frank, 200, 404), (&carol, 404, 200)]
+    {
         assert_eq!(status(&app, &lab, token).await, lab_status, "{token}");
         assert_eq!(status(&app, &closed, token).await, closed_status, "{token}");
     }
@@ -123,10 +126,15 @@ async fn tokens_of_the_provider_name_their_caller_and_groups() {
     let no_kid = jsonwebtoken::encode(&Header::new(Algorithm::RS256), &claims("alice", |_| {}), &rsa()).unwrap();
     assert_eq!(status(&app, &lab, &no_kid).await, 200);
     // Within the clock skew (60 s) an expired or early token is still good.
-    let skewed = sign(Algorithm::RS256, "rsa-1", &rsa(), &claims("alice", |c| {
-        c["exp"] = json!(now() - 20);
-        c["nbf"] = json!(now() + 20);
-    }));
+    let skewed = sign(
+        Algorithm::RS256,
+        "rsa-1",
+        &rsa(),
+        &claims("alice", |c| {
+            c["exp"] = json!(now() - 20);
+            c["nbf"] = json!(now() + 20);
+        }),
+    );
     assert_eq!(status(&app, &lab, &skewed).await, 200);
     // A JWT holder mints capability URLs like an API-key holder... when there is a key.
     let reply = request(&app, Method::POST, "/v1/tokens", &[("authorization", &format!("Bearer {alice}"))], "{}").await;
@@ -137,7 +145,7 @@ async fn tokens_of_the_provider_name_their_caller_and_groups() {
 #[tokio::test]
 async fn forged_tokens_are_401_and_never_accepted() {
     let idp = provider("jwks.json").await;
-    let app = world(&idp).await;
+    let app = world(&idp);
     let good = claims("alice", |_| {});
     let genuine = sign(Algorithm::RS256, "rsa-1", &rsa(), &good);
     let (header, _, signature) = {
@@ -150,12 +158,42 @@ async fn forged_tokens_are_401_and_never_accepted() {
     let carol_payload = B64.encode(claims("carol", |_| {}).to_string());
     let forged: Vec<(&str, String)> = vec![
         ("expired", sign(Algorithm::RS256, "rsa-1", &rsa(), &claims("alice", |c| c["exp"] = json!(now() - 3600)))),
-        ("not yet valid", sign(Algorithm::RS256, "rsa-1", &rsa(), &claims("alice", |c| c["nbf"] = json!(now() + 3600)))),
+        (
+            "not yet valid",
+            sign(Algorithm::RS256, "rsa-1", &rsa(), &claims("alice", |c| c["nbf"] = json!(now() + 3600))),
+        ),
         ("wrong audience", sign(Algorithm::RS256, "rsa-1", &rsa(), &claims("alice", |c| c["aud"] = json!("other")))),
-        ("wrong issuer", sign(Algorithm::RS256, "rsa-1", &rsa(), &claims("alice", |c| c["iss"] = json!("https://evil")))),
-        ("no exp", sign(Algorithm::RS256, "rsa-1", &rsa(), &claims("alice", |c| drop(c.as_object_mut().unwrap().remove("exp"))))),
-        ("no aud", sign(Algorithm::RS256, "rsa-1", &rsa(), &claims("alice", |c| drop(c.as_object_mut().unwrap().remove("aud"))))),
-        ("no sub", sign(Algorithm::RS256, "rsa-1", &rsa(), &claims("alice", |c| drop(c.as_object_mut().unwrap().remove("sub"))))),
+        (
+            "wrong issuer",
+            sign(Algorithm::RS256, "rsa-1", &rsa(), &claims("alice", |c| c["iss"] = json!("https://evil"))),
+        ),
+        (
+            "no exp",
+            sign(
+                Algorithm::RS256,
+                "rsa-1",
+                &rsa(),
+                &claims("alice", |c| drop(c.as_object_mut().unwrap().remove("exp"))),
+            ),
+        ),
+        (
+            "no aud",
+            sign(
+                Algorithm::RS256,
+                "rsa-1",
+                &rsa(),
+                &claims("alice", |c| drop(c.as_object_mut().unwrap().remove("aud"))),
+            ),
+        ),
+        (
+            "no sub",
+            sign(
+                Algorithm::RS256,
+                "rsa-1",
+                &rsa(),
+                &claims("alice", |c| drop(c.as_object_mut().unwrap().remove("sub"))),
+            ),
+        ),
         ("groups not strings", sign(Algorithm::RS256, "rsa-1", &rsa(), &claims("alice", |c| c["groups"] = json!(3)))),
         ("unknown signer under a listed kid", sign(Algorithm::RS256, "rsa-1", &rogue, &good)),
         ("unknown signer and kid", sign(Algorithm::RS256, "rogue", &rogue, &good)),
@@ -187,7 +225,7 @@ async fn forged_tokens_are_401_and_never_accepted() {
 #[tokio::test]
 async fn keys_are_refetched_on_an_unknown_kid_at_most_once_per_interval() {
     let idp = provider("jwks.json").await;
-    let jwks = Jwks::new(&idp.url, Duration::from_millis(1000));
+    let jwks = Jwks::new(&idp.url, Duration::from_secs(1));
     assert_eq!(jwks.candidates(Some("rsa-1"), Algorithm::RS256).await.unwrap().len(), 1);
     assert_eq!(jwks.candidates(Some("ec-1"), Algorithm::ES256).await.unwrap().len(), 1);
     // Symmetric and encryption keys are never candidates; neither is a key of another algorithm.
@@ -223,7 +261,7 @@ async fn keys_are_refetched_on_an_unknown_kid_at_most_once_per_interval() {
 async fn a_provider_never_reached_makes_jwts_unverifiable_not_accepted() {
     let idp = provider("jwks.json").await;
     *idp.document.lock().unwrap() = None;
-    let app = world(&idp).await;
+    let app = world(&idp);
     let alice = sign(Algorithm::RS256, "rsa-1", &rsa(), &claims("alice", |_| {}));
     let reply = request(&app, Method::GET, "/v1/datasets", &[("authorization", &format!("Bearer {alice}"))], "").await;
     let doc = reply.assert_problem(503);
@@ -236,7 +274,8 @@ async fn a_provider_never_reached_makes_jwts_unverifiable_not_accepted() {
 #[tokio::test]
 async fn a_jwks_file_serves_as_well_as_a_url() {
     let path = common::fixtures().join("auth/jwks.json");
-    let extra = format!("[auth.jwt]\njwks = \"{}\"\nissuer = \"{ISSUER}\"\naudience = \"{AUDIENCE}\"\n", path.display());
+    let extra =
+        format!("[auth.jwt]\njwks = \"{}\"\nissuer = \"{ISSUER}\"\naudience = \"{AUDIENCE}\"\n", path.display());
     let app = common::auth::app(load(&extra, &["lab"], &[]), &["lab"]);
     let erin = sign(Algorithm::ES256, "ec-1", &ec(), &claims("erin", |c| c["groups"] = json!(["imaging"])));
     assert_eq!(status(&app, &format!("/zarr/lab/{ARRAY}/zarr.json"), &erin).await, 200);

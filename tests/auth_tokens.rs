@@ -32,7 +32,14 @@ fn now() -> u64 {
 async fn minting_needs_a_credential_a_signing_key_and_sane_limits() {
     let app = world();
     let before = now();
-    let reply = request(&app, Method::POST, "/v1/tokens", &[("authorization", "Bearer alice-key")], r#"{"prefix": "/zarr/lab/", "ttl_s": 600}"#).await;
+    let reply = request(
+        &app,
+        Method::POST,
+        "/v1/tokens",
+        &[("authorization", "Bearer alice-key")],
+        r#"{"prefix": "/zarr/lab/", "ttl_s": 600}"#,
+    )
+    .await;
     assert_eq!(reply.status, 201, "{}", reply.describe());
     assert!(reply.header("cache-control").contains("no-store"), "{}", reply.describe());
     let doc = reply.json();
@@ -83,7 +90,9 @@ async fn a_capability_url_serves_its_owners_rights_inside_its_prefix() {
     let reply = get(&app, &format!("{zarr}{ARRAY}/zarr.json")).await;
     assert_eq!(reply.status, 200, "{}", reply.describe());
     assert!(reply.header("cache-control").starts_with("private"));
-    for outside in [format!("/t/{}/zarr/open/zarr.json", token_of(&zarr)), format!("/t/{}/v1/datasets/lab", token_of(&zarr))] {
+    for outside in
+        [format!("/t/{}/zarr/open/zarr.json", token_of(&zarr)), format!("/t/{}/v1/datasets/lab", token_of(&zarr))]
+    {
         let doc = get(&app, &outside).await.assert_problem(404);
         assert!(doc["detail"].as_str().unwrap().contains("capability URL"), "{doc}");
     }
@@ -100,7 +109,8 @@ async fn expired_altered_and_foreign_tokens_are_401() {
     let alice = Caller { name: "alice".into(), groups: vec![], via: Via::ApiKey };
     let ours = Signer::new(SIGNING_KEY.as_bytes().into());
     let expired = ours.mint(&alice, "/zarr/lab/", now() - 1);
-    let foreign = Signer::new(b"another signing key, at least thirty-two bytes".as_slice().into()).mint(&alice, "/", now() + 600);
+    let foreign =
+        Signer::new(b"another signing key, at least thirty-two bytes".as_slice().into()).mint(&alice, "/", now() + 600);
     let (body, tag) = token.split_once('.').unwrap();
     // The same MAC over a payload widened to every path.
     let widened = {
@@ -128,14 +138,25 @@ async fn redirects_and_iiif_tiles_stay_behind_the_capability_url() {
     let url = mint(&app, "Bearer alice-key", "/", 600).await;
     let behind = url.trim_end_matches('/');
     let id = format!("lab%2F{}", ARRAY.replace('/', "%2F"));
-    let reply = request(&app, Method::GET, &format!("{behind}/iiif/3/{id}/info.json"), &[("host", "example.org")], "").await;
+    let reply =
+        request(&app, Method::GET, &format!("{behind}/iiif/3/{id}/info.json"), &[("host", "example.org")], "").await;
     assert_eq!(reply.json()["id"], format!("http://example.org{behind}/iiif/3/{id}"));
     let reply = get(&app, &format!("{behind}/iiif/3/{id}")).await;
-    assert_eq!((reply.status.as_u16(), reply.header("location")), (303, format!("{behind}/iiif/3/{id}/info.json").as_str()));
+    assert_eq!(
+        (reply.status.as_u16(), reply.header("location")),
+        (303, format!("{behind}/iiif/3/{id}/info.json").as_str())
+    );
     let reply = get(&app, &format!("{behind}/zarr/lab")).await;
     assert_eq!((reply.status.as_u16(), reply.header("location")), (308, format!("{behind}/zarr/lab/").as_str()));
     // Without a token, URLs are as they were.
-    let reply = request(&app, Method::GET, &format!("/iiif/3/{id}/info.json"), &[("host", "example.org"), ("authorization", &bearer("alice"))], "").await;
+    let reply = request(
+        &app,
+        Method::GET,
+        &format!("/iiif/3/{id}/info.json"),
+        &[("host", "example.org"), ("authorization", &bearer("alice"))],
+        "",
+    )
+    .await;
     assert_eq!(reply.json()["id"], format!("http://example.org/iiif/3/{id}"));
 }
 
@@ -186,7 +207,8 @@ async fn each_refusal_is_counted_and_logged_once_without_the_credential() {
     let _guard = tracing::subscriber::set_default(subscriber);
     let uri = format!("/v1/arrays/lab/{ARRAY}");
     request(&app, Method::GET, &uri, &[("x-request-id", "req-dave"), ("authorization", "Bearer dave-key")], "").await;
-    request(&app, Method::GET, &uri, &[("x-request-id", "req-forged"), ("authorization", "Bearer s3cret-forged")], "").await;
+    request(&app, Method::GET, &uri, &[("x-request-id", "req-forged"), ("authorization", "Bearer s3cret-forged")], "")
+        .await;
     request(&app, Method::GET, &uri, &[("x-request-id", "req-alice"), ("authorization", "Bearer alice-key")], "").await;
     let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
     let refusals: Vec<serde_json::Value> = text

@@ -5,7 +5,7 @@
 use sha2::{Digest, Sha256};
 use subtle::{ConditionallySelectable, ConstantTimeEq};
 
-use crate::auth::{Caller, Via};
+use crate::auth::caller::{Caller, Via};
 use crate::config::ApiKeyConfig;
 
 /// The configured keys: digest and holder.
@@ -71,20 +71,31 @@ mod tests {
                 sha256: "72EE9D4355CCB9D3A4C9DBF37382E38E75C1B1A225B5BD1F729EE91BBDA30C20".into(),
                 groups: vec![],
             },
-            ApiKeyConfig { name: "real".into(), sha256: hex(&Sha256::digest(b"the real key")), groups: vec!["lab".into()] },
+            ApiKeyConfig {
+                name: "real".into(),
+                sha256: hex(&Sha256::digest(b"the real key")),
+                groups: vec!["lab".into()],
+            },
             ApiKeyConfig { name: "other".into(), sha256: hex(&Sha256::digest(b"another key")), groups: vec![] },
         ])
     }
 
     fn hex(bytes: &[u8]) -> String {
-        bytes.iter().map(|b| format!("{b:02x}")).collect()
+        bytes.iter().fold(String::new(), |mut s, b| {
+            use std::fmt::Write;
+            let _ = write!(s, "{b:02x}");
+            s
+        })
     }
 
     #[test]
     fn a_key_is_found_by_its_digest_only() {
         let keys = keys();
         let caller = keys.lookup("the real key").unwrap();
-        assert_eq!((caller.name.as_str(), caller.groups.as_slice(), caller.via), ("real", &["lab".to_owned()][..], Via::ApiKey));
+        assert_eq!(
+            (caller.name.as_str(), caller.groups.as_slice(), caller.via),
+            ("real", &["lab".to_owned()][..], Via::ApiKey)
+        );
         assert_eq!(keys.lookup("another key").unwrap().name, "other");
         assert_eq!(keys.lookup("alice-key").unwrap().name, "alice");
         for wrong in ["", "the real key ", "The real key", "the real ke", &hex(&Sha256::digest(b"the real key"))] {

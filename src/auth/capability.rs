@@ -10,7 +10,8 @@ use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
-use crate::auth::{Caller, Denied, Via};
+use crate::auth::caller::{Caller, Via};
+use crate::auth::denied::Denied;
 
 /// Domain separation: a MAC made for anything else with the same key never verifies here.
 const CONTEXT: &[u8] = b"zarrd capability v1\n";

@@ -14,12 +14,12 @@ use std::time::{Duration, Instant};
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, KeyAlgorithm, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey};
 
-use crate::auth::Denied;
+use crate::auth::denied::Denied;
 
 /// The shortest time between two fetches.
-pub const REFETCH_INTERVAL: Duration = Duration::from_secs(60);
+pub const REFETCH_INTERVAL: Duration = Duration::from_mins(1);
 /// A set older than this is fetched again when next used.
-pub const MAX_AGE: Duration = Duration::from_secs(3600);
+pub const MAX_AGE: Duration = Duration::from_hours(1);
 /// The longest a fetch may take.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 /// The largest JWKS document read.
@@ -188,10 +188,10 @@ pub fn parse(document: &[u8]) -> Result<Vec<Arc<Key>>, FetchError> {
         keys: Vec<serde_json::Value>,
     }
     let set: Set = serde_json::from_slice(document)?;
-    Ok(set.keys.into_iter().filter_map(|value| key(serde_json::from_value(value).ok()?)).map(Arc::new).collect())
+    Ok(set.keys.into_iter().filter_map(|value| key(&serde_json::from_value(value).ok()?)).map(Arc::new).collect())
 }
 
-fn key(jwk: Jwk) -> Option<Key> {
+fn key(jwk: &Jwk) -> Option<Key> {
     if matches!(jwk.common.public_key_use, Some(PublicKeyUse::Encryption | PublicKeyUse::Other(_))) {
         return None;
     }
@@ -206,6 +206,6 @@ fn key(jwk: Jwk) -> Option<Key> {
     if jwk.common.key_algorithm.is_some_and(|a| a != declared) {
         return None;
     }
-    let key = DecodingKey::from_jwk(&jwk).ok()?;
+    let key = DecodingKey::from_jwk(jwk).ok()?;
     Some(Key { kid: jwk.common.key_id.clone(), alg, key })
 }

@@ -1,4 +1,4 @@
-//! OpenID Connect ID and access tokens (RFC 7519 JWTs) from the configured provider: the
+//! `OpenID Connect` ID and access tokens (RFC 7519 JWTs) from the configured provider: the
 //! header's `alg` must be RS256 or ES256 and match the key that verifies it (so `none`
 //! and an HMAC made with a public key are refused before any claim is read); `exp`, `nbf`,
 //! `iss` and `aud` are checked with [`LEEWAY_S`] of clock skew; `sub` names the caller and
@@ -8,8 +8,9 @@ use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, Validation};
 use serde_json::{Map, Value};
 
+use crate::auth::caller::{Caller, Via};
+use crate::auth::denied::Denied;
 use crate::auth::jwks::Jwks;
-use crate::auth::{Caller, Denied, Via};
 use crate::config::JwtConfig;
 
 /// Clock skew allowed between zarrd and the identity provider, in seconds.

@@ -1,6 +1,6 @@
 //! Access control (API.md "Access control"), with no HTTP in it: who the caller is
-//! (`api_keys`: SHA-256 digests compared in constant time; `jwt` over `jwks`: OpenID
-//! Connect tokens, RS256 and ES256 only), which datasets they may read (`policy`), and
+//! (`api_keys`: SHA-256 digests compared in constant time; `jwt` over `jwks`: `OpenID
+//! Connect` tokens, RS256 and ES256 only), which datasets they may read (`policy`), and
 //! capability tokens for clients that cannot send headers (`capability`: HMAC-SHA256,
 //! stateless, so every replica verifies what any replica minted). The HTTP edge
 //! (`http::auth`) applies it in one layer in front of every route.
@@ -10,116 +10,19 @@
 //! logged nor echoed.
 
 pub mod api_keys;
+pub mod caller;
 pub mod capability;
+pub mod denied;
 pub mod jwks;
 pub mod jwt;
 pub mod policy;
 
+pub use caller::{Caller, CapabilityPath, Identity, Via};
+pub use denied::Denied;
+
 use std::sync::Arc;
 
 use crate::config::Config;
-
-/// Who made a request: a name and groups, from an API key, a JWT, or a capability token
-/// minted by one of those.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Caller {
-    pub name: String,
-    pub groups: Vec<String>,
-    pub via: Via,
-}
-
-/// How the caller proved who they are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Via {
-    ApiKey,
-    Jwt,
-    Capability,
-}
-
-/// The caller of a request (`None`: anonymous), as the access layer found it; handlers
-/// whose answer depends on the caller (`/v1/datasets`, `/metrics`, `/v1/tokens`) read it
-/// from the request's extensions.
-#[derive(Debug, Clone, Default)]
-pub struct Identity(pub Option<Caller>);
-
-/// Why a request was refused. `Malformed` to `OutsideStore` are 401s (the credential is
-/// wrong); `NotAllowed` and `OutsidePrefix` are 404s (the caller is known but the
-/// dataset or path is not theirs); `Anonymous` and `CannotMint` refuse minting.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum Denied {
-    #[error("the credential is not an API key, a JWT or a capability token zarrd accepts")]
-    Malformed,
-    #[error("unknown API key")]
-    UnknownKey,
-    #[error("the token's signature does not verify")]
-    BadSignature,
-    #[error("the token's algorithm is not accepted (RS256 and ES256 only)")]
-    Algorithm,
-    #[error("the token has expired")]
-    Expired,
-    #[error("the token is not valid yet")]
-    NotYetValid,
-    #[error("the token is from another issuer")]
-    WrongIssuer,
-    #[error("the token is for another audience")]
-    WrongAudience,
-    #[error("the token is signed by a key the identity provider does not list")]
-    UnknownSigner,
-    #[error("the identity provider's keys cannot be fetched; retry later")]
-    KeysUnavailable,
-    #[error("this server accepts no JWTs")]
-    NoJwt,
-    #[error("the caller may not read this dataset")]
-    NotAllowed,
-    #[error("the path is outside the capability URL's prefix")]
-    OutsidePrefix,
-    #[error("minting a capability URL needs an API key or a JWT in `Authorization: Bearer`")]
-    Anonymous,
-    #[error("a capability URL cannot mint another; send an API key or a JWT in `Authorization: Bearer`")]
-    CannotMint,
-}
-
-impl Denied {
-    /// The `reason` label of `zarrd_auth_denied_total` and of the refusal's log line.
-    pub fn reason(self) -> &'static str {
-        match self {
-            Self::Malformed => "malformed",
-            Self::UnknownKey => "unknown_key",
-            Self::BadSignature => "bad_signature",
-            Self::Algorithm => "algorithm",
-            Self::Expired => "expired",
-            Self::NotYetValid => "not_yet_valid",
-            Self::WrongIssuer => "wrong_issuer",
-            Self::WrongAudience => "wrong_audience",
-            Self::UnknownSigner => "unknown_signer",
-            Self::KeysUnavailable => "keys_unavailable",
-            Self::NoJwt => "no_jwt",
-            Self::NotAllowed => "not_allowed",
-            Self::OutsidePrefix => "outside_prefix",
-            Self::Anonymous => "anonymous",
-            Self::CannotMint => "cannot_mint",
-        }
-    }
-
-    /// Every reason, for tests and dashboards.
-    pub const ALL: [Self; 15] = [
-        Self::Malformed,
-        Self::UnknownKey,
-        Self::BadSignature,
-        Self::Algorithm,
-        Self::Expired,
-        Self::NotYetValid,
-        Self::WrongIssuer,
-        Self::WrongAudience,
-        Self::UnknownSigner,
-        Self::KeysUnavailable,
-        Self::NoJwt,
-        Self::NotAllowed,
-        Self::OutsidePrefix,
-        Self::Anonymous,
-        Self::CannotMint,
-    ];
-}
 
 /// Access control as configured: the callers zarrd knows, the datasets' read lists and
 /// the capability-token signer.

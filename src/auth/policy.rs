@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::auth::Caller;
+use crate::auth::caller::Caller;
 
 pub struct Policy {
     /// The read lists of the private datasets.
@@ -14,9 +14,7 @@ pub struct Policy {
 
 impl Policy {
     pub fn new<'a>(datasets: impl Iterator<Item = (&'a String, Option<&'a [String]>)>) -> Self {
-        let read = datasets
-            .filter_map(|(name, read)| Some((name.clone(), read?.iter().cloned().collect())))
-            .collect();
+        let read = datasets.filter_map(|(name, read)| Some((name.clone(), read?.iter().cloned().collect()))).collect();
         Self { read }
     }
 
@@ -37,7 +35,7 @@ impl Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::Via;
+    use crate::auth::caller::Via;
 
     fn caller(name: &str, groups: &[&str]) -> Caller {
         Caller { name: name.into(), groups: groups.iter().map(|&g| g.into()).collect(), via: Via::ApiKey }
@@ -53,7 +51,10 @@ mod tests {
         );
         let (alice, bob, carol) = (caller("alice", &[]), caller("bob", &["imaging"]), caller("carol", &["other"]));
         assert!(policy.any_private());
-        assert_eq!([policy.is_private("lab"), policy.is_private("open"), policy.is_private("nope")], [true, false, false]);
+        assert_eq!(
+            [policy.is_private("lab"), policy.is_private("open"), policy.is_private("nope")],
+            [true, false, false]
+        );
         for (who, dataset, expected) in [
             (None, "lab", false),
             (Some(&alice), "lab", true),

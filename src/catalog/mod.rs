@@ -164,7 +164,8 @@ impl Catalog {
     /// The 404 of a dataset that does not exist, naming the public ones only: also the
     /// answer for a private dataset the caller may not read, so the two look the same.
     pub fn unknown_dataset(&self, name: &str) -> Error {
-        let known: Vec<&str> = self.datasets.keys().filter(|n| !self.private.contains(*n)).map(String::as_str).collect();
+        let known: Vec<&str> =
+            self.datasets.keys().filter(|n| !self.private.contains(*n)).map(String::as_str).collect();
         Error::NotFound(format!("unknown dataset `{name}`; configured datasets: {}", known.join(", ")))
     }
 

@@ -1,12 +1,11 @@
 //! The `[auth]` section (API.md "Access control"): API keys by the SHA-256 digest of the
-//! key, an OpenID Connect provider's JWKS, and the signing key of capability URLs, which is
+//! key, an `OpenID Connect` provider's JWKS, and the signing key of capability URLs, which is
 //! read from the environment (never from a file that might be committed or shown).
 
 use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::config::DatasetConfig;
 use crate::config::error::{ConfigError, invalid};
 
 pub const DEFAULT_MAX_TOKEN_TTL_S: u64 = 86_400;
@@ -51,7 +50,7 @@ pub struct ApiKeyConfig {
     pub groups: Vec<String>,
 }
 
-/// An OpenID Connect provider whose RS256/ES256 JWTs are accepted.
+/// An `OpenID Connect` provider whose RS256/ES256 JWTs are accepted.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JwtConfig {
@@ -104,9 +103,10 @@ impl AuthConfig {
         Ok(())
     }
 
+    /// Checks the section, and the datasets' `read` lists (by dataset name).
     pub(super) fn validate<'a>(
         &self,
-        datasets: impl Iterator<Item = (&'a String, &'a DatasetConfig)>,
+        read_lists: impl Iterator<Item = (&'a String, Option<&'a Vec<String>>)>,
     ) -> Result<(), ConfigError> {
         let mut names = std::collections::BTreeSet::new();
         let mut digests = std::collections::BTreeSet::new();
@@ -136,9 +136,11 @@ impl AuthConfig {
             if !remote && !std::path::Path::new(&jwt.jwks).is_file() {
                 return Err(invalid("auth.jwt.jwks", "must be an http(s):// URL or an existing file"));
             }
-            for (field, value) in
-                [("auth.jwt.issuer", &jwt.issuer), ("auth.jwt.audience", &jwt.audience), ("auth.jwt.groups_claim", &jwt.groups_claim)]
-            {
+            for (field, value) in [
+                ("auth.jwt.issuer", &jwt.issuer),
+                ("auth.jwt.audience", &jwt.audience),
+                ("auth.jwt.groups_claim", &jwt.groups_claim),
+            ] {
                 if value.trim().is_empty() {
                     return Err(invalid(field, "is empty"));
                 }
@@ -150,8 +152,8 @@ impl AuthConfig {
         if self.signing_key_env.is_empty() {
             return Err(invalid("auth.signing_key_env", "is empty"));
         }
-        for (name, ds) in datasets {
-            if ds.read.iter().flatten().any(|who| who.trim().is_empty()) {
+        for (name, read) in read_lists {
+            if read.into_iter().flatten().any(|who| who.trim().is_empty()) {
                 return Err(invalid(&format!("datasets.{name}.read"), "names and groups must not be empty"));
             }
         }
@@ -168,7 +170,11 @@ mod tests {
     fn load(auth: &str, env: &[(&str, &str)]) -> Result<Config, ConfigError> {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.toml");
-        std::fs::write(&path, format!("listen = \"127.0.0.1:0\"\n{auth}\n[datasets.a]\nurl = \"/tmp\"\nread = [\"x\"]\n")).unwrap();
+        std::fs::write(
+            &path,
+            format!("listen = \"127.0.0.1:0\"\n{auth}\n[datasets.a]\nurl = \"/tmp\"\nread = [\"x\"]\n"),
+        )
+        .unwrap();
         Config::load(Some(&path), env.iter().map(|(a, b)| ((*a).to_owned(), (*b).to_owned())), &Overrides::default())
     }
 
@@ -179,7 +185,10 @@ mod tests {
             &[("ZARRD_SIGNING_KEY", &"k".repeat(32))],
         )
         .unwrap();
-        assert_eq!((c.auth.api_keys[0].name.as_str(), c.auth.api_keys[0].groups.as_slice()), ("alice", &["lab".to_owned()][..]));
+        assert_eq!(
+            (c.auth.api_keys[0].name.as_str(), c.auth.api_keys[0].groups.as_slice()),
+            ("alice", &["lab".to_owned()][..])
+        );
         let jwt = c.auth.jwt.as_ref().unwrap();
         assert_eq!((jwt.groups_claim.as_str(), c.auth.max_token_ttl_s), ("groups", 86_400));
         assert_eq!(c.auth.signing_key.as_ref().unwrap().0.as_ref(), "k".repeat(32).as_bytes());

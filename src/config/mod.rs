@@ -397,7 +397,7 @@ impl Config {
         if axum::http::HeaderValue::from_str(&self.http.cache_control).is_err() {
             return Err(invalid("http.cache_control", "is not a valid header value"));
         }
-        self.auth.validate(self.datasets.iter())
+        self.auth.validate(self.datasets.iter().map(|(name, ds)| (name, ds.read.as_ref())))
     }
 }
 

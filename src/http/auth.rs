@@ -2,7 +2,7 @@
 //! response cache and every route, so no route can forget it:
 //!
 //! 1. Before routing, [`rewrite`] turns `/t/TOKEN/REST` into `/REST` and remembers the token
-//!    ([`CapabilityPath`]), so a capability URL reaches the same routes as any request.
+//!    (`auth::CapabilityPath`), so a capability URL reaches the same routes as any request.
 //! 2. [`layer`] finds the caller (the capability token; else `Authorization: Bearer` with
 //!    an API key or a JWT; else anonymous): a bad credential is a 401 with
 //!    `WWW-Authenticate: Bearer` on any route.
@@ -26,23 +26,9 @@ use axum::http::{HeaderMap, HeaderValue, Uri, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::auth::{Auth, Caller, Denied, Identity};
+use crate::auth::{Auth, Caller, CapabilityPath, Denied, Identity};
 use crate::error::Error;
-use crate::http::middleware::REQUEST_ID;
 use crate::http::state::AppState;
-
-/// A request that arrived as `/t/TOKEN/REST` and is routed as `/REST`.
-#[derive(Debug, Clone)]
-pub struct CapabilityPath {
-    pub token: String,
-}
-
-impl CapabilityPath {
-    /// What the client's URLs start with: `/t/TOKEN`.
-    pub fn public_prefix(&self) -> String {
-        format!("/t/{}", self.token)
-    }
-}
 
 /// Before routing: `/t/TOKEN/REST?QUERY` → `/REST?QUERY`, keeping the token aside.
 pub fn rewrite(mut request: Request) -> Request {
@@ -152,7 +138,8 @@ pub async fn refuse(
     dataset: Option<&str>,
 ) -> Response {
     crate::ops::metrics::auth_denied(denied.reason());
-    let request_id = parts.headers.get(REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("-");
+    // Set on every request by `middleware::observe`, outside this layer.
+    let request_id = parts.headers.get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
     let (caller, dataset_name) = (caller.unwrap_or("-"), dataset.unwrap_or("-"));
     if matches!(denied, Denied::NotAllowed | Denied::OutsidePrefix) {
         tracing::info!(target: "zarrd::auth", request_id, caller, dataset = dataset_name, reason = denied.reason(), "request refused");
@@ -168,7 +155,7 @@ pub async fn refuse(
         Denied::Anonymous => Error::Unauthorized { detail: denied.to_string(), invalid_token: false },
         _ => Error::Unauthorized { detail: denied.to_string(), invalid_token: true },
     };
-    crate::http::middleware::compressed_as_handlers(&parts.headers, error.into_response()).await
+    crate::http::compress::compressed_as_handlers(&parts.headers, error.into_response()).await
 }
 
 /// `Cache-Control: private` in place of `public` (and of what only shared caches read),
@@ -182,7 +169,8 @@ fn mark_private(headers: &mut HeaderMap) {
         .map(str::trim)
         .filter(|d| {
             let name = d.split('=').next().unwrap_or_default().trim();
-            !d.is_empty() && !["public", "private", "immutable", "s-maxage"].iter().any(|n| name.eq_ignore_ascii_case(n))
+            !d.is_empty()
+                && !["public", "private", "immutable", "s-maxage"].iter().any(|n| name.eq_ignore_ascii_case(n))
         })
         .collect();
     let value = std::iter::once("private").chain(kept).collect::<Vec<_>>().join(", ");
@@ -194,10 +182,11 @@ fn mark_private(headers: &mut HeaderMap) {
 /// A redirect answered behind a capability URL points behind it too.
 fn keep_behind(headers: &mut HeaderMap, capability: &CapabilityPath) {
     let Some(location) = headers.get(header::LOCATION).and_then(|v| v.to_str().ok()) else { return };
-    if location.starts_with('/') && !location.starts_with("//") {
-        if let Ok(v) = HeaderValue::from_str(&format!("{}{location}", capability.public_prefix())) {
-            headers.insert(header::LOCATION, v);
-        }
+    if location.starts_with('/')
+        && !location.starts_with("//")
+        && let Ok(v) = HeaderValue::from_str(&format!("{}{location}", capability.public_prefix()))
+    {
+        headers.insert(header::LOCATION, v);
     }
 }
 

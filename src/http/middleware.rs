@@ -11,18 +11,17 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, header};
+use axum::http::{HeaderName, HeaderValue, Method, header};
 use axum::middleware::{Next, from_fn, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
 use tokio::sync::Semaphore;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::compression::CompressionLayer;
-use tower_http::compression::predicate::{DefaultPredicate, Predicate};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tracing::Instrument;
 
 use crate::config::Config;
 use crate::error::Error;
+pub use crate::http::compress::NoCompress;
 use crate::http::connections::ProbeOnly;
 
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -43,7 +42,7 @@ const EXPOSED: [HeaderName; 11] = [
 ];
 
 /// Wraps the router in every layer, configured from the state's config.
-pub fn apply(router: Router, state: &crate::http::AppState) -> Router {
+pub fn apply(router: Router, state: &crate::http::state::AppState) -> Router {
     let config: &Config = &state.config;
     let responses = Arc::clone(&state.responses);
     let guard = Arc::new(Guard {
@@ -54,7 +53,7 @@ pub fn apply(router: Router, state: &crate::http::AppState) -> Router {
         .layer(from_fn(problem_documents))
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(from_fn_with_state(guard, guard_requests))
-        .layer(compression())
+        .layer(crate::http::compress::compression())
         .layer(from_fn_with_state(responses, crate::http::responses::layer))
         .layer(from_fn_with_state(state.clone(), crate::http::auth::layer))
         .layer(cors(&config.http.cors_origins))
@@ -83,47 +82,6 @@ fn cors(origins: &[String]) -> CorsLayer {
         ])
         .expose_headers(EXPOSED)
         .max_age(Duration::from_hours(1))
-}
-
-fn compression() -> CompressionLayer<Compressible> {
-    CompressionLayer::new().gzip(true).zstd(true).compress_when(Compressible)
-}
-
-/// `response` as the compression layer would send it to a request with `headers`: for
-/// answers made outside that layer that must look like the handlers' (`auth` refusals).
-pub async fn compressed_as_handlers(headers: &HeaderMap, response: Response) -> Response {
-    use tower::{Layer, ServiceExt};
-    let mut request = Request::new(axum::body::Body::empty());
-    *request.headers_mut() = headers.clone();
-    let mut response = Some(response);
-    let service = tower::service_fn(move |_: Request| {
-        std::future::ready(Ok::<_, std::convert::Infallible>(response.take().unwrap_or_default()))
-    });
-    match compression().layer(service).oneshot(request).await {
-        Ok(response) => response.map(axum::body::Body::new),
-        Err(never) => match never {},
-    }
-}
-
-/// Marks a response whose body must not be compressed (already-compressed chunk bytes,
-/// byte ranges of stored objects).
-#[derive(Debug, Clone, Copy)]
-pub struct NoCompress;
-
-/// Compress JSON and raw binary bodies, but never stored (already encoded) bytes, partial
-/// content, or images.
-#[derive(Clone, Copy)]
-struct Compressible;
-
-impl Predicate for Compressible {
-    fn should_compress<B>(&self, response: &axum::http::Response<B>) -> bool
-    where
-        B: axum::body::HttpBody,
-    {
-        response.extensions().get::<NoCompress>().is_none()
-            && response.status() != axum::http::StatusCode::PARTIAL_CONTENT
-            && DefaultPredicate::new().should_compress(response)
-    }
 }
 
 /// A panic in a handler is a bug; the client still gets a 500 problem document and the

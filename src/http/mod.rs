@@ -7,6 +7,7 @@
 pub mod auth;
 pub mod body;
 pub mod budget_body;
+pub mod compress;
 pub mod conditional;
 pub mod connections;
 pub mod encode;

@@ -125,14 +125,11 @@ fn key(request: &Request) -> Option<Key> {
     let target = request.uri().path_and_query().map_or(path, |pq| pq.as_str());
     // Behind a capability URL the target is the client's own (`/t/TOKEN/...`): a response
     // may hold URLs behind it (IIIF `info.json`), which no other client may be given.
-    let target = match request.extensions().get::<crate::http::auth::CapabilityPath>() {
+    let target = match request.extensions().get::<crate::auth::CapabilityPath>() {
         Some(capability) => format!("{}{target}", capability.public_prefix()),
         None => target.to_owned(),
     };
-    Some(Key {
-        target,
-        vary: VARY.map(|name| headers.get(name).cloned()),
-    })
+    Some(Key { target, vary: VARY.map(|name| headers.get(name).cloned()) })
 }
 
 /// Middleware: answers from the cache, or runs the request and keeps what may be kept.

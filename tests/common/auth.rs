@@ -3,6 +3,8 @@
 //! — and four API-key holders: alice, bob (group imaging), carol and dave (no rights).
 //! Key digests are `printf %s KEY | sha256sum`, computed outside the server.
 
+use std::fmt::Write;
+
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Method, Request};
@@ -38,12 +40,12 @@ pub fn bearer(name: &str) -> String {
 pub fn load(extra: &str, datasets: &[&str], env: &[(&str, &str)]) -> Config {
     let mut text = format!("listen = \"127.0.0.1:0\"\n{extra}\n");
     for (name, _, digest, groups) in KEYS {
-        text.push_str(&format!("[[auth.api_keys]]\nname = \"{name}\"\nsha256 = \"{digest}\"\ngroups = {groups}\n"));
+        writeln!(text, "[[auth.api_keys]]\nname = \"{name}\"\nsha256 = \"{digest}\"\ngroups = {groups}").unwrap();
     }
     for (name, read) in DATASETS.iter().filter(|(n, _)| datasets.contains(n)) {
-        text.push_str(&format!("[datasets.{name}]\nurl = \"/\"\n"));
+        writeln!(text, "[datasets.{name}]\nurl = \"/\"").unwrap();
         if let Some(read) = read {
-            text.push_str(&format!("read = {read}\n"));
+            writeln!(text, "read = {read}").unwrap();
         }
     }
     let dir = tempfile::tempdir().unwrap();

@@ -1,7 +1,7 @@
 //! `GET /v1/datasets` and `GET /v1/datasets/{ds}`.
 
-use axum::extract::{Path, RawQuery, State};
 use axum::Extension;
+use axum::extract::{Path, RawQuery, State};
 use axum::response::Response;
 use serde_json::json;
 

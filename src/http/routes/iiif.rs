@@ -13,8 +13,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use crate::auth::CapabilityPath;
 use crate::error::{Error, Result};
-use crate::http::auth::CapabilityPath;
 use crate::http::conditional::with_validators;
 use crate::http::conditional::{EtagBuilder, cache_control, not_modified};
 use crate::http::extract::Params;

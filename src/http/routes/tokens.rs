@@ -65,9 +65,12 @@ pub async fn mint(
     let url = format!("/t/{token}{prefix}");
     let expires_at = chrono::DateTime::<chrono::Utc>::from_timestamp(exp as i64, 0)
         .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
-    let mut response =
-        (StatusCode::CREATED, [(header::CONTENT_TYPE, "application/json")], json!({"url": url, "expires_at": expires_at}).to_string())
-            .into_response();
+    let mut response = (
+        StatusCode::CREATED,
+        [(header::CONTENT_TYPE, "application/json")],
+        json!({"url": url, "expires_at": expires_at}).to_string(),
+    )
+        .into_response();
     // A capability URL is a credential: no cache keeps it.
     response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
