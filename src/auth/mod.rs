@@ -83,6 +83,11 @@ impl Auth {
         self.signer.as_ref()
     }
 
+    /// Whether any dataset has a read list.
+    pub fn any_private(&self) -> bool {
+        self.policy.any_private()
+    }
+
     /// Whether `dataset` has a read list.
     pub fn is_private(&self, dataset: &str) -> bool {
         self.policy.is_private(dataset)
