@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The viewer in a real browser: Debian's chromium driven by puppeteer-core opens the viewer
 # page on the bundled sample, and a bare OpenSeadragon page opens info.json alone
-# (.ci/browser.cjs); an Icechunk repository's versions are picked in the dataset tree. Expected pixels come from zarr-python + NumPy reading the sample store
-# directly (the venv .ci/zarr_client.sh caches), never from zarrd.
+# (.ci/browser.cjs), and an Icechunk repository's versions are picked in the dataset tree;
+# then, on a server where the sample is private, the viewer is given an API key and reads
+# everything through a capability URL (.ci/browser_auth.cjs). Expected pixels come from
+# zarr-python + NumPy reading the sample store directly (the venv .ci/zarr_client.sh
+# caches), never from zarrd.
 # Usage: .ci/browser.sh path/to/zarrd [screenshot.png]
 # chromium comes from apt when missing; puppeteer-core is installed once into
 # ${XDG_CACHE_HOME:-$HOME/.cache}/zarrd-ci/npm (pinned below).
@@ -56,5 +59,30 @@ NODE_PATH=$NPM_DIR/node_modules EXPECTED=$EXPECTED SHOT=$SHOT \
 if grep -q 'zarrd::panic' "${TMPDIR:-/tmp}/zarrd-browser.log"; then
     grep -m1 -A2 'zarrd::panic' "${TMPDIR:-/tmp}/zarrd-browser.log" >&2
     echo "browser.sh: zarrd logged a panic" >&2
+    exit 1
+fi
+
+# The sample as a private dataset, read by the holder of one API key.
+AUTH_PORT=$(( PORT + 1 ))
+AUTH_DIR=$(mktemp -d "${TMPDIR:-/tmp}/zarrd-browser-auth.XXXXXX")
+API_KEY=browser-test-key
+cat >"$AUTH_DIR/zarrd.toml" <<EOF
+listen = "127.0.0.1:$AUTH_PORT"
+[[auth.api_keys]]
+name = "viewer"
+sha256 = "$(printf %s "$API_KEY" | sha256sum | cut -d' ' -f1)"
+[datasets.sample]
+url = "$PWD/data/sample.zarr"
+read = ["viewer"]
+EOF
+ZARRD_SIGNING_KEY=browser-test-signing-key-of-32-bytes-or-more \
+    "$BIN" serve --config "$AUTH_DIR/zarrd.toml" >"$AUTH_DIR/zarrd.log" 2>&1 &
+AUTH_SERVER=$!
+trap 'kill "$SERVER" "$AUTH_SERVER" 2>/dev/null || true; rm -rf "$AUTH_DIR"' EXIT
+for _ in $(seq 50); do curl -fs "http://127.0.0.1:$AUTH_PORT/healthz" >/dev/null && break; sleep 0.2; done
+NODE_PATH=$NPM_DIR/node_modules API_KEY=$API_KEY timeout 120 node .ci/browser_auth.cjs "http://127.0.0.1:$AUTH_PORT"
+if grep -q 'zarrd::panic' "$AUTH_DIR/zarrd.log"; then
+    grep -m1 -A2 'zarrd::panic' "$AUTH_DIR/zarrd.log" >&2
+    echo "browser.sh: zarrd (private sample) logged a panic" >&2
     exit 1
 fi

@@ -45,6 +45,7 @@ mounts = {m["mountPath"] for m in container["volumeMounts"]}
 env = {e["name"]: e.get("value") for e in container["env"]}
 check(pathlib.PurePath(env["ZARRD_CONFIG"]).parent.as_posix() in mounts, "ZARRD_CONFIG is inside the ConfigMap mount")
 check(any(s.get("secretRef", {}).get("name") == "zarrd-credentials" for s in container.get("envFrom", [])), "credentials from the Secret")
+check(any(s.get("secretRef", {}).get("name") == "zarrd-auth" for s in container.get("envFrom", [])), "signing key and API keys from the Secret")
 check(config["listen"].endswith(":8080") and env["ZARRD_LISTEN"].endswith(":8080"), "listens on the container port")
 annotations = deployment["spec"]["template"]["metadata"]["annotations"]
 check(annotations.get("prometheus.io/path") == "/metrics", "Prometheus scrape annotations")
@@ -55,11 +56,17 @@ active = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
 check(not any(w in active for w in ("secret", "access_key", "password", "token", "account_key")), "no credential in the ConfigMap")
 secret = load("secret.example.yaml")
 check(secret["kind"] == "Secret" and secret["metadata"]["name"] == "zarrd-credentials", "Secret example named as the Deployment expects")
+# API keys and the signing key are never in the ConfigMap either.
+check(not any(w in active for w in ("api_keys", "sha256", "zarrd_signing_key")), "no API key or signing key in the ConfigMap")
+auth_secret = load("secret-auth.example.yaml")
+check(auth_secret["kind"] == "Secret" and auth_secret["metadata"]["name"] == "zarrd-auth", "auth Secret example named as the Deployment expects")
+check({"ZARRD_SIGNING_KEY", "ZARRD__AUTH__API_KEYS"} <= set(auth_secret["stringData"]), "auth Secret example holds the signing key and the API keys")
 
 kustomization = load("kustomization.yaml")
 for resource in kustomization["resources"]:
     check((root / resource).is_file(), f"kustomization resource {resource} exists")
 check("secret.example.yaml" not in kustomization["resources"], "the Secret example is not applied by kustomize")
+check("secret-auth.example.yaml" not in kustomization["resources"], "the auth Secret example is not applied by kustomize")
 
 hpa = load("hpa.yaml")
 check(hpa["spec"]["scaleTargetRef"]["name"] == deployment["metadata"]["name"], "HPA targets the Deployment")

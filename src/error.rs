@@ -18,6 +18,10 @@ pub enum Error {
     Forbidden(String),
     #[error("{0}")]
     NotFound(String),
+    /// A missing, invalid, expired or unknown credential (answered with
+    /// `WWW-Authenticate: Bearer`; `invalid_token` when one was sent).
+    #[error("{detail}")]
+    Unauthorized { detail: String, invalid_token: bool },
     #[error("{0}")]
     NotAcceptable(String),
     #[error(
@@ -53,6 +57,7 @@ impl Error {
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
+            Self::Unauthorized { .. } => StatusCode::UNAUTHORIZED,
             Self::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             Self::TooLarge { .. } | Self::TooManyChunks(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::RangeNotSatisfiable(..) => StatusCode::RANGE_NOT_SATISFIABLE,
@@ -72,6 +77,7 @@ impl Error {
             Self::BadRequest(_) => "bad-request",
             Self::Forbidden(_) => "forbidden",
             Self::NotFound(_) => "not-found",
+            Self::Unauthorized { .. } => "unauthorized",
             Self::NotAcceptable(_) => "not-acceptable",
             Self::TooLarge { .. } | Self::TooManyChunks(_) => "too-large",
             Self::RangeNotSatisfiable(..) => "range-not-satisfiable",
@@ -115,6 +121,14 @@ impl IntoResponse for Error {
         match self {
             Self::Unavailable { retry_after, .. } => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+            }
+            Self::Unauthorized { invalid_token, .. } => {
+                let challenge = if invalid_token {
+                    r#"Bearer realm="zarrd", error="invalid_token""#
+                } else {
+                    r#"Bearer realm="zarrd""#
+                };
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
             }
             Self::RangeNotSatisfiable(_, size) => {
                 if let Ok(v) = HeaderValue::from_str(&format!("bytes */{size}")) {

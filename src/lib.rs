@@ -3,9 +3,10 @@
 //! datasets), [`images`] (IIIF, overviews) and [`compat`] (views for plain Zarr clients),
 //! which use [`read`] (selection → plan → fetch → decode → assemble), which uses [`zarr`]
 //! (the format) and [`store`] (storage); [`ops`] (metrics, logs, panics, the CPU pool,
-//! the memory budget), [`config`] and [`error`] serve them all. [`app`] builds the router
-//! that `main` serves and that the tests drive in-process.
+//! the memory budget), [`auth`] (who may read what), [`config`] and [`error`] serve them
+//! all. [`app`] builds the router that `main` serves and that the tests drive in-process.
 
+pub mod auth;
 pub mod catalog;
 pub mod compat;
 pub mod config;

@@ -201,6 +201,10 @@ async fn serve(state: AppState) -> std::io::Result<()> {
     // at once) would publish its gauges to no recorder.
     zarrd::ops::metrics::handle();
     tokio::spawn(Arc::clone(&state.health).run(Arc::clone(&state.catalog)));
+    // The identity provider's keys are fetched now, so the first JWT does not wait for them
+    // and a wrong JWKS URL shows in the log at once.
+    let auth = Arc::clone(&state.auth);
+    tokio::spawn(async move { auth.warm_up().await });
     let shutting_down = state.shutting_down.clone();
     let drain = Duration::from_secs(state.config.http.drain_secs);
     let shutdown = async move {

@@ -70,8 +70,7 @@ async fn cpu_panics() -> Response {
 fn app() -> Router {
     let config = common::config("");
     let state = zarrd::http::AppState::new(zarrd::catalog::Catalog::new(Vec::new(), &config), config);
-    let responses = Arc::clone(&state.responses);
-    let config = Arc::clone(&state.config);
+    let layered = state.clone();
     let router = Router::new()
         .route("/boom/handler", get(handler_panics))
         .route("/boom/body", get(body_panics))
@@ -80,7 +79,7 @@ fn app() -> Router {
         .with_state(state);
     zarrd::ops::metrics::handle();
     zarrd::ops::panics::install_hook();
-    zarrd::http::middleware::apply(router, &config, responses)
+    zarrd::http::middleware::apply(router, &layered)
 }
 
 fn panics_metric(text: &str) -> u64 {

@@ -54,6 +54,8 @@ pub struct Dataset {
 
 pub struct Catalog {
     datasets: BTreeMap<String, Arc<Dataset>>,
+    /// Private datasets (with a `read` list), never named to a caller who asks for another.
+    private: std::collections::BTreeSet<String>,
     metadata: Cache<ObjectKey, Node>,
     trees: Cache<Arc<str>, Arc<Vec<Value>>>,
     views: Cache<Arc<str>, Arc<ViewTree>>,
@@ -158,6 +160,7 @@ impl Catalog {
                     (name, Arc::new(dataset))
                 })
                 .collect(),
+            private: config.datasets.iter().filter(|(_, d)| d.read.is_some()).map(|(n, _)| n.clone()).collect(),
             metadata: Cache::builder().max_capacity(10_000).time_to_live(ttl).build(),
             trees: Cache::builder().max_capacity(64).time_to_live(ttl).build(),
             views: Cache::builder().max_capacity(64).time_to_live(ttl).build(),
@@ -182,6 +185,14 @@ impl Catalog {
 
     pub fn datasets(&self) -> impl Iterator<Item = &Arc<Dataset>> {
         self.datasets.values()
+    }
+
+    /// The 404 of a dataset that does not exist, naming the public ones only: also the
+    /// answer for a private dataset the caller may not read, so the two look the same.
+    pub fn unknown_dataset(&self, name: &str) -> Error {
+        let known: Vec<&str> =
+            self.datasets.keys().filter(|n| !self.private.contains(*n)).map(String::as_str).collect();
+        Error::NotFound(format!("unknown dataset `{name}`; configured datasets: {}", known.join(", ")))
     }
 
     /// The parsed metadata of the node at `path` ("" for the dataset root): its

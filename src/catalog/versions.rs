@@ -13,10 +13,7 @@ use crate::store::icechunk::VersionError;
 impl Catalog {
     /// A configured dataset, as configured (a versioned one without its version).
     pub fn configured(&self, name: &str) -> Result<&Arc<Dataset>> {
-        self.datasets.get(name).ok_or_else(|| {
-            let known: Vec<&str> = self.datasets.keys().map(String::as_str).collect();
-            Error::NotFound(format!("unknown dataset `{name}`; configured datasets: {}", known.join(", ")))
-        })
+        self.datasets.get(name).ok_or_else(|| self.unknown_dataset(name))
     }
 
     /// The dataset a request names: `NAME`, or `NAME@REF` for a branch, tag or snapshot

@@ -27,6 +27,10 @@ pub struct DatasetConfig {
     /// `zarrd overviews`. IIIF reduced sizes of the array read its levels.
     #[serde(default)]
     pub overviews: BTreeMap<String, String>,
+    /// Who may read the dataset (API.md "Access control"): caller names and groups. Absent:
+    /// public.
+    #[serde(default)]
+    pub read: Option<Vec<String>>,
     /// What `url` points at; found from what is there when not given.
     #[serde(default)]
     pub kind: Option<DatasetKind>,

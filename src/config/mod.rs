@@ -11,10 +11,12 @@ use serde::Deserialize;
 use crate::config::env::apply_env;
 pub use dataset::{DatasetConfig, DatasetKind};
 
+mod auth;
 mod dataset;
 mod env;
 mod error;
 
+pub use crate::config::auth::{ApiKeyConfig, AuthConfig, JwtConfig, SigningKey};
 pub use crate::config::error::ConfigError;
 use crate::config::error::invalid;
 
@@ -42,6 +44,8 @@ pub struct Config {
     pub compat: CompatConfig,
     #[serde(default)]
     pub storage: StorageConfig,
+    #[serde(default)]
+    pub auth: AuthConfig,
     #[serde(default)]
     pub datasets: BTreeMap<String, DatasetConfig>,
 }
@@ -274,9 +278,11 @@ impl Config {
                 .map_err(|source| ConfigError::Read { path: p.display().to_string(), source })?,
         };
         let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| ConfigError::Parse(e.to_string()))?;
-        apply_env(&mut table, env)?;
+        let env: Vec<(String, String)> = env.into_iter().collect();
+        apply_env(&mut table, env.iter().cloned())?;
         let mut config: Self =
             toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| ConfigError::Parse(e.to_string()))?;
+        config.auth.read_signing_key(&env)?;
         if let Some(listen) = overrides.listen {
             config.listen = listen;
         }
@@ -367,7 +373,7 @@ impl Config {
         if axum::http::HeaderValue::from_str(&self.http.cache_control).is_err() {
             return Err(invalid("http.cache_control", "is not a valid header value"));
         }
-        Ok(())
+        self.auth.validate(self.datasets.iter().map(|(name, ds)| (name, ds.read.as_ref())))
     }
 }
 

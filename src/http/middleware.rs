@@ -1,6 +1,7 @@
 //! Cross-cutting HTTP behaviour (API.md "Cross-cutting"), outermost first:
-//! request ids, structured access logs and metrics; hot responses (`responses`); CORS;
-//! response compression; and the
+//! request ids, structured access logs and metrics; CORS; access control (`auth`: before
+//! any cache and every route, inside CORS so that its refusals carry CORS headers and
+//! preflights pass); hot responses (`responses`); response compression; and the
 //! guard that bounds in-flight requests (503 + Retry-After) and their duration (504).
 //! Connection-level limits (timeouts, the connection cap, shutdown) are in `server`.
 
@@ -15,19 +16,18 @@ use axum::middleware::{Next, from_fn, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
 use tokio::sync::Semaphore;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::compression::CompressionLayer;
-use tower_http::compression::predicate::{DefaultPredicate, Predicate};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tracing::Instrument;
 
 use crate::config::Config;
 use crate::error::Error;
+pub use crate::http::compress::NoCompress;
 use crate::http::connections::ProbeOnly;
 
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// Response headers a browser script may read.
-const EXPOSED: [HeaderName; 10] = [
+const EXPOSED: [HeaderName; 11] = [
     HeaderName::from_static("zarr-shape"),
     HeaderName::from_static("zarr-data-type"),
     HeaderName::from_static("zarr-chunk-key"),
@@ -37,11 +37,14 @@ const EXPOSED: [HeaderName; 10] = [
     header::ACCEPT_RANGES,
     header::LAST_MODIFIED,
     header::CONTENT_LENGTH,
+    header::WWW_AUTHENTICATE,
     REQUEST_ID,
 ];
 
-/// Wraps the router in every layer, configured from `config`.
-pub fn apply(router: Router, config: &Config, responses: Arc<crate::http::responses::Responses>) -> Router {
+/// Wraps the router in every layer, configured from the state's config.
+pub fn apply(router: Router, state: &crate::http::state::AppState) -> Router {
+    let config: &Config = &state.config;
+    let responses = Arc::clone(&state.responses);
     let guard = Arc::new(Guard {
         permits: Semaphore::new(config.limits.max_in_flight),
         timeout: Duration::from_secs(config.limits.request_timeout_secs),
@@ -50,9 +53,10 @@ pub fn apply(router: Router, config: &Config, responses: Arc<crate::http::respon
         .layer(from_fn(problem_documents))
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(from_fn_with_state(guard, guard_requests))
-        .layer(CompressionLayer::new().gzip(true).zstd(true).compress_when(Compressible))
-        .layer(cors(&config.http.cors_origins))
+        .layer(crate::http::compress::compression())
         .layer(from_fn_with_state(responses, crate::http::responses::layer))
+        .layer(from_fn_with_state(state.clone(), crate::http::auth::layer))
+        .layer(cors(&config.http.cors_origins))
         .layer(from_fn(observe))
 }
 
@@ -64,8 +68,10 @@ fn cors(origins: &[String]) -> CorsLayer {
     };
     CorsLayer::new()
         .allow_origin(allow)
-        .allow_methods([Method::GET, Method::HEAD])
+        .allow_methods([Method::GET, Method::HEAD, Method::POST])
         .allow_headers([
+            header::AUTHORIZATION,
+            header::CONTENT_TYPE,
             header::RANGE,
             header::IF_NONE_MATCH,
             header::IF_MATCH,
@@ -76,27 +82,6 @@ fn cors(origins: &[String]) -> CorsLayer {
         ])
         .expose_headers(EXPOSED)
         .max_age(Duration::from_hours(1))
-}
-
-/// Marks a response whose body must not be compressed (already-compressed chunk bytes,
-/// byte ranges of stored objects).
-#[derive(Debug, Clone, Copy)]
-pub struct NoCompress;
-
-/// Compress JSON and raw binary bodies, but never stored (already encoded) bytes, partial
-/// content, or images.
-#[derive(Clone, Copy)]
-struct Compressible;
-
-impl Predicate for Compressible {
-    fn should_compress<B>(&self, response: &axum::http::Response<B>) -> bool
-    where
-        B: axum::body::HttpBody,
-    {
-        response.extensions().get::<NoCompress>().is_none()
-            && response.status() != axum::http::StatusCode::PARTIAL_CONTENT
-            && DefaultPredicate::new().should_compress(response)
-    }
 }
 
 /// A panic in a handler is a bug; the client still gets a 500 problem document and the
@@ -130,7 +115,10 @@ async fn problem_documents(request: Request, next: Next) -> Response {
         .unwrap_or_default();
     let detail = if text.trim().is_empty() {
         match status {
-            axum::http::StatusCode::METHOD_NOT_ALLOWED => "this route answers only GET and HEAD".to_owned(),
+            axum::http::StatusCode::METHOD_NOT_ALLOWED => {
+                let allow = parts.headers.get(header::ALLOW).and_then(|v| v.to_str().ok()).unwrap_or("GET,HEAD");
+                format!("this route answers only {allow}")
+            }
             _ => status.canonical_reason().unwrap_or("error").to_owned(),
         }
     } else {

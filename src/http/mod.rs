@@ -1,11 +1,13 @@
 //! The HTTP edge: the router ([`app`]) over thin route handlers (`routes`: parse with
 //! `extract`, call, encode), what they share (`state`), the cross-cutting layers
-//! (`middleware`, `responses`, route names in `route`), validators and conditional requests
+//! (`middleware`, access control in `auth`, `responses`, route names in `route`), validators and conditional requests
 //! (`conditional`), response bodies (`body`, `budget_body`) and formats (`encode`,
 //! `listing`), and the connection layer (`server`).
 
+pub mod auth;
 pub mod body;
 pub mod budget_body;
+pub mod compress;
 pub mod conditional;
 pub mod connections;
 pub mod encode;
@@ -22,18 +24,15 @@ pub mod versions;
 
 pub use state::AppState;
 
-use std::sync::Arc;
-
 use axum::Router;
-use axum::routing::get;
+use axum::routing::{get, post};
 
 /// The zarrd router with all routes of API.md and the cross-cutting layers.
 pub fn app(state: AppState) -> Router {
     crate::ops::metrics::handle();
     // From here a panic anywhere is counted and logged once, with its request id.
     crate::ops::panics::install_hook();
-    let config = Arc::clone(&state.config);
-    let responses = Arc::clone(&state.responses);
+    let layered = state.clone();
     let router = Router::new()
         .route("/healthz", get(routes::ops::healthz))
         .route("/readyz", get(routes::ops::readyz))
@@ -41,6 +40,7 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/datasets", get(routes::datasets::list))
         .route("/v1/datasets/{ds}", get(routes::datasets::show))
         .route("/v1/datasets/{ds}/versions", get(routes::datasets::versions))
+        .route("/v1/tokens", post(routes::tokens::mint))
         .route("/v1/arrays/{ds}", get(routes::arrays::show))
         .route("/v1/arrays/{ds}/{*path}", get(routes::arrays::show))
         .route("/v1/slice/{ds}", get(routes::slice::slice))
@@ -69,5 +69,8 @@ pub fn app(state: AppState) -> Router {
         .fallback(|| async { crate::error::Error::NotFound("no such route; see openapi.yaml for the API".into()) })
         .layer(axum::middleware::from_fn_with_state(state.clone(), versions::immutable))
         .with_state(state);
-    middleware::apply(router, &config, responses)
+    let routed = middleware::apply(router, &layered);
+    // Capability URLs (`/t/TOKEN/...`) are rewritten before routing, so they reach the
+    // same routes and layers as any request (`auth`).
+    Router::new().fallback_service(tower::ServiceExt::map_request(routed, auth::rewrite))
 }

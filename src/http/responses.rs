@@ -7,6 +7,8 @@
 //! at most [`MAX_BODY`], and that carry the configured `Cache-Control` (responses holding
 //! fill for missing objects have a shorter one, and a writer may add those objects soon).
 //! Conditional and range requests, and requests with credentials, always go through.
+//! Access control (`auth`) runs before this layer: a kept response, even of a private
+//! dataset, is only ever replayed to a request already allowed to read it.
 //! The key holds every request header a response depends on ([`VARY`]: content negotiation,
 //! CORS, and the host and scheme IIIF `info.json` builds its `id` from), so a compressed body,
 //! another origin's CORS headers or another host's URLs never reach the wrong client.
@@ -120,10 +122,14 @@ fn key(request: &Request) -> Option<Key> {
     {
         return None;
     }
-    Some(Key {
-        target: request.uri().path_and_query().map_or(path, |pq| pq.as_str()).to_owned(),
-        vary: VARY.map(|name| headers.get(name).cloned()),
-    })
+    let target = request.uri().path_and_query().map_or(path, |pq| pq.as_str());
+    // Behind a capability URL the target is the client's own (`/t/TOKEN/...`): a response
+    // may hold URLs behind it (IIIF `info.json`), which no other client may be given.
+    let target = match request.extensions().get::<crate::auth::CapabilityPath>() {
+        Some(capability) => format!("{}{target}", capability.public_prefix()),
+        None => target.to_owned(),
+    };
+    Some(Key { target, vary: VARY.map(|name| headers.get(name).cloned()) })
 }
 
 /// Middleware: answers from the cache, or runs the request and keeps what may be kept.

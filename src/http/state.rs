@@ -1,5 +1,5 @@
 //! What every handler shares: the catalog, the configuration, the image caches, kept
-//! responses, the shutdown flag and dataset health.
+//! responses, the shutdown flag, dataset health and access control.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -20,6 +20,8 @@ pub struct AppState {
     pub shutting_down: Arc<AtomicBool>,
     /// Per-dataset health, checked in the background (never by `/readyz`).
     pub health: Arc<crate::catalog::health::Health>,
+    /// Who callers are and what they may read (applied by `http::auth`).
+    pub auth: Arc<crate::auth::Auth>,
 }
 
 impl AppState {
@@ -30,6 +32,7 @@ impl AppState {
         );
         let images = crate::images::iiif::Images::new(&config);
         let responses = Arc::new(crate::http::responses::Responses::new(&config));
+        let auth = Arc::new(crate::auth::Auth::new(&config));
         Self {
             catalog: Arc::new(catalog),
             config: Arc::new(config),
@@ -37,6 +40,7 @@ impl AppState {
             responses,
             shutting_down: Arc::new(AtomicBool::new(false)),
             health: Arc::new(health),
+            auth,
         }
     }
 }

@@ -81,6 +81,12 @@ pub fn dataset_up(dataset: &str, up: bool) {
     metrics::gauge!("zarrd_dataset_up", "dataset" => dataset.to_owned()).set(if up { 1.0 } else { 0.0 });
 }
 
+/// A request refused by access control (`zarrd_auth_denied_total{reason}`, one of a fixed
+/// set of reasons: `auth::Denied::reason`).
+pub fn auth_denied(reason: &'static str) {
+    metrics::counter!("zarrd_auth_denied_total", "reason" => reason).increment(1);
+}
+
 /// An accept error that paused accepting (out of file descriptors or memory).
 pub fn accept_error() {
     metrics::counter!("zarrd_accept_errors_total").increment(1);

@@ -3,18 +3,62 @@
 // served by zarrd (no CDN). The last two dimensions are height and width; sliders fix the
 // leading ones. The value under the cursor comes from /v1/slice, so it is the stored value,
 // not a colour read back.
+//
+// Private datasets: the person gives an API key or a token (kept in sessionStorage, so in
+// this tab only, never in localStorage or a cookie); the viewer trades it for a capability
+// URL (POST /v1/tokens) and reads everything behind it (/t/TOKEN/...), because
+// OpenSeadragon's tile requests cannot carry an Authorization header. A page opened at a
+// capability URL (/t/TOKEN/view/...) stays behind it.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { ds: null, path: null, meta: null, indices: [], viewer: null, info: null };
+const state = { ds: null, path: null, meta: null, indices: [], viewer: null, info: null, base: "" };
+const SECRET = "zarrd.credential";
+const BEHIND = /^(\/t\/[^/]+)(\/.*)?$/;
 
 function enc(path) { return path.split("/").map(encodeURIComponent).join("/"); }
 
-async function json(url) {
-  const r = await fetch(url);
+// The capability URL prefix the page was opened behind, if any.
+function pageBase() {
+  const m = location.pathname.match(BEHIND);
+  return m ? m[1] : "";
+}
+
+// Trades the stored credential for a capability URL to everything the person may read.
+async function mint() {
+  const secret = sessionStorage.getItem(SECRET);
+  if (!secret) { state.base = pageBase(); return; }
+  const r = await fetch("/v1/tokens", {
+    method: "POST",
+    headers: { "Authorization": `Bearer ${secret}`, "Content-Type": "application/json" },
+    body: JSON.stringify({ prefix: "/", ttl_s: 3600 }),
+  });
+  const body = await r.json();
+  if (!r.ok) {
+    if (r.status === 401) sessionStorage.removeItem(SECRET);
+    throw new Error(body.detail || r.statusText);
+  }
+  state.base = body.url.replace(/\/$/, "");
+  state.expires = Date.parse(body.expires_at);
+}
+
+async function json(url, retried) {
+  // Minted again a minute before it expires (or when the server says it has).
+  if (sessionStorage.getItem(SECRET) && state.expires && Date.now() > state.expires - 60000) await mint();
+  const r = await fetch(state.base + url);
+  if (r.status === 401 && !retried && sessionStorage.getItem(SECRET)) {
+    await mint();
+    return json(url, true);
+  }
   const body = await r.json();
   if (!r.ok) throw new Error(body.detail || r.statusText);
   return body;
+}
+
+function showWho() {
+  const held = !!sessionStorage.getItem(SECRET);
+  $("forget").hidden = !held;
+  $("who").textContent = held ? "using your credential" : (state.base ? "using a capability URL" : "");
 }
 
 function el(tag, attrs, ...children) {
@@ -61,7 +105,7 @@ async function listArrays(name, list) {
     const tree = await json(`/v1/datasets/${encodeURIComponent(name)}`);
     for (const n of tree.nodes.filter((n) => n.node_type === "array")) {
       const label = `${n.path} ${n.shape ? "(" + n.shape.join("×") + ")" : ""} ${n.data_type || ""}`;
-      const a = el("a", { href: `/view/${encodeURIComponent(name)}/${enc(n.path)}`, textContent: label });
+      const a = el("a", { href: `${state.base}/view/${encodeURIComponent(name)}/${enc(n.path)}`, textContent: label });
       a.dataset.key = `${name}/${n.path}`;
       a.addEventListener("click", (ev) => {
         ev.preventDefault();
@@ -83,7 +127,7 @@ function markCurrent() {
 }
 
 function openFromLocation() {
-  const m = location.pathname.match(/^\/view\/([^/]+)\/(.+)$/);
+  const m = location.pathname.replace(BEHIND, "$2").match(/^\/view\/([^/]+)\/(.+)$/);
   if (m) openArray(decodeURIComponent(m[1]), m[2].split("/").map(decodeURIComponent).join("/"));
 }
 
@@ -197,7 +241,31 @@ async function pointAt(position) {
   }
 }
 
+async function start() {
+  try {
+    await mint();
+  } catch (e) {
+    $("who").textContent = e.message;
+  }
+  showWho();
+  await loadTree().catch((e) => { $("datasets").textContent = e.message; });
+  openFromLocation();
+}
+
+$("credential").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const secret = $("secret").value.trim();
+  $("secret").value = "";
+  if (!secret) return;
+  sessionStorage.setItem(SECRET, secret);
+  start();
+});
+$("forget").addEventListener("click", () => {
+  sessionStorage.removeItem(SECRET);
+  // Leave the capability URL too: the page is then what anyone sees.
+  location.href = "/";
+});
+
 for (const id of ["vmin", "vmax", "colormap"]) $(id).addEventListener("change", () => state.meta && showImage());
 window.addEventListener("popstate", openFromLocation);
-loadTree().catch((e) => { $("datasets").textContent = e.message; });
-openFromLocation();
+start();

@@ -2,6 +2,7 @@
 //! `.npy` files independently of the server's own encoder.
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub mod auth;
 pub mod conformance;
 
 use std::path::{Path, PathBuf};

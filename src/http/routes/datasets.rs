@@ -1,9 +1,11 @@
 //! `GET /v1/datasets`, `GET /v1/datasets/{ds}` and `GET /v1/datasets/{ds}/versions`.
 
+use axum::Extension;
 use axum::extract::{Path, RawQuery, State};
 use axum::response::Response;
 use serde_json::json;
 
+use crate::auth::Identity;
 use crate::catalog::health::{DatasetHealth, Status};
 use crate::error::Result;
 use crate::http::encode::json_response;
@@ -11,12 +13,19 @@ use crate::http::extract::Params;
 use crate::http::state::AppState;
 
 /// Names, titles and the last background health check: never a URL, credential or option.
-pub async fn list(State(state): State<AppState>, RawQuery(query): RawQuery) -> Result<Response> {
+/// Private datasets the caller may not read are left out.
+pub async fn list(
+    State(state): State<AppState>,
+    identity: Option<Extension<Identity>>,
+    RawQuery(query): RawQuery,
+) -> Result<Response> {
     Params::parse(query.as_deref(), &[])?;
+    let caller = identity.and_then(|Extension(Identity(caller))| caller);
     let health = state.health.datasets(&state.catalog).await;
     let datasets: Vec<_> = state
         .catalog
         .datasets()
+        .filter(|d| state.auth.may_read(caller.as_ref(), &d.name))
         .map(|d| {
             let health = health_json(health.get(d.name.as_ref()));
             json!({"name": d.name.as_ref(), "title": d.title, "health": health, "versioned": d.repo.is_some()})

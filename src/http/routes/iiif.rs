@@ -6,12 +6,14 @@
 
 use std::sync::Arc;
 
+use axum::Extension;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use crate::auth::CapabilityPath;
 use crate::error::{Error, Result};
 use crate::http::conditional::with_validators;
 use crate::http::conditional::{EtagBuilder, cache_control, not_modified};
@@ -54,10 +56,12 @@ fn base_url(headers: &HeaderMap) -> String {
     format!("{proto}://{host}")
 }
 
-/// `GET /iiif/3/{identifier}`: the spec's base URI redirects to `info.json`.
-pub async fn base(path: Result<Path<String>, PathRejection>) -> Result<Response> {
+/// `GET /iiif/3/{identifier}`: the spec's base URI redirects to `info.json` (an unknown
+/// dataset is a 404 here too, as it is for a private one the caller may not read).
+pub async fn base(State(state): State<AppState>, path: Result<Path<String>, PathRejection>) -> Result<Response> {
     let Path(text) = path.map_err(|e| path_error(&e))?;
     let id = identifier(&text)?;
+    state.catalog.dataset(&id.dataset).await?;
     let location = format!("/iiif/3/{}/info.json", id.encoded());
     let mut response = StatusCode::SEE_OTHER.into_response();
     response
@@ -73,11 +77,14 @@ pub async fn info(
     path: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
+    capability: Option<Extension<CapabilityPath>>,
 ) -> Result<Response> {
     let Path(text) = path.map_err(|e| path_error(&e))?;
     Params::parse(query.as_deref(), &[])?;
     let image = Image::open(&state.catalog, identifier(&text)?).await?;
-    let id = format!("{}/iiif/3/{}", base_url(&headers), image.id.encoded());
+    // Behind a capability URL, the tiles a viewer asks for stay behind it.
+    let behind = capability.map(|Extension(c)| c.public_prefix()).unwrap_or_default();
+    let id = format!("{}{behind}/iiif/3/{}", base_url(&headers), image.id.encoded());
     let (width, height) = (image.width, image.height);
     let top = iiif::max_scale_log2(width, height);
     let scale_factors: Vec<u64> = (0..=top).map(|k| 1u64 << k).collect();

@@ -10,5 +10,6 @@ pub mod datasets;
 pub mod iiif;
 pub mod ops;
 pub mod slice;
+pub mod tokens;
 pub mod viewer;
 pub mod zarr_store;

@@ -2,10 +2,12 @@
 
 use std::sync::atomic::Ordering;
 
+use axum::Extension;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
+use crate::auth::Identity;
 use crate::error::Error;
 use crate::http::state::AppState;
 
@@ -27,10 +29,41 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
     "ready".into_response()
 }
 
-/// Prometheus text exposition.
-pub async fn metrics(State(state): State<AppState>) -> Response {
+/// Prometheus text exposition. Series labelled with a private dataset the caller may not
+/// read (`zarrd_dataset_up{dataset="..."}`) are left out, so `/metrics` never names one to
+/// them.
+pub async fn metrics(State(state): State<AppState>, identity: Option<Extension<Identity>>) -> Response {
     crate::ops::metrics::cache_size("shard_index", state.catalog.indexes.size());
     crate::ops::metrics::cache_size("chunk", state.catalog.chunks.size());
     crate::ops::metrics::cache_size("response", state.responses.size());
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], crate::ops::metrics::handle().render()).into_response()
+    let caller = identity.and_then(|Extension(Identity(caller))| caller);
+    let text = crate::ops::metrics::handle().render();
+    let shown = without_datasets(&text, |ds| !state.auth.may_read(caller.as_ref(), ds));
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], shown).into_response()
+}
+
+/// `text` without the lines of series whose `dataset` label is `hidden`.
+fn without_datasets(text: &str, hidden: impl Fn(&str) -> bool) -> String {
+    const LABEL: &str = "dataset=\"";
+    text.lines()
+        .filter(|line| {
+            let Some(at) = line.find(LABEL).filter(|_| !line.starts_with('#')) else { return true };
+            let value = &line[at + LABEL.len()..];
+            !hidden(value.split('"').next().unwrap_or_default())
+        })
+        .flat_map(|line| [line, "\n"])
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn series_of_hidden_datasets_are_left_out() {
+        let text = "# TYPE zarrd_dataset_up gauge\nzarrd_dataset_up{dataset=\"lab\"} 1\nzarrd_dataset_up{dataset=\"open\"} 0\nzarrd_x{route=\"/\",dataset=\"lab2\"} 3\nzarrd_y 2\n";
+        let shown = without_datasets(text, |ds| ds == "lab" || ds == "lab2");
+        assert_eq!(shown, "# TYPE zarrd_dataset_up gauge\nzarrd_dataset_up{dataset=\"open\"} 0\nzarrd_y 2\n");
+        assert_eq!(without_datasets(text, |_| false), text);
+    }
 }

@@ -1,0 +1,52 @@
+//! Response compression: which bodies are compressed (JSON, problem documents, text and
+//! decoded binary; never stored bytes, partial content or images), the layer that does it,
+//! and the same treatment for answers made outside it (`auth` refusals), so that those
+//! look exactly like the handlers' own.
+
+use axum::extract::Request;
+use axum::http::HeaderMap;
+use axum::response::Response;
+use tower_http::compression::CompressionLayer;
+use tower_http::compression::predicate::{DefaultPredicate, Predicate};
+
+/// The compression layer of `middleware::apply`.
+pub fn compression() -> CompressionLayer<Compressible> {
+    CompressionLayer::new().gzip(true).zstd(true).compress_when(Compressible)
+}
+
+/// `response` as the compression layer would send it to a request with `headers`: for
+/// answers made outside that layer that must look like the handlers' (`auth` refusals).
+pub async fn compressed_as_handlers(headers: &HeaderMap, response: Response) -> Response {
+    use tower::{Layer, ServiceExt};
+    let mut request = Request::new(axum::body::Body::empty());
+    *request.headers_mut() = headers.clone();
+    let mut response = Some(response);
+    let service = tower::service_fn(move |_: Request| {
+        std::future::ready(Ok::<_, std::convert::Infallible>(response.take().unwrap_or_default()))
+    });
+    match compression().layer(service).oneshot(request).await {
+        Ok(response) => response.map(axum::body::Body::new),
+        Err(never) => match never {},
+    }
+}
+
+/// Marks a response whose body must not be compressed (already-compressed chunk bytes,
+/// byte ranges of stored objects).
+#[derive(Debug, Clone, Copy)]
+pub struct NoCompress;
+
+/// Compress JSON and raw binary bodies, but never stored (already encoded) bytes, partial
+/// content, or images.
+#[derive(Clone, Copy)]
+pub struct Compressible;
+
+impl Predicate for Compressible {
+    fn should_compress<B>(&self, response: &axum::http::Response<B>) -> bool
+    where
+        B: axum::body::HttpBody,
+    {
+        response.extensions().get::<NoCompress>().is_none()
+            && response.status() != axum::http::StatusCode::PARTIAL_CONTENT
+            && DefaultPredicate::new().should_compress(response)
+    }
+}
