@@ -132,11 +132,11 @@ impl Snapshot {
         Ok(format!("{prefix}{path}"))
     }
 
-    /// `range` of virtual chunk bytes at `offset` in `url`, read under `virtual_refs`.
-    async fn read_virtual(&self, url: &str, offset: u64, range: Range<u64>) -> Result<Bytes> {
+    /// `ranges` of virtual chunk bytes at `offset` in `url`, read under `virtual_refs`;
+    /// with `merge`, merged with concurrent reads of the same file (as for kerchunk).
+    async fn read_virtual(&self, url: &str, offset: u64, ranges: &[Range<u64>], merge: bool) -> Result<Vec<Bytes>> {
         let (store, target) = self.targets.resolve(url)?;
-        let wanted = offset + range.start..offset + range.end;
-        let batch = (Arc::clone(&self.dataset), url.to_owned(), String::new());
+        let wanted: Vec<Range<u64>> = ranges.iter().map(|r| offset + r.start..offset + r.end).collect();
         let named = url.to_owned();
         let read = move |ranges: Vec<Range<u64>>| async move {
             store
@@ -144,16 +144,16 @@ impl Snapshot {
                 .await
                 .map_err(|e| error(format!("reading virtual chunk file `{named}` failed: {}", e.public_detail())))
         };
-        let parts = if self.coalescer.enabled() {
-            self.coalescer.read(batch, std::slice::from_ref(&wanted), read).await?
+        let parts = if merge && self.coalescer.enabled() {
+            let batch = (Arc::clone(&self.dataset), url.to_owned(), String::new());
+            self.coalescer.read(batch, &wanted, read).await?
         } else {
-            read(vec![wanted]).await?
+            read(wanted).await?
         };
-        let bytes = parts.into_iter().next().unwrap_or_default();
-        if bytes.len() as u64 != range.end - range.start {
+        if parts.len() != ranges.len() || parts.iter().zip(ranges).any(|(p, r)| p.len() as u64 != r.end - r.start) {
             return Err(error(format!("virtual chunk file `{url}` is shorter than its reference says")));
         }
-        Ok(bytes)
+        Ok(parts)
     }
 
     async fn get(&self, location: &Path, options: &GetOptions) -> Result<(ObjectMeta, Bytes, Range<u64>)> {
@@ -196,10 +196,13 @@ impl Snapshot {
                     ChunkPayload::Inline(b) => b.slice(range.start as usize..range.end as usize),
                     ChunkPayload::Ref(_) => {
                         crate::ops::metrics::storage_request("icechunk");
-                        self.store
+                        let bytes = self
+                            .store
                             .get(key, &ByteRange::Bounded(range.clone()))
                             .await
-                            .map_err(|e| error(format!("reading chunk `{key}` failed: {}", e.kind)))?
+                            .map_err(|e| error(format!("reading chunk `{key}` failed: {}", e.kind)))?;
+                        crate::ops::metrics::storage_bytes(bytes.len());
+                        bytes
                     }
                     ChunkPayload::Virtual(v) => {
                         let url = self.expand(v.location.url())?;
@@ -207,11 +210,11 @@ impl Snapshot {
                             let (reference, length) = (url, v.length);
                             return Err(RefsError::TooLarge { key: key.to_owned(), reference, length }.into());
                         }
-                        self.read_virtual(&url, v.offset, range.clone()).await?
+                        let parts = self.read_virtual(&url, v.offset, std::slice::from_ref(&range), true).await?;
+                        parts.into_iter().next().unwrap_or_default()
                     }
                     _ => return Err(error(format!("chunk `{key}` is of a kind this server does not read"))),
                 };
-                crate::ops::metrics::storage_bytes(bytes.len());
                 Ok((meta, bytes, range))
             }
         }
@@ -245,6 +248,21 @@ impl ObjectStore for Snapshot {
     }
 
     async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        // Ranges of one virtual chunk (a shard's inner chunks, batched by the reader): one
+        // read of the file, not one merge window per range.
+        if let Some(Key::Chunk { node, coords }) = parse_key(location.as_ref())
+            && let Some(ChunkPayload::Virtual(v)) = self.payload(&node, coords).await?
+        {
+            if let Some(r) = ranges.iter().find(|r| r.start > r.end || r.end > v.length) {
+                return Err(error(format!("bytes {}..{} are not within `{location}`", r.start, r.end)));
+            }
+            let url = self.expand(v.location.url())?;
+            if v.length > MAX_REFERENCED {
+                let (key, length) = (location.to_string(), v.length);
+                return Err(RefsError::TooLarge { key, reference: url, length }.into());
+            }
+            return self.read_virtual(&url, v.offset, ranges, false).await;
+        }
         futures::future::try_join_all(ranges.iter().map(|r| async {
             let options = GetOptions { range: Some(r.clone().into()), ..GetOptions::default() };
             Ok::<_, object_store::Error>(self.get(location, &options).await?.1)

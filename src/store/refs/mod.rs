@@ -207,16 +207,20 @@ impl Inner {
         Ok(length)
     }
 
-    /// `range` of what `reference` names (within its size).
-    async fn read(&self, key: &str, reference: &Ref, range: Range<u64>) -> Result<Bytes> {
+    /// `ranges` of what `reference` names (within its size). With `merge`, concurrent
+    /// reads of the same file within the coalescing window are merged (whole chunks read
+    /// one by one); without (ranges of one shard, already batched by the reader), they are
+    /// read together at once.
+    async fn read(&self, key: &str, reference: &Ref, ranges: &[Range<u64>], merge: bool) -> Result<Vec<Bytes>> {
         let (url, offset) = match reference {
-            Ref::Inline(bytes) => return Ok(bytes.slice(range.start as usize..range.end as usize)),
+            Ref::Inline(bytes) => {
+                return Ok(ranges.iter().map(|r| bytes.slice(r.start as usize..r.end as usize)).collect());
+            }
             Ref::Range { url, offset, .. } => (url, *offset),
             Ref::Whole { url } => (url, 0),
         };
         let (store, target) = self.targets.resolve(url)?;
-        let wanted = offset + range.start..offset + range.end;
-        let batch = (Arc::clone(&self.dataset), url.to_string(), String::new());
+        let wanted: Vec<Range<u64>> = ranges.iter().map(|r| offset + r.start..offset + r.end).collect();
         let named = url.to_string();
         let read = move |ranges: Vec<Range<u64>>| async move {
             store.get_ranges(&target, &ranges, None).await.map_err(|e| {
@@ -226,16 +230,16 @@ impl Inner {
                 refs_error(format!("reading referenced file `{named}` failed: {why}"))
             })
         };
-        let parts = if self.coalescer.enabled() {
-            self.coalescer.read(batch, std::slice::from_ref(&wanted), read).await?
+        let parts = if merge && self.coalescer.enabled() {
+            let batch = (Arc::clone(&self.dataset), url.to_string(), String::new());
+            self.coalescer.read(batch, &wanted, read).await?
         } else {
-            read(vec![wanted]).await?
+            read(wanted).await?
         };
-        let bytes = parts.into_iter().next().unwrap_or_default();
-        if bytes.len() as u64 != range.end - range.start {
+        if parts.len() != ranges.len() || parts.iter().zip(ranges).any(|(p, r)| p.len() as u64 != r.end - r.start) {
             return Err(refs_error(format!("the file referenced by `{key}` is shorter than its reference says")));
         }
-        Ok(bytes)
+        Ok(parts)
     }
 
     fn meta(index: &Index, location: Path, reference: &Ref, size: u64) -> ObjectMeta {
@@ -313,7 +317,7 @@ impl ObjectStore for RefStore {
         let bytes = if options.head || range.is_empty() {
             Bytes::new()
         } else {
-            self.0.read(key, &reference, range.clone()).await?
+            self.0.read(key, &reference, std::slice::from_ref(&range), true).await?.pop().unwrap_or_default()
         };
         let range = if options.head { 0..0 } else { range };
         Ok(GetResult {
@@ -333,7 +337,7 @@ impl ObjectStore for RefStore {
         if let Some(r) = ranges.iter().find(|r| r.start > r.end || r.end > size) {
             return Err(refs_error(format!("bytes {}..{} are not within `{key}` of {size} bytes", r.start, r.end)));
         }
-        futures::future::try_join_all(ranges.iter().map(|r| self.0.read(key, &reference, r.clone()))).await
+        self.0.read(key, &reference, ranges, false).await
     }
 
     fn delete_stream(&self, locations: BoxStream<'static, Result<Path>>) -> BoxStream<'static, Result<Path>> {
