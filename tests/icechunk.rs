@@ -95,6 +95,18 @@ async fn check_versions(app: &Router, id: &str) {
 async fn native_repository_at_every_version() {
     let app = app("native.icechunk", vec![]);
     check_versions(&app, "icechunk-native").await;
+    // Every route takes `{ds}@{ref}`: IIIF (the identifier names the version), the
+    // compatibility views, the viewer.
+    let info = get(&app, "/iiif/3/ic%40v1%2Fgrp%2Fzstd/info.json").await;
+    assert_eq!(info.status, 200, "{}", info.describe());
+    assert!(info.json()["id"].as_str().unwrap().ends_with("/iiif/3/ic%40v1%2Fgrp%2Fzstd"), "{}", info.json());
+    assert!(info.header("cache-control").contains("immutable"));
+    let tile = get(&app, "/iiif/3/ic%40v1%2Fgrp%2Fzstd/full/max/0/default.png").await;
+    assert_eq!((tile.status.as_u16(), tile.header("content-type")), (200, "image/png"));
+    for uri in ["/compat/v3/ic@dev/zarr.json", "/compat/v2/ic@v1/.zmetadata", "/view/ic@dev/sharded"] {
+        let reply = get(&app, uri).await;
+        assert_eq!(reply.status, 200, "{uri}: {}", reply.describe());
+    }
     // What exists only on one branch.
     assert_eq!(get(&app, "/v1/arrays/ic@main/added").await.status, 200);
     get(&app, "/v1/arrays/ic@dev/added").await.assert_problem(404);
