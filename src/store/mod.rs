@@ -4,6 +4,7 @@
 //! other failure is a [`StoreError`] naming the key. Each request is counted in the
 //! metrics so operators (and tests) can see how many storage round-trips a read costs.
 
+pub mod answer;
 pub mod coalesce;
 pub mod contained;
 pub mod icechunk;

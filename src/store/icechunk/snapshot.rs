@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 
+use crate::store::answer::{answered, read_only};
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
@@ -16,8 +17,8 @@ use icechunk::format::manifest::ChunkPayload;
 use icechunk::format::{ByteRange, ChunkIndices};
 use object_store::path::Path;
 use object_store::{
-    Attributes, CopyOptions, Extensions, GetOptions, GetResult, GetResultPayload, ListResult, MultipartUpload,
-    ObjectMeta, ObjectStore, PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
+    CopyOptions, Extensions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
 };
 
 use crate::store::coalesce::Coalescer;
@@ -221,30 +222,19 @@ impl Snapshot {
     }
 }
 
-fn read_only() -> object_store::Error {
-    object_store::Error::NotSupported { source: "zarrd serves Icechunk repositories read-only".into() }
-}
-
 #[async_trait::async_trait]
 impl ObjectStore for Snapshot {
     async fn put_opts(&self, _: &Path, _: PutPayload, _: PutOptions) -> Result<PutResult> {
-        Err(read_only())
+        Err(read_only("zarrd serves Icechunk repositories read-only"))
     }
 
     async fn put_multipart_opts(&self, _: &Path, _: PutMultipartOptions) -> Result<Box<dyn MultipartUpload>> {
-        Err(read_only())
+        Err(read_only("zarrd serves Icechunk repositories read-only"))
     }
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
         let (meta, bytes, range) = self.get(location, &options).await?;
-        let range = if options.head { 0..0 } else { range };
-        Ok(GetResult {
-            payload: GetResultPayload::Stream(futures::stream::once(async move { Ok(bytes) }).boxed()),
-            attributes: Attributes::default(),
-            range,
-            meta,
-            extensions: Extensions::default(),
-        })
+        Ok(answered(bytes, range, meta, options.head))
     }
 
     async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
@@ -271,7 +261,7 @@ impl ObjectStore for Snapshot {
     }
 
     fn delete_stream(&self, locations: BoxStream<'static, Result<Path>>) -> BoxStream<'static, Result<Path>> {
-        locations.map(|_| Err(read_only())).boxed()
+        locations.map(|_| Err(read_only("zarrd serves Icechunk repositories read-only"))).boxed()
     }
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
@@ -314,7 +304,7 @@ impl ObjectStore for Snapshot {
     }
 
     async fn copy_opts(&self, _: &Path, _: &Path, _: CopyOptions) -> Result<()> {
-        Err(read_only())
+        Err(read_only("zarrd serves Icechunk repositories read-only"))
     }
 }
 

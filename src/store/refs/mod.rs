@@ -25,13 +25,14 @@ mod template;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::store::answer::{answered, read_only};
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{
-    Attributes, CopyOptions, Extensions, GetOptions, GetResult, GetResultPayload, ListResult, MultipartUpload,
-    ObjectMeta, ObjectStore, PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
+    CopyOptions, Extensions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
 };
 
 use self::error::refs_error;
@@ -289,18 +290,14 @@ fn folder(prefix: Option<&Path>) -> String {
     }
 }
 
-fn read_only() -> object_store::Error {
-    object_store::Error::NotSupported { source: "reference sets are read-only".into() }
-}
-
 #[async_trait::async_trait]
 impl ObjectStore for RefStore {
     async fn put_opts(&self, _: &Path, _: PutPayload, _: PutOptions) -> Result<PutResult> {
-        Err(read_only())
+        Err(read_only("reference sets are read-only"))
     }
 
     async fn put_multipart_opts(&self, _: &Path, _: PutMultipartOptions) -> Result<Box<dyn MultipartUpload>> {
-        Err(read_only())
+        Err(read_only("reference sets are read-only"))
     }
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
@@ -319,14 +316,7 @@ impl ObjectStore for RefStore {
         } else {
             self.0.read(key, &reference, std::slice::from_ref(&range), true).await?.pop().unwrap_or_default()
         };
-        let range = if options.head { 0..0 } else { range };
-        Ok(GetResult {
-            payload: GetResultPayload::Stream(futures::stream::once(async move { Ok(bytes) }).boxed()),
-            attributes: Attributes::default(),
-            range,
-            meta,
-            extensions: Extensions::default(),
-        })
+        Ok(answered(bytes, range, meta, options.head))
     }
 
     async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
@@ -341,7 +331,7 @@ impl ObjectStore for RefStore {
     }
 
     fn delete_stream(&self, locations: BoxStream<'static, Result<Path>>) -> BoxStream<'static, Result<Path>> {
-        locations.map(|_| Err(read_only())).boxed()
+        locations.map(|_| Err(read_only("reference sets are read-only"))).boxed()
     }
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
@@ -382,6 +372,6 @@ impl ObjectStore for RefStore {
     }
 
     async fn copy_opts(&self, _: &Path, _: &Path, _: CopyOptions) -> Result<()> {
-        Err(read_only())
+        Err(read_only("reference sets are read-only"))
     }
 }
