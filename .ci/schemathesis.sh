@@ -108,6 +108,10 @@ title = "more fixtures: every data type, 0-length and 4-d arrays, more codecs an
 # A dataset whose root is an array, so the root operations (/v1/arrays/{ds}, ...) reach data.
 [datasets.rootarray]
 url = "$ROOTARRAY"
+
+# A versioned (Icechunk) dataset, so GET /v1/datasets/{ds}/versions reaches one.
+[datasets.versioned]
+url = "$ROOT/tests/fixtures/virtual/icechunk/native.icechunk"
 EOF
 
 log "starting $BIN on $BASE"
@@ -158,6 +162,10 @@ params = spec["components"]["parameters"]
 params["ds"]["schema"] = {"type": "string", "enum": sorted(nodes)}
 params["path"]["schema"] = {"type": "string", "enum": sorted({p for v in nodes.values() for p in v})}
 params["key"]["schema"] = {"type": "string", "enum": sorted({k for v in keys.values() for k in v})}
+# The versions of a versioned dataset: the one Icechunk repository served.
+for param in spec["paths"]["/v1/datasets/{ds}/versions"]["get"]["parameters"]:
+    if param["name"] == "ds":
+        param["schema"] = {"type": "string", "enum": ["versioned"]}
 with open(os.path.join(work, "openapi.yaml"), "w") as f:
     yaml.safe_dump(spec, f, sort_keys=False)
 with open(os.path.join(work, "served.json"), "w") as f:
