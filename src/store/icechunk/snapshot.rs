@@ -211,7 +211,9 @@ impl Snapshot {
                             let (reference, length) = (url, v.length);
                             return Err(RefsError::TooLarge { key: key.to_owned(), reference, length }.into());
                         }
-                        let parts = self.read_virtual(&url, v.offset, std::slice::from_ref(&range), true).await?;
+                        // Whole chunks merge across requests; ranges were batched by the reader.
+                        let merge = options.range.is_none();
+                        let parts = self.read_virtual(&url, v.offset, std::slice::from_ref(&range), merge).await?;
                         parts.into_iter().next().unwrap_or_default()
                     }
                     _ => return Err(error(format!("chunk `{key}` is of a kind this server does not read"))),

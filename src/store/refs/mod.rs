@@ -314,7 +314,10 @@ impl ObjectStore for RefStore {
         let bytes = if options.head || range.is_empty() {
             Bytes::new()
         } else {
-            self.0.read(key, &reference, std::slice::from_ref(&range), true).await?.pop().unwrap_or_default()
+            // A whole chunk may be merged with other chunks of its file; a range of one (a
+            // shard's inner chunks) comes from a batch the reader has merged already.
+            let merge = options.range.is_none();
+            self.0.read(key, &reference, std::slice::from_ref(&range), merge).await?.pop().unwrap_or_default()
         };
         Ok(answered(bytes, range, meta, options.head))
     }
