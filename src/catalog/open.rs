@@ -70,7 +70,10 @@ pub fn open_repo(name: &str, ds: &DatasetConfig, ref_ttl: Duration, coalesce: Du
         Location::S3 { bucket, prefix, options: ds.options.clone() }
     };
     let targets = targets(name, ds, None)?;
-    Ok(Repo::new(name.into(), location, targets, ref_ttl, coalesce))
+    // Native chunks are read with zarrd's own store of the repository (contained local
+    // reads, merged ranges, counted requests), its metadata through the crate.
+    let repo_store = open_url(&field, &ds.url, (&format!("datasets.{name}.options"), &ds.options)).ok();
+    Ok(Repo::new(name.into(), (location, repo_store), targets, ref_ttl, coalesce))
 }
 
 /// The dataset's `virtual_refs`, each prefix opened (with the dataset's options) when first

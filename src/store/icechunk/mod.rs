@@ -56,6 +56,8 @@ pub struct Repo {
     snapshots: moka::future::Cache<String, Store>,
     targets: Arc<Targets>,
     coalesce: Duration,
+    /// zarrd's own store of the repository's folder, for native chunks.
+    own: Option<Store>,
 }
 
 impl std::fmt::Debug for Repo {
@@ -69,8 +71,17 @@ fn storage_error(e: impl std::fmt::Display) -> VersionError {
 }
 
 impl Repo {
-    pub fn new(dataset: Arc<str>, location: Location, targets: Targets, ref_ttl: Duration, coalesce: Duration) -> Self {
+    /// `repo_store`: zarrd's own store of the repository's folder, through which native
+    /// chunks are read (`None`: through the `icechunk` crate).
+    pub fn new(
+        dataset: Arc<str>,
+        (location, repo_store): (Location, Option<Store>),
+        targets: Targets,
+        ref_ttl: Duration,
+        coalesce: Duration,
+    ) -> Self {
         Self {
+            own: repo_store,
             dataset,
             location,
             opened: Mutex::new(None),
@@ -155,6 +166,7 @@ impl Repo {
                         containers,
                         targets: Arc::clone(&self.targets),
                         coalescer: Coalescer::new(self.coalesce),
+                        repo_store: self.own.clone(),
                     };
                     Ok::<_, VersionError>(Store::uncounted(Arc::new(snapshot)))
                 }),

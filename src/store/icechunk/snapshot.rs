@@ -13,7 +13,7 @@ use crate::store::answer::{answered, read_only};
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
-use icechunk::format::manifest::ChunkPayload;
+use icechunk::format::manifest::{ChunkPayload, ChunkRef};
 use icechunk::format::{ByteRange, ChunkIndices};
 use object_store::path::Path;
 use object_store::{
@@ -21,6 +21,7 @@ use object_store::{
     PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
 };
 
+use crate::store::Store;
 use crate::store::coalesce::Coalescer;
 use crate::store::refs::targets::Targets;
 use crate::store::refs::{MAX_REFERENCED, RefsError};
@@ -41,6 +42,8 @@ pub struct Snapshot {
     pub containers: HashMap<String, String>,
     pub targets: Arc<Targets>,
     pub coalescer: Coalescer<object_store::Error>,
+    /// zarrd's own store of the repository (its native chunks are read through it).
+    pub repo_store: Option<Store>,
 }
 
 impl std::fmt::Debug for Snapshot {
@@ -88,6 +91,14 @@ fn parse_key(key: &str) -> Option<Key> {
     Some(Key::Chunk { node: format!("/{node}"), coords })
 }
 
+/// `range` of `bytes` (the object `key`), checked.
+fn slice_of(bytes: &Bytes, range: &Range<u64>, key: &str) -> Result<Bytes> {
+    if range.start > range.end || range.end > bytes.len() as u64 {
+        return Err(error(format!("bytes {}..{} are not within `{key}`", range.start, range.end)));
+    }
+    Ok(bytes.slice(range.start as usize..range.end as usize))
+}
+
 fn not_found(location: &Path) -> object_store::Error {
     object_store::Error::NotFound { path: location.to_string(), source: "no such key in this snapshot".into() }
 }
@@ -133,26 +144,66 @@ impl Snapshot {
         Ok(format!("{prefix}{path}"))
     }
 
-    /// `ranges` of virtual chunk bytes at `offset` in `url`, read under `virtual_refs`;
-    /// with `merge`, merged with concurrent reads of the same file (as for kerchunk).
+    /// `ranges` of virtual chunk bytes at `offset` in `url`, read under `virtual_refs`.
     async fn read_virtual(&self, url: &str, offset: u64, ranges: &[Range<u64>], merge: bool) -> Result<Vec<Bytes>> {
         let (store, target) = self.targets.resolve(url)?;
+        self.read_file((store, target), url, offset, ranges, merge).await
+    }
+
+    /// `ranges` of the native chunk `key` (`reference` in the repository's `chunks/`): read
+    /// by zarrd's own store of the repository when it has one (merged like any file's
+    /// reads), else through the `icechunk` crate.
+    async fn read_native(
+        &self,
+        key: &str,
+        reference: &ChunkRef,
+        ranges: &[Range<u64>],
+        merge: bool,
+    ) -> Result<Vec<Bytes>> {
+        if let Some(repo) = &self.repo_store {
+            let file = format!("chunks/{}", reference.id);
+            let label = format!("icechunk native chunk `{key}`");
+            return self.read_file((repo.clone(), file), &label, reference.offset, ranges, merge).await;
+        }
+        futures::future::try_join_all(ranges.iter().map(|r| async move {
+            crate::ops::metrics::storage_request("icechunk");
+            let bytes = self
+                .store
+                .get(key, &ByteRange::Bounded(r.clone()))
+                .await
+                .map_err(|e| error(format!("reading chunk `{key}` failed: {}", e.kind)))?;
+            crate::ops::metrics::storage_bytes(bytes.len());
+            Ok::<_, object_store::Error>(bytes)
+        }))
+        .await
+    }
+
+    /// `ranges` at `offset` in the object `key` of `store` (named `label` in errors); with
+    /// `merge`, merged with concurrent reads of the same object (whole chunks of one file).
+    async fn read_file(
+        &self,
+        (store, key): (Store, String),
+        label: &str,
+        offset: u64,
+        ranges: &[Range<u64>],
+        merge: bool,
+    ) -> Result<Vec<Bytes>> {
         let wanted: Vec<Range<u64>> = ranges.iter().map(|r| offset + r.start..offset + r.end).collect();
-        let named = url.to_owned();
+        let (named, batch_key) = (label.to_owned(), key.clone());
         let read = move |ranges: Vec<Range<u64>>| async move {
             store
-                .get_ranges(&target, &ranges, None)
+                .get_ranges(&key, &ranges, None)
                 .await
-                .map_err(|e| error(format!("reading virtual chunk file `{named}` failed: {}", e.public_detail())))
+                .map_err(|e| error(format!("reading `{named}` failed: {}", e.public_detail())))
         };
         let parts = if merge && self.coalescer.enabled() {
-            let batch = (Arc::clone(&self.dataset), url.to_owned(), String::new());
+            let batch = (Arc::clone(&self.dataset), batch_key, String::new());
             self.coalescer.read(batch, &wanted, read).await?
         } else {
             read(wanted).await?
         };
         if parts.len() != ranges.len() || parts.iter().zip(ranges).any(|(p, r)| p.len() as u64 != r.end - r.start) {
-            return Err(error(format!("virtual chunk file `{url}` is shorter than its reference says")));
+            return Err(error(format!("`{label}` is shorter than its reference says")));
         }
         Ok(parts)
     }
@@ -195,15 +246,10 @@ impl Snapshot {
                 }
                 let bytes = match payload {
                     ChunkPayload::Inline(b) => b.slice(range.start as usize..range.end as usize),
-                    ChunkPayload::Ref(_) => {
-                        crate::ops::metrics::storage_request("icechunk");
-                        let bytes = self
-                            .store
-                            .get(key, &ByteRange::Bounded(range.clone()))
-                            .await
-                            .map_err(|e| error(format!("reading chunk `{key}` failed: {}", e.kind)))?;
-                        crate::ops::metrics::storage_bytes(bytes.len());
-                        bytes
+                    ChunkPayload::Ref(r) => {
+                        let merge = options.range.is_none();
+                        let parts = self.read_native(key, &r, std::slice::from_ref(&range), merge).await?;
+                        parts.into_iter().next().unwrap_or_default()
                     }
                     ChunkPayload::Virtual(v) => {
                         let url = self.expand(v.location.url())?;
@@ -240,26 +286,36 @@ impl ObjectStore for Snapshot {
     }
 
     async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
-        // Ranges of one virtual chunk (a shard's inner chunks, batched by the reader): one
-        // read of the file, not one merge window per range.
-        if let Some(Key::Chunk { node, coords }) = parse_key(location.as_ref())
-            && let Some(ChunkPayload::Virtual(v)) = self.payload(&node, coords).await?
-        {
-            if let Some(r) = ranges.iter().find(|r| r.start > r.end || r.end > v.length) {
-                return Err(error(format!("bytes {}..{} are not within `{location}`", r.start, r.end)));
-            }
-            let url = self.expand(v.location.url())?;
-            if v.length > MAX_REFERENCED {
-                let (key, length) = (location.to_string(), v.length);
-                return Err(RefsError::TooLarge { key, reference: url, length }.into());
-            }
-            return self.read_virtual(&url, v.offset, ranges, false).await;
+        // Ranges of one chunk (a shard's inner chunks, batched by the reader): one read of
+        // its file, not one merge window per range.
+        let key = location.as_ref();
+        let Some(Key::Chunk { node, coords }) = parse_key(key) else {
+            let (_, doc, _) = self.get(location, &GetOptions::default()).await?;
+            return ranges.iter().map(|r| slice_of(&doc, r, key)).collect();
+        };
+        let payload = self.payload(&node, coords).await?.ok_or_else(|| not_found(location))?;
+        let length = match &payload {
+            ChunkPayload::Inline(b) => b.len() as u64,
+            ChunkPayload::Ref(r) => r.length,
+            ChunkPayload::Virtual(v) => v.length,
+            _ => return Err(error(format!("chunk `{key}` is of a kind this server does not read"))),
+        };
+        if let Some(r) = ranges.iter().find(|r| r.start > r.end || r.end > length) {
+            return Err(error(format!("bytes {}..{} are not within `{key}` of {length} bytes", r.start, r.end)));
         }
-        futures::future::try_join_all(ranges.iter().map(|r| async {
-            let options = GetOptions { range: Some(r.clone().into()), ..GetOptions::default() };
-            Ok::<_, object_store::Error>(self.get(location, &options).await?.1)
-        }))
-        .await
+        match payload {
+            ChunkPayload::Inline(b) => ranges.iter().map(|r| slice_of(&b, r, key)).collect(),
+            ChunkPayload::Ref(r) => self.read_native(key, &r, ranges, false).await,
+            ChunkPayload::Virtual(v) => {
+                let url = self.expand(v.location.url())?;
+                if v.length > MAX_REFERENCED {
+                    let (key, length) = (key.to_owned(), v.length);
+                    return Err(RefsError::TooLarge { key, reference: url, length }.into());
+                }
+                self.read_virtual(&url, v.offset, ranges, false).await
+            }
+            _ => Err(error(format!("chunk `{key}` is of a kind this server does not read"))),
+        }
     }
 
     fn delete_stream(&self, locations: BoxStream<'static, Result<Path>>) -> BoxStream<'static, Result<Path>> {
