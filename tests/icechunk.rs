@@ -220,3 +220,33 @@ async fn a_branch_moves_within_ref_ttl_and_a_snapshot_never_does() {
     assert_eq!(pinned.json()["data"], serde_json::json!([1.0, 2.0]));
     assert_eq!(pinned.header("cache-control"), "public, max-age=31536000, immutable");
 }
+
+#[tokio::test]
+async fn a_private_versioned_dataset_is_private_at_every_version() {
+    // alice's key is `alice-key` (its digest as in tests/common/auth.rs).
+    let repo = fixtures().join("icechunk/native.icechunk");
+    let text = format!(
+        "listen = \"127.0.0.1:0\"\n[[auth.api_keys]]\nname = \"alice\"\nsha256 = \"72ee9d4355ccb9d3a4c9dbf37382e38e75c1b1a225b5bd1f729ee91bbda30c20\"\n\
+         [datasets.ic]\nurl = \"{}\"\nread = [\"alice\"]\n",
+        repo.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("zarrd.toml"), text).unwrap();
+    let path = dir.path().join("zarrd.toml");
+    let config =
+        zarrd::config::Config::load(Some(&path), std::iter::empty(), &zarrd::config::Overrides::default()).unwrap();
+    let catalog = zarrd::catalog::Catalog::from_config(&config).unwrap();
+    let app = zarrd::http::app(zarrd::http::AppState::new(catalog, config));
+    let alice = [("authorization", "Bearer alice-key")];
+    for uri in ["/v1/slice/ic@v1/tiny", "/v1/slice/ic/tiny", "/v1/datasets/ic/versions", "/zarr/ic@dev/zarr.json"] {
+        get(&app, uri).await.assert_problem(404);
+        let reply = get_with(&app, uri, &alice).await;
+        assert_eq!(reply.status, 200, "{uri}: {}", reply.describe());
+        let cache = reply.header("cache-control");
+        assert!(cache.contains("private") && !cache.contains("public"), "{uri}: {cache}");
+    }
+    // Refused as an unknown dataset is: the same detail.
+    let unknown = get(&app, "/v1/slice/nope@v1/tiny").await.assert_problem(404);
+    let refused = get(&app, "/v1/slice/ic@v1/tiny").await.assert_problem(404);
+    assert_eq!(refused["detail"].as_str().unwrap().replace("`ic`", "`nope`"), unknown["detail"].as_str().unwrap());
+}
