@@ -13,8 +13,10 @@ use crate::store::answer::{answered, read_only};
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
-use icechunk::format::manifest::{ChunkPayload, ChunkRef};
+use icechunk::format::manifest::{ChunkPayload, VirtualChunkRef};
 use icechunk::format::{ByteRange, ChunkIndices};
+use icechunk::session::SessionErrorKind;
+use icechunk::store::StoreErrorKind;
 use object_store::path::Path;
 use object_store::{
     CopyOptions, Extensions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
@@ -24,7 +26,7 @@ use object_store::{
 use crate::store::Store;
 use crate::store::coalesce::Coalescer;
 use crate::store::refs::targets::Targets;
-use crate::store::refs::{MAX_REFERENCED, RefsError};
+use crate::store::refs::{MAX_REFERENCED, ReferencedFile, RefsError, read_file};
 
 /// The `store` of this layer's errors (their messages name keys, shown to clients).
 pub const ICECHUNK_STORE: &str = "icechunk";
@@ -91,6 +93,21 @@ fn parse_key(key: &str) -> Option<Key> {
     Some(Key::Chunk { node: format!("/{node}"), coords })
 }
 
+/// The bytes a chunk's payload holds or names.
+fn length(key: &str, payload: &ChunkPayload) -> Result<u64> {
+    match payload {
+        ChunkPayload::Inline(b) => Ok(b.len() as u64),
+        ChunkPayload::Ref(r) => Ok(r.length),
+        ChunkPayload::Virtual(v) => Ok(v.length),
+        _ => Err(unreadable(key)),
+    }
+}
+
+/// A chunk of a kind (a future payload type) this server does not read.
+fn unreadable(key: &str) -> object_store::Error {
+    error(format!("chunk `{key}` is of a kind this server does not read"))
+}
+
 /// `range` of `bytes` (the object `key`), checked.
 fn slice_of(bytes: &Bytes, range: &Range<u64>, key: &str) -> Result<Bytes> {
     if range.start > range.end || range.end > bytes.len() as u64 {
@@ -103,10 +120,14 @@ fn not_found(location: &Path) -> object_store::Error {
     object_store::Error::NotFound { path: location.to_string(), source: "no such key in this snapshot".into() }
 }
 
-/// Whether an `icechunk` error says "no such key / node".
-fn is_not_found<E: std::fmt::Debug>(e: &E) -> bool {
-    let text = format!("{e:?}");
-    text.contains("NotFound")
+/// Whether a session error says the node does not exist.
+fn no_node(kind: &SessionErrorKind) -> bool {
+    matches!(kind, SessionErrorKind::NodeNotFound { .. })
+}
+
+/// Whether a store error says the key (or its node) does not exist.
+fn no_key(kind: &StoreErrorKind) -> bool {
+    matches!(kind, StoreErrorKind::NotFound(_)) || matches!(kind, StoreErrorKind::SessionError(k) if no_node(k))
 }
 
 impl Snapshot {
@@ -117,7 +138,7 @@ impl Snapshot {
         let session = session.read().await;
         match session.get_chunk_ref(&path, &ChunkIndices(coords)).await {
             Ok(payload) => Ok(payload),
-            Err(e) if is_not_found(&e.kind) => Ok(None),
+            Err(e) if no_node(&e.kind) => Ok(None),
             Err(e) => Err(error(format!("reading the manifest of `{node}` failed: {}", e.kind))),
         }
     }
@@ -133,37 +154,59 @@ impl Snapshot {
         }
     }
 
-    /// A virtual chunk's location as a URL (`vcc://NAME/…` through its container).
-    fn expand(&self, location: &str) -> Result<String> {
-        let Some(rest) = location.strip_prefix("vcc://") else { return Ok(location.to_owned()) };
-        let (name, path) = rest.split_once('/').unwrap_or((rest, ""));
-        let prefix = self
-            .containers
-            .get(name)
-            .ok_or_else(|| error(format!("virtual chunk `{location}` names no container of this repository")))?;
-        Ok(format!("{prefix}{path}"))
+    /// The URL of virtual chunk `key` (`vcc://NAME/…` through its container), if it is
+    /// not longer than one reference may read.
+    fn virtual_url(&self, key: &str, chunk: &VirtualChunkRef) -> Result<String> {
+        let location = chunk.location.url();
+        let url = match location.strip_prefix("vcc://") {
+            None => location.to_owned(),
+            Some(rest) => {
+                let (name, path) = rest.split_once('/').unwrap_or((rest, ""));
+                let prefix = self.containers.get(name).ok_or_else(|| {
+                    error(format!("virtual chunk `{location}` names no container of this repository"))
+                })?;
+                format!("{prefix}{path}")
+            }
+        };
+        if chunk.length > MAX_REFERENCED {
+            let (key, length) = (key.to_owned(), chunk.length);
+            return Err(RefsError::TooLarge { key, reference: url, length }.into());
+        }
+        Ok(url)
     }
 
-    /// `ranges` of virtual chunk bytes at `offset` in `url`, read under `virtual_refs`.
-    async fn read_virtual(&self, url: &str, offset: u64, ranges: &[Range<u64>], merge: bool) -> Result<Vec<Bytes>> {
-        let (store, target) = self.targets.resolve(url)?;
-        self.read_file((store, target), url, offset, ranges, merge).await
-    }
-
-    /// `ranges` of the native chunk `key` (`reference` in the repository's `chunks/`): read
-    /// by zarrd's own store of the repository when it has one (merged like any file's
-    /// reads), else through the `icechunk` crate.
-    async fn read_native(
-        &self,
-        key: &str,
-        reference: &ChunkRef,
-        ranges: &[Range<u64>],
-        merge: bool,
-    ) -> Result<Vec<Bytes>> {
+    /// `ranges` of chunk `key` (`payload`); `merge` as for [`read_file`]. Virtual chunks are
+    /// read under `virtual_refs`; native ones by zarrd's own store of the repository (its
+    /// `chunks/ID`) when it has one, else through the `icechunk` crate.
+    async fn read(&self, key: &str, payload: &ChunkPayload, ranges: &[Range<u64>], merge: bool) -> Result<Vec<Bytes>> {
+        let file = match payload {
+            ChunkPayload::Inline(b) => return ranges.iter().map(|r| slice_of(b, r, key)).collect(),
+            ChunkPayload::Virtual(v) => {
+                let url = self.virtual_url(key, v)?;
+                let at = self.targets.resolve(&url)?;
+                return read_file(
+                    &self.coalescer,
+                    &self.dataset,
+                    ReferencedFile { at, name: &url, offset: v.offset },
+                    ranges,
+                    merge,
+                )
+                .await;
+            }
+            ChunkPayload::Ref(r) => r,
+            _ => return Err(unreadable(key)),
+        };
         if let Some(repo) = &self.repo_store {
-            let file = format!("chunks/{}", reference.id);
-            let label = format!("icechunk native chunk `{key}`");
-            return self.read_file((repo.clone(), file), &label, reference.offset, ranges, merge).await;
+            let (chunk, name) = (format!("chunks/{}", file.id), format!("icechunk native chunk `{key}`"));
+            let at = (repo.clone(), chunk);
+            return read_file(
+                &self.coalescer,
+                &self.dataset,
+                ReferencedFile { at, name: &name, offset: file.offset },
+                ranges,
+                merge,
+            )
+            .await;
         }
         futures::future::try_join_all(ranges.iter().map(|r| async move {
             crate::ops::metrics::storage_request("icechunk");
@@ -176,36 +219,6 @@ impl Snapshot {
             Ok::<_, object_store::Error>(bytes)
         }))
         .await
-    }
-
-    /// `ranges` at `offset` in the object `key` of `store` (named `label` in errors); with
-    /// `merge`, merged with concurrent reads of the same object (whole chunks of one file).
-    async fn read_file(
-        &self,
-        (store, key): (Store, String),
-        label: &str,
-        offset: u64,
-        ranges: &[Range<u64>],
-        merge: bool,
-    ) -> Result<Vec<Bytes>> {
-        let wanted: Vec<Range<u64>> = ranges.iter().map(|r| offset + r.start..offset + r.end).collect();
-        let (named, batch_key) = (label.to_owned(), key.clone());
-        let read = move |ranges: Vec<Range<u64>>| async move {
-            store
-                .get_ranges(&key, &ranges, None)
-                .await
-                .map_err(|e| error(format!("reading `{named}` failed: {}", e.public_detail())))
-        };
-        let parts = if merge && self.coalescer.enabled() {
-            let batch = (Arc::clone(&self.dataset), batch_key, String::new());
-            self.coalescer.read(batch, &wanted, read).await?
-        } else {
-            read(wanted).await?
-        };
-        if parts.len() != ranges.len() || parts.iter().zip(ranges).any(|(p, r)| p.len() as u64 != r.end - r.start) {
-            return Err(error(format!("`{label}` is shorter than its reference says")));
-        }
-        Ok(parts)
     }
 
     async fn get(&self, location: &Path, options: &GetOptions) -> Result<(ObjectMeta, Bytes, Range<u64>)> {
@@ -222,7 +235,7 @@ impl Snapshot {
                 crate::ops::metrics::storage_request("icechunk");
                 let doc = match self.store.get(key, &ByteRange::From(0)).await {
                     Ok(doc) => doc,
-                    Err(e) if is_not_found(&e.kind) => return Err(not_found(location)),
+                    Err(e) if no_key(&e.kind) => return Err(not_found(location)),
                     Err(e) => return Err(error(format!("reading `{key}` failed: {}", e.kind))),
                 };
                 let meta = self.meta(location.clone(), doc.len() as u64);
@@ -232,39 +245,17 @@ impl Snapshot {
             }
             Key::Chunk { node, coords } => {
                 let payload = self.payload(&node, coords).await?.ok_or_else(|| not_found(location))?;
-                let size = match &payload {
-                    ChunkPayload::Inline(b) => b.len() as u64,
-                    ChunkPayload::Ref(r) => r.length,
-                    ChunkPayload::Virtual(v) => v.length,
-                    _ => return Err(error(format!("chunk `{key}` is of a kind this server does not read"))),
-                };
+                let size = length(key, &payload)?;
                 let meta = self.meta(location.clone(), size);
                 options.check_preconditions(&meta)?;
                 let range = bytes_of(size)?;
                 if options.head || range.is_empty() {
                     return Ok((meta, Bytes::new(), range));
                 }
-                let bytes = match payload {
-                    ChunkPayload::Inline(b) => b.slice(range.start as usize..range.end as usize),
-                    ChunkPayload::Ref(r) => {
-                        let merge = options.range.is_none();
-                        let parts = self.read_native(key, &r, std::slice::from_ref(&range), merge).await?;
-                        parts.into_iter().next().unwrap_or_default()
-                    }
-                    ChunkPayload::Virtual(v) => {
-                        let url = self.expand(v.location.url())?;
-                        if v.length > MAX_REFERENCED {
-                            let (reference, length) = (url, v.length);
-                            return Err(RefsError::TooLarge { key: key.to_owned(), reference, length }.into());
-                        }
-                        // Whole chunks merge across requests; ranges were batched by the reader.
-                        let merge = options.range.is_none();
-                        let parts = self.read_virtual(&url, v.offset, std::slice::from_ref(&range), merge).await?;
-                        parts.into_iter().next().unwrap_or_default()
-                    }
-                    _ => return Err(error(format!("chunk `{key}` is of a kind this server does not read"))),
-                };
-                Ok((meta, bytes, range))
+                // Whole chunks merge across requests; ranges were batched by the reader.
+                let merge = options.range.is_none();
+                let parts = self.read(key, &payload, std::slice::from_ref(&range), merge).await?;
+                Ok((meta, parts.into_iter().next().unwrap_or_default(), range))
             }
         }
     }
@@ -294,28 +285,11 @@ impl ObjectStore for Snapshot {
             return ranges.iter().map(|r| slice_of(&doc, r, key)).collect();
         };
         let payload = self.payload(&node, coords).await?.ok_or_else(|| not_found(location))?;
-        let length = match &payload {
-            ChunkPayload::Inline(b) => b.len() as u64,
-            ChunkPayload::Ref(r) => r.length,
-            ChunkPayload::Virtual(v) => v.length,
-            _ => return Err(error(format!("chunk `{key}` is of a kind this server does not read"))),
-        };
+        let length = length(key, &payload)?;
         if let Some(r) = ranges.iter().find(|r| r.start > r.end || r.end > length) {
             return Err(error(format!("bytes {}..{} are not within `{key}` of {length} bytes", r.start, r.end)));
         }
-        match payload {
-            ChunkPayload::Inline(b) => ranges.iter().map(|r| slice_of(&b, r, key)).collect(),
-            ChunkPayload::Ref(r) => self.read_native(key, &r, ranges, false).await,
-            ChunkPayload::Virtual(v) => {
-                let url = self.expand(v.location.url())?;
-                if v.length > MAX_REFERENCED {
-                    let (key, length) = (key.to_owned(), v.length);
-                    return Err(RefsError::TooLarge { key, reference: url, length }.into());
-                }
-                self.read_virtual(&url, v.offset, ranges, false).await
-            }
-            _ => Err(error(format!("chunk `{key}` is of a kind this server does not read"))),
-        }
+        self.read(key, &payload, ranges, false).await
     }
 
     fn delete_stream(&self, locations: BoxStream<'static, Result<Path>>) -> BoxStream<'static, Result<Path>> {
@@ -342,7 +316,7 @@ impl ObjectStore for Snapshot {
         let folder = prefix.map_or_else(String::new, ToString::to_string);
         let items = match self.store.list_dir_items(&folder).await {
             Ok(items) => items.try_collect::<Vec<_>>().await.map_err(|e| error(e.kind))?,
-            Err(e) if is_not_found(&e.kind) => Vec::new(),
+            Err(e) if no_key(&e.kind) => Vec::new(),
             Err(e) => return Err(error(e.kind)),
         };
         let join = |name: &str| if folder.is_empty() { name.to_owned() } else { format!("{folder}/{name}") };

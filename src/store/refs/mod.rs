@@ -208,11 +208,8 @@ impl Inner {
         Ok(length)
     }
 
-    /// `ranges` of what `reference` names (within its size). With `merge`, concurrent
-    /// reads of the same file within the coalescing window are merged (whole chunks read
-    /// one by one); without (ranges of one shard, already batched by the reader), they are
-    /// read together at once.
-    async fn read(&self, key: &str, reference: &Ref, ranges: &[Range<u64>], merge: bool) -> Result<Vec<Bytes>> {
+    /// `ranges` of what `reference` names (within its size); `merge` as for [`read_file`].
+    async fn read(&self, reference: &Ref, ranges: &[Range<u64>], merge: bool) -> Result<Vec<Bytes>> {
         let (url, offset) = match reference {
             Ref::Inline(bytes) => {
                 return Ok(ranges.iter().map(|r| bytes.slice(r.start as usize..r.end as usize)).collect());
@@ -220,27 +217,8 @@ impl Inner {
             Ref::Range { url, offset, .. } => (url, *offset),
             Ref::Whole { url } => (url, 0),
         };
-        let (store, target) = self.targets.resolve(url)?;
-        let wanted: Vec<Range<u64>> = ranges.iter().map(|r| offset + r.start..offset + r.end).collect();
-        let named = url.to_string();
-        let read = move |ranges: Vec<Range<u64>>| async move {
-            store.get_ranges(&target, &ranges, None).await.map_err(|e| {
-                let missing =
-                    matches!(&e, super::StoreError::Backend { source: object_store::Error::NotFound { .. }, .. });
-                let why = if missing { "does not exist".to_owned() } else { e.public_detail() };
-                refs_error(format!("reading referenced file `{named}` failed: {why}"))
-            })
-        };
-        let parts = if merge && self.coalescer.enabled() {
-            let batch = (Arc::clone(&self.dataset), url.to_string(), String::new());
-            self.coalescer.read(batch, &wanted, read).await?
-        } else {
-            read(wanted).await?
-        };
-        if parts.len() != ranges.len() || parts.iter().zip(ranges).any(|(p, r)| p.len() as u64 != r.end - r.start) {
-            return Err(refs_error(format!("the file referenced by `{key}` is shorter than its reference says")));
-        }
-        Ok(parts)
+        let file = ReferencedFile { at: self.targets.resolve(url)?, name: url, offset };
+        read_file(&self.coalescer, &self.dataset, file, ranges, merge).await
     }
 
     fn meta(index: &Index, location: Path, reference: &Ref, size: u64) -> ObjectMeta {
@@ -283,6 +261,48 @@ impl Inner {
     }
 }
 
+/// Bytes of a file that references point into.
+pub struct ReferencedFile<'a> {
+    /// The store that holds it and its key there.
+    pub at: (Store, String),
+    /// How it is named to clients (its URL), and what concurrent reads of it share.
+    pub name: &'a str,
+    /// Where the referenced bytes start in it.
+    pub offset: u64,
+}
+
+/// `ranges` of the bytes at `file.offset` in `file`, each checked to be as long as asked.
+/// With `merge`, the read joins concurrent reads of the same file within the coalescing
+/// window (whole chunks, each its own key); without, the ranges are read at once (ranges
+/// of one shard, which the reader has batched already).
+pub async fn read_file(
+    coalescer: &Coalescer<object_store::Error>,
+    dataset: &Arc<str>,
+    file: ReferencedFile<'_>,
+    ranges: &[Range<u64>],
+    merge: bool,
+) -> Result<Vec<Bytes>> {
+    let ReferencedFile { at: (store, key), name, offset } = file;
+    let wanted: Vec<Range<u64>> = ranges.iter().map(|r| offset + r.start..offset + r.end).collect();
+    let named = name.to_owned();
+    let read = move |ranges: Vec<Range<u64>>| async move {
+        store.get_ranges(&key, &ranges, None).await.map_err(|e| {
+            let missing = matches!(&e, super::StoreError::Backend { source: object_store::Error::NotFound { .. }, .. });
+            let why = if missing { "does not exist".to_owned() } else { e.public_detail() };
+            refs_error(format!("reading referenced file `{named}` failed: {why}"))
+        })
+    };
+    let parts = if merge && coalescer.enabled() {
+        coalescer.read((Arc::clone(dataset), name.to_owned(), String::new()), &wanted, read).await?
+    } else {
+        read(wanted).await?
+    };
+    if parts.len() != ranges.len() || parts.iter().zip(ranges).any(|(p, r)| p.len() as u64 != r.end - r.start) {
+        return Err(refs_error(format!("referenced file `{name}` is shorter than its reference says")));
+    }
+    Ok(parts)
+}
+
 fn folder(prefix: Option<&Path>) -> String {
     match prefix.map(AsRef::as_ref) {
         None | Some("") => String::new(),
@@ -317,7 +337,7 @@ impl ObjectStore for RefStore {
             // A whole chunk may be merged with other chunks of its file; a range of one (a
             // shard's inner chunks) comes from a batch the reader has merged already.
             let merge = options.range.is_none();
-            self.0.read(key, &reference, std::slice::from_ref(&range), merge).await?.pop().unwrap_or_default()
+            self.0.read(&reference, std::slice::from_ref(&range), merge).await?.pop().unwrap_or_default()
         };
         Ok(answered(bytes, range, meta, options.head))
     }
@@ -330,7 +350,7 @@ impl ObjectStore for RefStore {
         if let Some(r) = ranges.iter().find(|r| r.start > r.end || r.end > size) {
             return Err(refs_error(format!("bytes {}..{} are not within `{key}` of {size} bytes", r.start, r.end)));
         }
-        self.0.read(key, &reference, ranges, false).await
+        self.0.read(&reference, ranges, false).await
     }
 
     fn delete_stream(&self, locations: BoxStream<'static, Result<Path>>) -> BoxStream<'static, Result<Path>> {
