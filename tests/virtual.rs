@@ -181,6 +181,29 @@ async fn without_virtual_refs_only_inline_data_is_served() {
     get(&app, "/v1/slice/ds/air?s=0,0:10,0:16").await.assert_problem(403);
 }
 
+#[tokio::test]
+async fn missing_and_short_referenced_files_are_502s_naming_them() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("data.bin"), [1u8, 2, 3, 4, 5, 6, 7, 8, 9, 10]).unwrap();
+    let set = r#"{"version": 1, "refs": {
+        ".zgroup": "{\"zarr_format\": 2}",
+        "a/.zarray": "{\"zarr_format\": 2, \"shape\": [3], \"chunks\": [1], \"dtype\": \"|u1\", \"compressor\": null, \"filters\": null, \"fill_value\": 0, \"order\": \"C\"}",
+        "a/0": ["data.bin", 2, 1],
+        "a/1": ["data.bin", 8, 4],
+        "a/2": ["missing.bin", 0, 1]}}"#;
+    std::fs::write(dir.path().join("refs.json"), set).unwrap();
+    let folder = format!("file://{}/", dir.path().canonicalize().unwrap().display());
+    let app = app(open(dir.path().join("refs.json").to_str().unwrap(), &[folder]));
+    let (_, first) = read_npy_at(&app, "/v1/slice/ds/a?s=0:1").await;
+    assert_eq!(first.data, [3], "byte 2 of data.bin");
+    for (s, file) in [("1", "data.bin"), ("2", "missing.bin")] {
+        let problem = get(&app, &format!("/v1/slice/ds/a?s={s}")).await.assert_problem(502);
+        let detail = problem["detail"].as_str().unwrap();
+        assert!(detail.contains(file) && !detail.contains(dir.path().to_str().unwrap()), "{detail}");
+    }
+    common::assert_no_panics();
+}
+
 /// The `kerchunk/air.json` set with its references read through a counting store.
 fn counted_air(window_ms: u64) -> (Router, Arc<CountingStore>) {
     use zarrd::store::refs::targets::{Opener, Targets, prefix_url};
