@@ -7,7 +7,7 @@ pub mod health;
 mod open;
 mod versions;
 
-pub use open::{open_dataset, open_store, open_url};
+pub use open::{Opened, open_dataset, open_store, open_url};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -80,28 +80,24 @@ impl Catalog {
     /// keep the others from being served; a bad overview source still fails here.
     pub fn from_config(config: &Config) -> Result<Self, ConfigError> {
         let window = Duration::from_millis(config.storage.coalesce_window_ms);
+        let ttl = Duration::from_secs(config.cache.ref_ttl_s);
         let mut repos = BTreeMap::new();
         let datasets = config
             .datasets
             .iter()
             .map(|(name, ds)| {
-                if open::is_icechunk(ds) {
-                    let ttl = Duration::from_secs(config.cache.ref_ttl_s);
-                    match open::open_repo(name, ds, ttl, window) {
-                        Ok(repo) => {
-                            repos.insert(name.clone(), Arc::new(repo));
-                        }
-                        Err(e) => {
-                            tracing::error!(dataset = %name, error = %e, "dataset cannot be opened; serving it as failing");
-                        }
+                let unopened = |reason: String| Store::new(Arc::new(Unopened { reason }), Path::default());
+                let store = match open_dataset(name, ds, window, ttl) {
+                    Ok(Opened::Store(store)) => store,
+                    Ok(Opened::Versioned(repo)) => {
+                        repos.insert(name.clone(), repo);
+                        unopened("a versioned dataset is read at a version".to_owned())
                     }
-                    let reason = "a versioned dataset is read at a version".to_owned();
-                    return (name.clone(), Store::new(Arc::new(Unopened { reason }), Path::default()), ds.title.clone());
-                }
-                let store = open_dataset(name, ds, window).unwrap_or_else(|e| {
-                    tracing::error!(dataset = %name, error = %e, "dataset cannot be opened; serving it as failing");
-                    Store::new(Arc::new(Unopened { reason: e.to_string() }), Path::default())
-                });
+                    Err(e) => {
+                        tracing::error!(dataset = %name, error = %e, "dataset cannot be opened; serving it as failing");
+                        unopened(e.to_string())
+                    }
+                };
                 (name.clone(), store, ds.title.clone())
             })
             .collect();

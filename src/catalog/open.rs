@@ -21,32 +21,44 @@ use crate::store::zip::ZipFs;
 /// A path through a segment ending in `.zip` is a zipped dataset (`store::zip`); a
 /// kerchunk reference set is served as the Zarr store it describes (`store::refs`).
 pub fn open_store(name: &str, ds: &DatasetConfig) -> Result<Store, ConfigError> {
-    open_dataset(name, ds, Duration::from_millis(crate::config::DEFAULT_COALESCE_WINDOW_MS))
-}
-
-/// [`open_store`], with reads of referenced files merged within `coalesce`.
-pub fn open_dataset(name: &str, ds: &DatasetConfig, coalesce: Duration) -> Result<Store, ConfigError> {
-    let field = format!("datasets.{name}.url");
-    let options_field = format!("datasets.{name}.options");
-    let options = (options_field.as_str(), &ds.options);
-    match ds.kind.unwrap_or_else(|| detect(&ds.url)) {
-        DatasetKind::Zarr | DatasetKind::Zip => open_url(&field, &ds.url, options),
-        DatasetKind::Kerchunk => open_refs(name, ds, coalesce),
-        DatasetKind::Icechunk => Err(ConfigError::Invalid {
-            field: format!("datasets.{name}.kind"),
-            reason: "an Icechunk repository is opened with `open_repo`: its store depends on the version".into(),
+    let coalesce = Duration::from_millis(crate::config::DEFAULT_COALESCE_WINDOW_MS);
+    match open_dataset(name, ds, coalesce, Duration::ZERO)? {
+        Opened::Store(store) => Ok(store),
+        Opened::Versioned(_) => Err(ConfigError::Invalid {
+            field: format!("datasets.{name}.url"),
+            reason: "an Icechunk repository has a store per version (Catalog::dataset resolves `NAME@REF`)".into(),
         }),
     }
 }
 
-/// Whether the dataset is an Icechunk repository (configured so, or found to be one).
-pub fn is_icechunk(ds: &DatasetConfig) -> bool {
-    ds.kind.unwrap_or_else(|| detect(&ds.url)) == DatasetKind::Icechunk
+/// What a dataset opens as: one store, or a repository with a store per version.
+pub enum Opened {
+    Store(Store),
+    Versioned(Arc<Repo>),
+}
+
+/// The dataset at `ds.url`, of the kind configured or found there (looked at once):
+/// reads of referenced files merged within `coalesce`, a versioned dataset's branches
+/// resolved again after `ref_ttl`.
+pub fn open_dataset(
+    name: &str,
+    ds: &DatasetConfig,
+    coalesce: Duration,
+    ref_ttl: Duration,
+) -> Result<Opened, ConfigError> {
+    let field = format!("datasets.{name}.url");
+    let options_field = format!("datasets.{name}.options");
+    let options = (options_field.as_str(), &ds.options);
+    match ds.kind.unwrap_or_else(|| detect(&ds.url)) {
+        DatasetKind::Zarr | DatasetKind::Zip => open_url(&field, &ds.url, options).map(Opened::Store),
+        DatasetKind::Kerchunk => open_refs(name, ds, coalesce).map(Opened::Store),
+        DatasetKind::Icechunk => open_repo(name, ds, ref_ttl, coalesce).map(|r| Opened::Versioned(Arc::new(r))),
+    }
 }
 
 /// The Icechunk repository at the dataset URL: a local folder or `s3://bucket/prefix`
 /// (with the dataset's `aws_*` options); its virtual chunks read under `virtual_refs`.
-pub fn open_repo(name: &str, ds: &DatasetConfig, ref_ttl: Duration, coalesce: Duration) -> Result<Repo, ConfigError> {
+fn open_repo(name: &str, ds: &DatasetConfig, ref_ttl: Duration, coalesce: Duration) -> Result<Repo, ConfigError> {
     let field = format!("datasets.{name}.url");
     let bad = |reason: String| ConfigError::Invalid { field: field.clone(), reason };
     let location = if !ds.url.contains("://") || ds.url.starts_with("file://") {
