@@ -18,9 +18,7 @@
 //! Every refusal is counted (`zarrd_auth_denied_total{reason}`) and logged once with the
 //! request id, the caller, the dataset and the reason, never the credential.
 
-use std::collections::HashMap;
-
-use axum::extract::{Path, Request, State};
+use axum::extract::{Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Uri, header};
 use axum::middleware::Next;
@@ -58,7 +56,7 @@ pub async fn layer(State(state): State<AppState>, request: Request, next: Next) 
         Err((denied, who)) => return refuse(&state, &parts, denied, who.as_deref(), None).await,
     };
     // Without private datasets every caller may read everything: no need to look.
-    let dataset = if state.auth.any_private() { dataset_of(&mut parts, &state).await } else { None };
+    let dataset = if state.auth.any_private() { dataset_of(&mut parts).await } else { None };
     if let Some(ds) = &dataset
         && !state.auth.may_read(caller.as_ref(), ds)
     {
@@ -116,18 +114,11 @@ pub fn bearer(value: &HeaderValue) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !credential.is_empty()).then_some(credential)
 }
 
-/// The dataset a request names, read from the route's own path parameters as the handler
-/// reads them (percent-decoded): `{ds}`, or the dataset of an IIIF `{identifier}`; a
-/// `@ref` suffix (a version of the dataset) is not part of the name.
-async fn dataset_of(parts: &mut Parts, state: &AppState) -> Option<String> {
-    use axum::extract::FromRequestParts;
-    let Path(params) = Path::<HashMap<String, String>>::from_request_parts(parts, state).await.ok()?;
-    let name = match (params.get("ds"), params.get("identifier")) {
-        (Some(ds), _) => ds.clone(),
-        (None, Some(id)) => crate::images::iiif::grammar::Identifier::parse(id).ok()?.dataset,
-        (None, None) => return None,
-    };
-    Some(name.split('@').next().unwrap_or_default().to_owned())
+/// The dataset a request names (its configured name: a `@ref` suffix, a version of the
+/// dataset, is not part of it).
+async fn dataset_of(parts: &mut Parts) -> Option<String> {
+    let named = crate::http::versions::named_dataset(parts).await?;
+    Some(named.split('@').next().unwrap_or_default().to_owned())
 }
 
 /// Counts, logs and answers a refusal.
