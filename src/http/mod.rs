@@ -59,6 +59,7 @@ pub fn app(state: AppState) -> Router {
         .route("/view/{ds}", get(routes::viewer::deep_link))
         .route("/view/{ds}/{*path}", get(routes::viewer::deep_link))
         .route("/viewer/{file}", get(routes::viewer::asset))
+        .route("/viewer/window/{identifier}", get(routes::viewer::window))
         .route("/zarr/{ds}/{*key}", get(routes::zarr_store::get).head(routes::zarr_store::get))
         .route("/compat/v3/{ds}", get(routes::compat::view::<3>))
         .route("/compat/v3/{ds}/", get(routes::compat::view::<3>))

@@ -1,20 +1,30 @@
-// zarrd's viewer: the dataset tree, an array's info, and a deep-zoom view of any numeric
-// array of two or more dimensions through zarrd's own IIIF Image API, with OpenSeadragon
-// served by zarrd (no CDN). The last two dimensions are height and width; sliders fix the
-// leading ones. The value under the cursor comes from /v1/slice, so it is the stored value,
-// not a colour read back.
+// zarrd's viewer: the dataset tree, an array's info, and a view of any numeric array of two
+// or more dimensions. Arrays on a latitude/longitude grid (1-D coordinate arrays named by
+// their last two dimensions beside them, as xarray writes) are a map over zarrd's /maps/
+// tiles; others a deep-zoom view over its IIIF service (views.js). The last two dimensions
+// are height and width; a slider fixes each leading one, labelled with its coordinate
+// values (CF times as dates, cf.js). The value under the cursor comes from /v1/slice, so it
+// is the stored value, not a colour read back. The colorbar is drawn from the server's own
+// colormap tables and window, and every tile is asked for with that explicit window, so
+// the two cannot disagree. The view (indices, colormap, window, position, clicked point)
+// is kept in the URL's query, so a view can be shared.
 //
 // Private datasets: the person gives an API key or a token (kept in sessionStorage, so in
 // this tab only, never in localStorage or a cookie); the viewer trades it for a capability
-// URL (POST /v1/tokens) and reads everything behind it (/t/TOKEN/...), because
-// OpenSeadragon's tile requests cannot carry an Authorization header. A page opened at a
-// capability URL (/t/TOKEN/view/...) stays behind it.
+// URL (POST /v1/tokens) and reads everything behind it (/t/TOKEN/...), because tile
+// requests cannot carry an Authorization header. A page opened at a capability URL
+// (/t/TOKEN/view/...) stays behind it.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { ds: null, path: null, meta: null, indices: [], viewer: null, info: null, base: "" };
+const state = {
+  ds: null, path: null, meta: null, base: "", dims: [], indices: [], geo: null,
+  auto: null, colormaps: null, point: null, nodes: new Map(), restore: null, opened: 0,
+};
 const SECRET = "zarrd.credential";
 const BEHIND = /^(\/t\/[^/]+)(\/.*)?$/;
+const LAT = /^(lat|latitude|y)$/i;
+const LON = /^(lon|longitude|x)$/i;
 
 function enc(path) { return path.split("/").map(encodeURIComponent).join("/"); }
 
@@ -99,11 +109,20 @@ async function versionPicker(name, list) {
   return el("label", { className: "small" }, "version ", select);
 }
 
+// The nodes of a dataset (or version), fetched once: the tree and the coordinate lookup.
+function nodesOf(name) {
+  if (!state.nodes.has(name)) {
+    const p = json(`/v1/datasets/${encodeURIComponent(name)}`).then((t) => t.nodes);
+    p.catch(() => state.nodes.delete(name));
+    state.nodes.set(name, p);
+  }
+  return state.nodes.get(name);
+}
+
 async function listArrays(name, list) {
   list.textContent = "";
   try {
-    const tree = await json(`/v1/datasets/${encodeURIComponent(name)}`);
-    for (const n of tree.nodes.filter((n) => n.node_type === "array")) {
+    for (const n of (await nodesOf(name)).filter((n) => n.node_type === "array")) {
       const label = `${n.path} ${n.shape ? "(" + n.shape.join("×") + ")" : ""} ${n.data_type || ""}`;
       const a = el("a", { href: `${state.base}/view/${encodeURIComponent(name)}/${enc(n.path)}`, textContent: label });
       a.dataset.key = `${name}/${n.path}`;
@@ -128,16 +147,41 @@ function markCurrent() {
 
 function openFromLocation() {
   const m = location.pathname.replace(BEHIND, "$2").match(/^\/view\/([^/]+)\/(.+)$/);
-  if (m) openArray(decodeURIComponent(m[1]), m[2].split("/").map(decodeURIComponent).join("/"));
+  if (m) openArray(decodeURIComponent(m[1]), m[2].split("/").map(decodeURIComponent).join("/"), new URLSearchParams(location.search));
 }
 
 function imageable(meta) {
-  return meta.shape.length >= 2 && !/complex|string/.test(meta.data_type) && meta.shape.every((n) => n > 0);
+  return meta.shape.length >= 2 && !/complex|string|bytes|bool/.test(meta.data_type) && meta.shape.every((n) => n > 0);
 }
 
-async function openArray(ds, path) {
+function dimensionNames(meta) {
+  const names = meta.dimension_names || (meta.attributes && meta.attributes._ARRAY_DIMENSIONS);
+  return meta.shape.map((_, d) => (Array.isArray(names) && typeof names[d] === "string" && names[d]) || `dim_${d}`);
+}
+
+// The 1-D coordinate array named `name` beside the array, with `n` values: its values,
+// attributes and labels (CF times decoded to dates), or null.
+async function coordinate(name, n, nodes) {
+  const parent = state.path.split("/").slice(0, -1).join("/");
+  const path = parent ? `${parent}/${name}` : name;
+  if (path === state.path) return null;
+  const node = nodes.find((x) => x.path === path && x.node_type === "array");
+  if (!node || !node.shape || node.shape.length !== 1 || node.shape[0] !== n || n > 1000000) return null;
+  const at = `${encodeURIComponent(state.ds)}/${enc(path)}`;
+  const [meta, slice] = await Promise.all([json(`/v1/arrays/${at}`), json(`/v1/slice/${at}?format=json`)]);
+  const attrs = meta.attributes || {};
+  const values = slice.data;
+  const dates = timeLabels(values, attrs.units, attrs.calendar);
+  const units = attrs.units ? ` ${attrs.units}` : "";
+  const labels = dates || values.map((v) => (typeof v === "number" ? formatValue(v) + units : String(v)));
+  return { name, path, values, attrs, labels, isTime: !!dates };
+}
+
+async function openArray(ds, path, query) {
+  const ticket = ++state.opened;
   state.ds = ds;
   state.path = path;
+  state.restore = query || new URLSearchParams();
   markCurrent();
   const info = $("info");
   info.textContent = "Loading…";
@@ -148,35 +192,95 @@ async function openArray(ds, path) {
     info.replaceChildren(el("p", { className: "error", textContent: e.message }));
     return;
   }
+  if (ticket !== state.opened) return;
   state.meta = meta;
+  const attrs = meta.attributes || {};
   info.replaceChildren(
-    el("h2", { textContent: `${ds}/${path}` }),
-    el("pre", {
-      textContent: `shape ${JSON.stringify(meta.shape)}  data_type ${meta.data_type}  dims ${JSON.stringify(meta.dimension_names)}\n` +
-        `chunks ${JSON.stringify(meta.chunk_grid.chunk_sizes)}  fill ${JSON.stringify(meta.fill_value)}\n` +
-        `attributes ${JSON.stringify(meta.attributes)}`,
-    }),
+    el("h2", { textContent: `${ds}/${path}`, title: attrs.long_name || "" }),
+    el("details", {},
+      el("summary", { textContent: `${attrs.long_name ? attrs.long_name + " · " : ""}${meta.shape.join("×")} ${meta.data_type}${attrs.units ? " · " + attrs.units : ""}` }),
+      el("pre", {
+        textContent: `shape ${JSON.stringify(meta.shape)}  data_type ${meta.data_type}  dims ${JSON.stringify(meta.dimension_names)}\n` +
+          `chunks ${JSON.stringify(meta.chunk_grid.chunk_sizes)}  fill ${JSON.stringify(meta.fill_value)}\n` +
+          `attributes ${JSON.stringify(attrs)}`,
+      })),
   );
+  closeSeries();
   if (!imageable(meta)) {
     $("controls").hidden = true;
     info.append(el("p", { textContent: "Not shown as an image: an image needs two or more real-valued dimensions." }));
-    if (state.viewer) state.viewer.close();
+    hideViews();
     return;
   }
-  const leading = meta.shape.slice(0, -2);
-  state.indices = leading.map(() => 0);
+  const names = dimensionNames(meta);
+  const nodes = await nodesOf(ds).catch(() => []);
+  const coords = await Promise.all(names.map((name, d) => coordinate(name, meta.shape[d], nodes).catch(() => null)));
+  if (ticket !== state.opened) return;
+  state.dims = names.map((name, d) => ({ name, n: meta.shape[d], coord: coords[d] }));
+  // A leading dimension without a coordinate array whose offsets the array's attributes
+  // give (`time_units: "days since ..."`): its index is the offset.
+  state.dims.slice(0, -2).forEach((dim) => {
+    if (dim.coord || !attrs[`${dim.name}_units`]) return;
+    const values = Array.from({ length: dim.n }, (_, i) => i);
+    const dates = timeLabels(values, attrs[`${dim.name}_units`], attrs[`${dim.name}_calendar`]);
+    if (dates) dim.coord = { name: dim.name, values, attrs: {}, labels: dates, isTime: true };
+  });
+  const restored = (state.restore.get("idx") || "").split(",").map(Number);
+  state.indices = state.dims.slice(0, -2).map((dim, d) => (Number.isInteger(restored[d]) && restored[d] >= 0 && restored[d] < dim.n ? restored[d] : 0));
+  const pt = (state.restore.get("pt") || "").split(",").map(Number);
+  state.point = pt.length === 2 && pt.every(Number.isInteger) ? pt : null;
+  state.geo = await geoGrid(ticket);
+  if (ticket !== state.opened) return;
+  buildSliders();
+  $("colormap").value = state.restore.get("cmap") || $("colormap").value || "viridis";
+  $("vmin").value = state.restore.get("vmin") || "";
+  $("vmax").value = state.restore.get("vmax") || "";
+  $("controls").hidden = false;
+  await refresh(true);
+  if (state.point && state.indices.length) showSeries(state.point);
+}
+
+// The latitude/longitude grid of the array, when it is on one and the map tiles serve it.
+async function geoGrid(ticket) {
+  const [y, x] = state.dims.slice(-2);
+  if (!y.coord || !x.coord || !LAT.test(y.name) || !LON.test(x.name) || y.n < 2 || x.n < 2) return null;
+  const finite = (vs, lim) => vs.every((v) => typeof v === "number" && Math.abs(v) <= lim);
+  if (!finite(y.coord.values, 90) || !finite(x.coord.values, 360)) return null;
+  try {
+    const tilejson = await json(`/maps/${identifier()}/tilejson.json`);
+    if (ticket !== state.opened) return null;
+    return {
+      tilejson,
+      lat: { values: y.coord.values, edges: cellEdges(y.coord.values) },
+      lon: { values: x.coord.values, edges: cellEdges(x.coord.values) },
+    };
+  } catch (e) {
+    $("info").append(el("p", { className: "small", textContent: `Shown as an image, not a map: ${e.message}` }));
+    return null;
+  }
+}
+
+function buildSliders() {
   const sliders = $("sliders");
   sliders.textContent = "";
-  leading.forEach((n, d) => {
-    const name = (meta.dimension_names && meta.dimension_names[d]) || `dim ${d}`;
-    const out = el("output", { textContent: "0" });
-    const input = el("input", { type: "range", min: 0, max: n - 1, value: 0, id: `slider-${d}` });
-    input.addEventListener("change", () => { state.indices[d] = Number(input.value); showImage(); });
-    input.addEventListener("input", () => { out.textContent = input.value; });
-    sliders.append(el("label", {}, `${name} `, input, " ", out));
+  state.dims.slice(0, -2).forEach((dim, d) => {
+    const label = (i) => (dim.coord ? dim.coord.labels[i] : String(i));
+    const out = el("output", { id: `slider-${d}-label`, textContent: label(state.indices[d]) });
+    const input = el("input", { type: "range", min: 0, max: dim.n - 1, value: state.indices[d], id: `slider-${d}` });
+    input.addEventListener("input", () => { out.textContent = label(Number(input.value)); });
+    input.addEventListener("change", () => setIndex(d, Number(input.value)));
+    sliders.append(el("label", { title: `${dim.name}: index ${dim.n} values` }, `${dim.name} `, input, out));
   });
-  $("controls").hidden = false;
-  await showImage();
+}
+
+function setIndex(d, i) {
+  state.indices[d] = i;
+  const input = $(`slider-${d}`);
+  if (input) {
+    input.value = i;
+    $(`slider-${d}-label`).textContent = state.dims[d].coord ? state.dims[d].coord.labels[i] : String(i);
+  }
+  refresh(false);
 }
 
 function identifier() {
@@ -184,60 +288,63 @@ function identifier() {
   return encodeURIComponent(`${state.ds}/${state.path}${fixed}`);
 }
 
+// The window in use: the person's vmin/vmax, else the server's own (attributes, else the
+// array's valid range).
+function windowNow() {
+  const pick = (id, auto) => ($(id).value !== "" && Number.isFinite(Number($(id).value)) ? Number($(id).value) : auto);
+  return { vmin: pick("vmin", state.auto ? state.auto.vmin : 0), vmax: pick("vmax", state.auto ? state.auto.vmax : 1) };
+}
+
 function styleQuery() {
+  const w = windowNow();
   const q = new URLSearchParams();
-  if ($("vmin").value !== "") q.set("vmin", $("vmin").value);
-  if ($("vmax").value !== "") q.set("vmax", $("vmax").value);
+  if (w.vmin !== null) q.set("vmin", String(w.vmin));
+  if (w.vmax !== null) q.set("vmax", String(w.vmax));
   q.set("colormap", $("colormap").value);
   return q.toString();
 }
 
-async function showImage() {
-  const id = identifier();
-  let info;
-  try {
-    info = await json(`/iiif/3/${id}/info.json`);
-  } catch (e) {
-    $("value").textContent = e.message;
-    return;
+// Draws the array at the current indices and style: the window first (the colorbar's and
+// the tiles'), then the view.
+async function refresh(fresh) {
+  if (!state.meta) return;
+  if (fresh || !state.auto) {
+    try {
+      state.auto = await json(`/viewer/window/${identifier()}`);
+    } catch (e) {
+      state.auto = null;
+      $("value").textContent = e.message;
+    }
+    $("vmin").placeholder = state.auto && state.auto.vmin !== null ? formatValue(state.auto.vmin) : "auto";
+    $("vmax").placeholder = state.auto && state.auto.vmax !== null ? formatValue(state.auto.vmax) : "auto";
   }
-  state.info = info;
-  // The window and colormap are zarrd query parameters outside IIIF, added to every tile.
-  const source = new OpenSeadragon.IIIFTileSource(OpenSeadragon.IIIFTileSource.prototype.configure(info, info.id + "/info.json"));
-  const tileUrl = source.getTileUrl.bind(source);
-  const query = styleQuery();
-  source.getTileUrl = (level, x, y) => `${tileUrl(level, x, y)}?${query}`;
-  if (!state.viewer) {
-    state.viewer = OpenSeadragon({
-      id: "osd",
-      // The canvas drawer keeps pixels readable (tests, screenshots) and smooths nothing.
-      drawer: "canvas",
-      showNavigationControl: false,
-      imageSmoothingEnabled: false,
-      maxZoomPixelRatio: 16,
-      crossOriginPolicy: "Anonymous",
-    });
-    window.zarrdViewer = state.viewer;
-    new OpenSeadragon.MouseTracker({ element: state.viewer.container, moveHandler: (ev) => pointAt(ev.position) }).setTracking(true);
-  }
-  state.viewer.open(source);
+  drawLegend();
+  if (state.geo) await showMap(fresh); else await showImage(fresh);
+  if (!$("series").hidden) drawSeriesMarker();
+  saveState();
 }
 
-let pending = 0;
-async function pointAt(position) {
-  const viewer = state.viewer;
-  if (!viewer || !viewer.world.getItemCount()) return;
-  const p = viewer.viewport.viewerElementToImageCoordinates(position);
-  const [h, w] = state.meta.shape.slice(-2);
-  const x = Math.floor(p.x), y = Math.floor(p.y);
-  if (x < 0 || y < 0 || x >= w || y >= h) { $("value").textContent = ""; return; }
-  const ticket = ++pending;
-  const s = [...state.indices, y, x].join(",");
+// The view in the URL's query (replaceState: moving around does not fill the history).
+function saveState() {
+  if (!state.meta) return;
+  const q = new URLSearchParams();
+  if (state.indices.length) q.set("idx", state.indices.join(","));
+  q.set("cmap", $("colormap").value);
+  if ($("vmin").value !== "") q.set("vmin", $("vmin").value);
+  if ($("vmax").value !== "") q.set("vmax", $("vmax").value);
+  for (const [k, v] of Object.entries(viewPosition())) q.set(k, v);
+  if (state.point && !$("series").hidden) q.set("pt", state.point.join(","));
+  const url = `${location.pathname}?${q}`;
+  if (url !== location.pathname + location.search) history.replaceState(null, "", url);
+}
+
+async function loadColormaps() {
   try {
-    const v = await json(`/v1/slice/${encodeURIComponent(state.ds)}/${enc(state.path)}?s=${s}&format=json`);
-    if (ticket === pending) $("value").textContent = `[${s}] = ${v.data === null ? "NaN/Inf" : v.data}`;
+    const list = await (await fetch("/viewer/colormaps.json")).json();
+    state.colormaps = Object.fromEntries(list.map((c) => [c.name, c.colors]));
+    $("colormap").replaceChildren(...list.map((c) => el("option", { textContent: c.name })));
   } catch (e) {
-    if (ticket === pending) $("value").textContent = e.message;
+    state.colormaps = null;
   }
 }
 
@@ -248,6 +355,7 @@ async function start() {
     $("who").textContent = e.message;
   }
   showWho();
+  if (!state.colormaps) await loadColormaps();
   await loadTree().catch((e) => { $("datasets").textContent = e.message; });
   openFromLocation();
 }
@@ -266,6 +374,7 @@ $("forget").addEventListener("click", () => {
   location.href = "/";
 });
 
-for (const id of ["vmin", "vmax", "colormap"]) $(id).addEventListener("change", () => state.meta && showImage());
+for (const id of ["vmin", "vmax", "colormap"]) $(id).addEventListener("change", () => state.meta && refresh(false));
+$("series-close").addEventListener("click", () => { closeSeries(); saveState(); });
 window.addEventListener("popstate", openFromLocation);
 start();

@@ -1,24 +1,56 @@
 //! The viewer page: `GET /` and `GET /view/{ds}/{*path}` (deep links) serve one HTML page
-//! that lists the datasets and shows any numeric array in `OpenSeadragon` over the IIIF
-//! service; `GET /viewer/{file}` serves its script, style and the vendored `OpenSeadragon`
-//! (with its licence). Everything is compiled into the binary: no CDN, works offline.
+//! that lists the datasets and shows any numeric array: arrays on a latitude/longitude grid
+//! as a map (`OpenLayers` over the `/maps/` tiles and a Natural Earth outline), others in
+//! `OpenSeadragon` over the IIIF service. `GET /viewer/{file}` serves its script, style
+//! and the vendored libraries with their licences (`src/viewer/VENDORED.md`). Everything
+//! is compiled into the binary: no CDN, works offline.
+//!
+//! Two small JSON documents exist for the page's colorbar, so that it shows exactly what
+//! the images show rather than a copy that could drift: `/viewer/colormaps.json` (the
+//! server's own 256-entry colormap tables) and `/viewer/window/{identifier}` (the value
+//! window images use when no `vmin`/`vmax` is given).
 
+use std::sync::OnceLock;
+
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
+use serde_json::json;
 
 use crate::error::{Error, Result};
 use crate::http::extract::NodePath;
 use crate::http::state::AppState;
+use crate::images::iiif::grammar::Identifier;
+use crate::images::iiif::source::Image;
+use crate::images::render::Colormap;
 
 const INDEX: &str = include_str!("../../viewer/index.html");
 
+/// The generated colormap tables' name under `/viewer/`.
+const COLORMAPS: &str = "colormaps.json";
+
+const JS: &str = "text/javascript; charset=utf-8";
+const CSS: &str = "text/css; charset=utf-8";
+const TEXT: &str = "text/plain; charset=utf-8";
+
 /// The files under `/viewer/`: name, media type, body.
 const ASSETS: &[(&str, &str, &str)] = &[
-    ("viewer.js", "text/javascript; charset=utf-8", include_str!("../../viewer/viewer.js")),
-    ("viewer.css", "text/css; charset=utf-8", include_str!("../../viewer/viewer.css")),
-    ("openseadragon.min.js", "text/javascript; charset=utf-8", include_str!("../../viewer/openseadragon.min.js")),
-    ("openseadragon-LICENSE.txt", "text/plain; charset=utf-8", include_str!("../../viewer/openseadragon-LICENSE.txt")),
+    ("viewer.js", JS, include_str!("../../viewer/viewer.js")),
+    ("viewer.css", CSS, include_str!("../../viewer/viewer.css")),
+    ("cf.js", JS, include_str!("../../viewer/cf.js")),
+    ("views.js", JS, include_str!("../../viewer/views.js")),
+    ("openseadragon.min.js", JS, include_str!("../../viewer/openseadragon.min.js")),
+    ("openseadragon-LICENSE.txt", TEXT, include_str!("../../viewer/openseadragon-LICENSE.txt")),
+    ("ol.js", JS, include_str!("../../viewer/ol.js")),
+    ("ol.css", CSS, include_str!("../../viewer/ol.css")),
+    ("ol-LICENSE.md", TEXT, include_str!("../../viewer/ol-LICENSE.md")),
+    ("uPlot.iife.min.js", JS, include_str!("../../viewer/uPlot.iife.min.js")),
+    ("uPlot.min.css", CSS, include_str!("../../viewer/uPlot.min.css")),
+    ("uPlot-LICENSE.txt", TEXT, include_str!("../../viewer/uPlot-LICENSE.txt")),
+    ("countries-110m.json", "application/json", include_str!("../../viewer/countries-110m.json")),
+    ("world-atlas-LICENSE.txt", TEXT, include_str!("../../viewer/world-atlas-LICENSE.txt")),
+    ("VENDORED.md", TEXT, include_str!("../../viewer/VENDORED.md")),
 ];
 
 /// The page; the script reads the dataset and array to open from the URL.
@@ -36,9 +68,45 @@ pub async fn deep_link(State(state): State<AppState>, NodePath { ds, path }: Nod
 }
 
 pub async fn asset(Path(file): Path<String>) -> Result<Response> {
+    let cached = |media: &'static str, body: &'static str| {
+        ([(header::CONTENT_TYPE, media), (header::CACHE_CONTROL, "public, max-age=3600")], body).into_response()
+    };
+    if file == COLORMAPS {
+        return Ok(cached("application/json", colormaps()));
+    }
     let Some((_, media, body)) = ASSETS.iter().find(|(name, ..)| *name == file) else {
-        let names: Vec<&str> = ASSETS.iter().map(|(n, ..)| *n).collect();
+        let names: Vec<&str> = ASSETS.iter().map(|(n, ..)| *n).chain([COLORMAPS]).collect();
         return Err(Error::NotFound(format!("no viewer file `{file}`; the viewer serves {}", names.join(", "))));
     };
-    Ok(([(header::CONTENT_TYPE, *media), (header::CACHE_CONTROL, "public, max-age=3600")], *body).into_response())
+    Ok(cached(media, body))
+}
+
+/// `[{"name": "viridis", "colors": ["#440154", ... 256 colours]}, ...]` in the order of
+/// `colormap=`'s names: the tables every image route renders with, so the colorbar cannot
+/// disagree with the tiles.
+fn colormaps() -> &'static str {
+    static TABLES: OnceLock<String> = OnceLock::new();
+    TABLES.get_or_init(|| {
+        let tables: Vec<serde_json::Value> = Colormap::ALL
+            .iter()
+            .map(|c| {
+                let hex: Vec<String> = c.table().iter().map(|[r, g, b]| format!("#{r:02x}{g:02x}{b:02x}")).collect();
+                json!({"name": c.name(), "colors": hex})
+            })
+            .collect();
+        serde_json::Value::Array(tables).to_string()
+    })
+}
+
+/// `GET /viewer/window/{identifier}`: `{"vmin", "vmax"}`, the window that images of the
+/// array (IIIF and map tiles) use without `vmin`/`vmax`: the attributes, else the min/max
+/// of the array's valid values (scanned once per array version, shared with the images).
+pub async fn window(State(state): State<AppState>, path: Result<Path<String>, PathRejection>) -> Result<Response> {
+    let Path(text) = path.map_err(|e| Error::BadRequest(e.body_text()))?;
+    let id = Identifier::parse(&text).map_err(|e| Error::NotFound(e.0))?;
+    let image = Image::open(&state.catalog, id).await?;
+    let window = state.images.window(&image, None, None).await?;
+    let body = json!({"vmin": window.lo, "vmax": window.hi}).to_string();
+    // Data can be rewritten: ask again rather than keep a stale legend.
+    Ok(([(header::CONTENT_TYPE, "application/json"), (header::CACHE_CONTROL, "no-cache")], body).into_response())
 }

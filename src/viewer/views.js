@@ -1,0 +1,322 @@
+// The views of viewer.js: the map (OpenLayers over /maps/ tiles and the Natural Earth
+// outline), the deep-zoom view (OpenSeadragon over IIIF), and what both share: the
+// colorbar, the readout of the value and coordinates under the cursor, and the time series
+// of a clicked point along the first leading dimension (uPlot).
+"use strict";
+
+const views = { map: null, data: null, osd: null, plot: null, hover: 0, tracker: null };
+
+function hideViews() {
+  $("map").hidden = true;
+  $("osd").hidden = true;
+  $("legend").hidden = true;
+  $("readout").hidden = true;
+  if (views.osd) views.osd.close();
+}
+
+// Where the person is looking, for the URL: map centre and zoom, or the deep-zoom centre
+// (image pixels) and zoom (screen pixels per image pixel).
+function viewPosition() {
+  const round = (v, digits) => String(Number(v.toFixed(digits)));
+  if (state.geo && views.map) {
+    const view = views.map.getView();
+    const center = view.getCenter();
+    if (!center) return {};
+    const [lon, lat] = ol.proj.toLonLat(center);
+    return { z: round(view.getZoom(), 2), lat: round(lat, 4), lon: round(lon, 4) };
+  }
+  if (views.osd && views.osd.world.getItemCount()) {
+    const vp = views.osd.viewport;
+    const c = vp.viewportToImageCoordinates(vp.getCenter(true));
+    return { x: round(c.x, 1), y: round(c.y, 1), zoom: round(vp.viewportToImageZoom(vp.getZoom(true)), 4) };
+  }
+  return {};
+}
+
+let saving = 0;
+function saveSoon() {
+  clearTimeout(saving);
+  saving = setTimeout(saveState, 300);
+}
+
+// ---- the map ----
+
+function outlineLayers() {
+  const source = new ol.source.Vector({
+    url: "/viewer/countries-110m.json",
+    format: new ol.format.TopoJSON({ layers: ["countries"] }),
+    overlaps: false,
+  });
+  const land = new ol.layer.Vector({
+    source, style: new ol.style.Style({ fill: new ol.style.Fill({ color: "#e8e4da" }) }),
+  });
+  const lines = new ol.layer.Vector({
+    source, style: new ol.style.Style({ stroke: new ol.style.Stroke({ color: "rgba(20, 20, 20, 0.75)", width: 0.8 }) }),
+  });
+  return [land, lines];
+}
+
+function tileUrl() {
+  return `${state.base}/maps/${identifier()}/{z}/{x}/{y}.png?${styleQuery()}`;
+}
+
+async function showMap(fresh) {
+  $("osd").hidden = true;
+  $("map").hidden = false;
+  $("readout").hidden = false;
+  const tj = state.geo.tilejson;
+  const source = new ol.source.XYZ({
+    url: tileUrl(), crossOrigin: "anonymous", transition: 0, interpolate: false,
+    minZoom: tj.minzoom || 0, maxZoom: tj.maxzoom ?? 12,
+  });
+  if (!views.map) {
+    const [land, lines] = outlineLayers();
+    views.data = new ol.layer.Tile({ source });
+    views.map = new ol.Map({
+      target: "map",
+      layers: [land, views.data, lines],
+      controls: ol.control.defaults.defaults({ attribution: false, rotate: false }),
+      view: new ol.View({ center: [0, 0], zoom: 1, maxZoom: 14 }),
+    });
+    window.zarrdMap = views.map;
+    views.map.on("pointermove", (ev) => { if (!ev.dragging) hoverMap(ev.coordinate); });
+    views.map.on("click", (ev) => {
+      const cell = mapCell(ev.coordinate);
+      if (cell) showSeries(cell);
+    });
+    views.map.on("moveend", saveSoon);
+    views.map.getViewport().addEventListener("pointerleave", () => { $("value").textContent = ""; $("coords").textContent = ""; });
+    new ResizeObserver(() => views.map.updateSize()).observe($("stage"));
+  } else {
+    views.data.setSource(source);
+    views.map.updateSize();
+  }
+  if (fresh) placeMap(tj);
+}
+
+// The restored position from the URL, else the data's bounds.
+function placeMap(tj) {
+  const view = views.map.getView();
+  const q = state.restore;
+  const [z, lat, lon] = ["z", "lat", "lon"].map((k) => (q.get(k) === null ? NaN : Number(q.get(k))));
+  if ([z, lat, lon].every(Number.isFinite)) {
+    view.setCenter(ol.proj.fromLonLat([lon, lat]));
+    view.setZoom(z);
+    return;
+  }
+  const b = tj.bounds || [-180, -85.0511, 180, 85.0511];
+  view.fit(ol.proj.transformExtent(b, "EPSG:4326", "EPSG:3857"), { size: views.map.getSize(), padding: [8, 8, 8, 8] });
+}
+
+// The grid cell [row, column] under a map coordinate, or null outside the grid.
+function mapCell(coordinate) {
+  const [lon, lat] = ol.proj.toLonLat(coordinate);
+  const g = state.geo;
+  const iy = cellIndex(g.lat.values, g.lat.edges, lat, false);
+  const ix = cellIndex(g.lon.values, g.lon.edges, lon, true);
+  return iy < 0 || ix < 0 || Math.abs(lat) > 85.0511 ? null : [iy, ix];
+}
+
+function hoverMap(coordinate) {
+  const cell = mapCell(coordinate);
+  if (!cell) {
+    $("value").textContent = "outside the grid";
+    $("coords").textContent = "";
+    return;
+  }
+  readValue(cell);
+}
+
+// ---- the deep-zoom view ----
+
+async function showImage(fresh) {
+  $("map").hidden = true;
+  $("osd").hidden = false;
+  $("readout").hidden = false;
+  let info;
+  try {
+    info = await json(`/iiif/3/${identifier()}/info.json`);
+  } catch (e) {
+    $("value").textContent = e.message;
+    return;
+  }
+  // The window and colormap are zarrd query parameters outside IIIF, added to every tile.
+  const source = new OpenSeadragon.IIIFTileSource(OpenSeadragon.IIIFTileSource.prototype.configure(info, info.id + "/info.json"));
+  const tileUrlOf = source.getTileUrl.bind(source);
+  const query = styleQuery();
+  source.getTileUrl = (level, x, y) => `${tileUrlOf(level, x, y)}?${query}`;
+  if (!views.osd) {
+    views.osd = OpenSeadragon({
+      id: "osd",
+      // The canvas drawer keeps pixels readable (tests, screenshots) and smooths nothing.
+      drawer: "canvas",
+      showNavigationControl: false,
+      imageSmoothingEnabled: false,
+      maxZoomPixelRatio: 16,
+      crossOriginPolicy: "Anonymous",
+      // A click picks the point of the time series; the wheel and a drag zoom and pan.
+      gestureSettingsMouse: { clickToZoom: false },
+      // A new plane (slider) keeps the place; a new array goes home (below).
+      preserveViewport: true,
+    });
+    window.zarrdViewer = views.osd;
+    views.tracker = new OpenSeadragon.MouseTracker({
+      element: views.osd.container,
+      moveHandler: (ev) => hoverImage(ev.position),
+      leaveHandler: () => { $("value").textContent = ""; $("coords").textContent = ""; },
+    });
+    views.tracker.setTracking(true);
+    views.osd.addHandler("canvas-click", (ev) => {
+      if (!ev.quick) return;
+      const cell = imageCell(ev.position);
+      if (cell) showSeries(cell);
+    });
+    views.osd.addHandler("animation-finish", saveSoon);
+  }
+  if (fresh) {
+    const q = state.restore;
+    views.osd.addOnceHandler("open", () => {
+      const vp = views.osd.viewport;
+      const [x, y, zoom] = ["x", "y", "zoom"].map((k) => (q.get(k) === null ? NaN : Number(q.get(k))));
+      if ([x, y, zoom].every(Number.isFinite) && zoom > 0) {
+        vp.zoomTo(vp.imageToViewportZoom(zoom), null, true);
+        vp.panTo(vp.imageToViewportCoordinates(new OpenSeadragon.Point(x, y)), true);
+      } else {
+        vp.goHome(true);
+      }
+    });
+  }
+  views.osd.open(source);
+}
+
+function imageCell(position) {
+  const viewer = views.osd;
+  if (!viewer || !viewer.world.getItemCount()) return null;
+  const p = viewer.viewport.viewerElementToImageCoordinates(position);
+  const [h, w] = state.meta.shape.slice(-2);
+  const x = Math.floor(p.x), y = Math.floor(p.y);
+  return x < 0 || y < 0 || x >= w || y >= h ? null : [y, x];
+}
+
+function hoverImage(position) {
+  const cell = imageCell(position);
+  if (!cell) { $("value").textContent = ""; $("coords").textContent = ""; return; }
+  readValue(cell);
+}
+
+// ---- shared: readout, colorbar, time series ----
+
+function coordText(cell) {
+  const dims = state.dims;
+  const parts = [];
+  const [ydim, xdim] = dims.slice(-2);
+  const show = (dim, i, fmt) => (dim.coord ? `${dim.name} ${fmt && typeof dim.coord.values[i] === "number" ? fmt(dim.coord.values[i]) : dim.coord.labels[i]}` : null);
+  const geo = !!state.geo;
+  parts.push(show(ydim, cell[0], geo ? formatLat : null), show(xdim, cell[1], geo ? formatLon : null));
+  dims.slice(0, -2).forEach((dim, d) => parts.push(dim.coord ? `${dim.name} ${dim.coord.labels[state.indices[d]]}` : `${dim.name} ${state.indices[d]}`));
+  return parts.filter(Boolean).join(" · ");
+}
+
+// The stored value of the cell at the current indices, from /v1/slice.
+async function readValue(cell) {
+  const ticket = ++views.hover;
+  const s = [...state.indices, ...cell].join(",");
+  const units = (state.meta.attributes || {}).units;
+  $("coords").textContent = coordText(cell);
+  try {
+    const v = await json(`/v1/slice/${encodeURIComponent(state.ds)}/${enc(state.path)}?s=${s}&format=json`);
+    if (ticket !== views.hover) return;
+    const shown = v.data === null ? "NaN/Inf" : formatValue(v.data);
+    $("value").textContent = `[${s}] = ${shown}${units && v.data !== null ? " " + units : ""}`;
+    $("value").dataset.raw = JSON.stringify(v.data);
+  } catch (e) {
+    if (ticket === views.hover) $("value").textContent = e.message;
+  }
+}
+
+function drawLegend() {
+  const attrs = state.meta.attributes || {};
+  const name = attrs.long_name || attrs.standard_name || state.path.split("/").pop();
+  $("legend-title").textContent = attrs.units ? `${name} (${attrs.units})` : name;
+  const w = windowNow();
+  $("legend-min").textContent = formatValue(w.vmin);
+  $("legend-mid").textContent = formatValue((w.vmin + w.vmax) / 2);
+  $("legend-max").textContent = formatValue(w.vmax);
+  const table = state.colormaps && state.colormaps[$("colormap").value];
+  const ctx = $("colorbar").getContext("2d");
+  for (let i = 0; i < 256; i++) {
+    ctx.fillStyle = table ? table[i] : `rgb(${i},${i},${i})`;
+    ctx.fillRect(i, 0, 1, 1);
+  }
+  $("legend").hidden = false;
+}
+
+function closeSeries() {
+  $("series").hidden = true;
+  if (views.plot) { views.plot.destroy(); views.plot = null; }
+}
+
+// The values of `cell` along the first leading dimension (the others at their sliders).
+async function showSeries(cell) {
+  if (!state.indices.length) return;
+  state.point = cell;
+  const dim = state.dims[0];
+  const s = [":", ...state.indices.slice(1), ...cell].join(",");
+  const attrs = state.meta.attributes || {};
+  let data;
+  try {
+    data = (await json(`/v1/slice/${encodeURIComponent(state.ds)}/${enc(state.path)}?s=${s}&format=json`)).data;
+  } catch (e) {
+    $("series-title").textContent = e.message;
+    $("series").hidden = false;
+    return;
+  }
+  const label = (i) => (dim.coord ? dim.coord.labels[i] : String(i));
+  const name = attrs.long_name || state.path.split("/").pop();
+  $("series-title").textContent = `${name}${attrs.units ? " (" + attrs.units + ")" : ""} along ${dim.name} at ${coordText(cell).split(" · ").slice(0, 2).join(", ")} [${cell.join(",")}]`;
+  $("series").hidden = false;
+  const box = $("series-plot");
+  if (views.plot) views.plot.destroy();
+  const xs = data.map((_, i) => i);
+  const size = () => ({ width: Math.max(200, box.clientWidth), height: Math.max(80, $("series").clientHeight - 28) });
+  views.plot = new uPlot({
+    ...size(),
+    legend: { show: false },
+    scales: { x: { time: false } },
+    axes: [
+      { values: (u, splits) => splits.map((i) => (Number.isInteger(i) && i >= 0 && i < dim.n ? label(i) : "")), space: 90 },
+      { values: (u, splits) => splits.map(formatValue), size: 60 },
+    ],
+    series: [{ value: (u, i) => (i === null ? "" : label(i)) }, { stroke: "#1f6fb2", width: 1.5, spanGaps: false, value: (u, v) => formatValue(v) }],
+    hooks: { draw: [drawSeriesMarker] },
+    cursor: { drag: { x: false, y: false } },
+  }, [xs, data], box);
+  window.zarrdPlot = views.plot;
+  // A click on the plot moves the first slider to that step.
+  views.plot.over.addEventListener("click", () => {
+    const i = views.plot.cursor.idx;
+    if (Number.isInteger(i)) setIndex(0, i);
+  });
+  if (!views.resize) {
+    views.resize = new ResizeObserver(() => views.plot && views.plot.setSize(size()));
+    views.resize.observe($("series"));
+  }
+  saveSoon();
+}
+
+// The current step of the first slider, as a line on the plot.
+function drawSeriesMarker(u) {
+  const plot = u && u.ctx ? u : views.plot;
+  if (!plot) return;
+  if (!u || !u.ctx) { plot.redraw(false, false); return; }
+  const x = plot.valToPos(state.indices[0], "x", true);
+  const ctx = plot.ctx;
+  ctx.save();
+  ctx.strokeStyle = "#c00";
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  ctx.moveTo(x, plot.bbox.top);
+  ctx.lineTo(x, plot.bbox.top + plot.bbox.height);
+  ctx.stroke();
+  ctx.restore();
+}
