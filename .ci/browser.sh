@@ -2,17 +2,22 @@
 # The viewer in a real browser: Debian's chromium driven by puppeteer-core opens the viewer
 # page on the bundled sample, and a bare OpenSeadragon page opens info.json alone
 # (.ci/browser.cjs), and an Icechunk repository's versions are picked in the dataset tree;
+# the viewer for people (.ci/browser_viewer.cjs): the map of an xarray-written global grid
+# (tests/fixtures/maps/global_0360.zarr) and the deep-zoom view of the sample's terrain draw,
+# the readout under the cursor, the time slider's dates, the time series of a clicked
+# point, the colorbar, the view restored from the URL, nothing overflowing 1280x800;
 # then, on a server where the sample is private, the viewer is given an API key and reads
-# everything through a capability URL (.ci/browser_auth.cjs). Expected pixels come from
-# zarr-python + NumPy reading the sample store directly (the venv .ci/zarr_client.sh
-# caches), never from zarrd.
-# Usage: .ci/browser.sh path/to/zarrd [screenshot.png]
+# everything through a capability URL (.ci/browser_auth.cjs). Expected values come from
+# zarr-python + NumPy reading the stores directly (the venv .ci/zarr_client.sh caches),
+# never from zarrd.
+# Usage: .ci/browser.sh path/to/zarrd [screenshot-dir]   (writes viewer-map.png and
+# viewer-deepzoom.png there, as in docs/)
 # chromium comes from apt when missing; puppeteer-core is installed once into
 # ${XDG_CACHE_HOME:-$HOME/.cache}/zarrd-ci/npm (pinned below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=${1:?usage: .ci/browser.sh path/to/zarrd [screenshot.png]}
-SHOT=${2:-}
+BIN=${1:?usage: .ci/browser.sh path/to/zarrd [screenshot-dir]}
+SHOTS=${2:-}
 PUPPETEER_VERSION=24.43.1  # 25.x needs node >= 22.12; Debian 12 has 18 (this machine 20)
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/zarrd-ci
 NPM_DIR=$CACHE/npm
@@ -41,20 +46,46 @@ a = zarr.open_array("data/sample.zarr/terrain/elevation", mode="r")[:].astype("f
 valid = a[a != 0]  # fill_value 0 is "no value", as the viewer shows it
 lo, hi = float(valid.min()), float(valid.max())
 spots = [(700, 300), (701, 300), (700, 303), (512, 512), (100, 900)]
-print(json.dumps([{"x": x, "y": y, "level": math.floor((a[y, x] - lo) * 255 / (hi - lo) + 0.5)} for y, x in spots]))
+print(json.dumps({"lo": lo, "hi": hi, "spots": [{"x": x, "y": y, "level": math.floor((a[y, x] - lo) * 255 / (hi - lo) + 0.5)} for y, x in spots]}))
 PY
 )
 
-[[ -z $SHOT ]] || mkdir -p "$(dirname "$SHOT")"
+# The map fixture as zarr-python reads it: coordinates, a cell off its centre, its values
+# along time, and the CF dates decoded by NumPy.
+MAPS=tests/fixtures/maps/global_0360.zarr
+EXPECTED_MAP=$("$VENV/bin/python" - "$MAPS" <<'PY'
+import json, sys
+import numpy as np, zarr
+g = zarr.open_group(sys.argv[1], mode="r")
+lat, lon, t = g["lat"][:], g["lon"][:], g["time"]
+t2m = g["t2m"]
+units = t.attrs["units"]
+assert units.startswith("days since ") and t.attrs.get("calendar", "standard") in ("standard", "gregorian", "proleptic_gregorian")
+dates = [str(np.datetime64(units[len("days since "):], "D") + np.timedelta64(int(v), "D")) for v in t[:]]
+iy, ix, k = 30, 100, 1  # lat[30] = 30 N, lon[100] = 200 E = 160 W
+# A point inside the cell, 0.3 of the way to the next coordinate (cell edges are midway).
+plat = float(lat[iy] + 0.3 * (lat[iy + 1] - lat[iy]))
+plon = float(lon[ix] + 0.3 * (lon[ix + 1] - lon[ix]))
+plon = (plon + 180) % 360 - 180
+series = [None if np.isnan(v) else float(v) for v in t2m[:, iy, ix]]
+print(json.dumps({"dataset": "climate", "path": "t2m", "lat": plat, "lon": plon, "cell": [iy, ix], "k": k,
+                  "value": float(t2m[k, iy, ix]), "dates": dates, "series": series,
+                  "units": t2m.attrs["units"], "long_name": t2m.attrs["long_name"]}))
+PY
+)
+
+[[ -z $SHOTS ]] || mkdir -p "$SHOTS"
 PORT=$(( 20000 + RANDOM % 20000 ))
 "$BIN" serve --listen "127.0.0.1:$PORT" --dataset sample=data/sample.zarr \
-    --dataset ic=tests/fixtures/virtual/icechunk/native.icechunk >"${TMPDIR:-/tmp}/zarrd-browser.log" 2>&1 &
+    --dataset ic=tests/fixtures/virtual/icechunk/native.icechunk --dataset climate="$MAPS" >"${TMPDIR:-/tmp}/zarrd-browser.log" 2>&1 &
 SERVER=$!
 trap 'kill "$SERVER" 2>/dev/null || true' EXIT
 for _ in $(seq 50); do curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.2; done
 
-NODE_PATH=$NPM_DIR/node_modules EXPECTED=$EXPECTED SHOT=$SHOT \
+NODE_PATH=$NPM_DIR/node_modules EXPECTED=$EXPECTED \
     timeout 150 node .ci/browser.cjs "http://127.0.0.1:$PORT"
+NODE_PATH=$NPM_DIR/node_modules EXPECTED_MAP=$EXPECTED_MAP SHOTS=$SHOTS \
+    timeout 150 node .ci/browser_viewer.cjs "http://127.0.0.1:$PORT"
 # A panic is a bug even when it was answered 500 or cut a body.
 if grep -q 'zarrd::panic' "${TMPDIR:-/tmp}/zarrd-browser.log"; then
     grep -m1 -A2 'zarrd::panic' "${TMPDIR:-/tmp}/zarrd-browser.log" >&2

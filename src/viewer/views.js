@@ -210,7 +210,7 @@ function coordText(cell) {
   const dims = state.dims;
   const parts = [];
   const [ydim, xdim] = dims.slice(-2);
-  const show = (dim, i, fmt) => (dim.coord ? `${dim.name} ${fmt && typeof dim.coord.values[i] === "number" ? fmt(dim.coord.values[i]) : dim.coord.labels[i]}` : null);
+  const show = (dim, i, fmt) => (dim.coord ? `${dim.name} ${fmt && typeof dim.coord.values[i] === "number" ? fmt(dim.coord.values[i]) : dim.coord.labels[i]}` : `${dim.name} ${i}`);
   const geo = !!state.geo;
   parts.push(show(ydim, cell[0], geo ? formatLat : null), show(xdim, cell[1], geo ? formatLon : null));
   dims.slice(0, -2).forEach((dim, d) => parts.push(dim.coord ? `${dim.name} ${dim.coord.labels[state.indices[d]]}` : `${dim.name} ${state.indices[d]}`));

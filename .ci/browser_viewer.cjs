@@ -1,0 +1,234 @@
+// The viewer for people, in Debian's chromium through puppeteer-core (see browser.sh), at
+// 1280x800: the map of a climate grid (tests/fixtures/maps/global_0360.zarr, served as
+// `climate`) and the deep-zoom view of the sample's terrain. Both draw (non-blank canvas);
+// the readout under the cursor names the cell under it and shows its stored value (equal to
+// zarr-python's and to /v1/slice's); the colorbar shows the window, long_name and units; the
+// time slider shows the CF dates NumPy decodes; a click plots the values along time
+// (zarr-python's); the view comes back from its URL; nothing overflows the window.
+// Prints "N passed, N failed" and exits non-zero on any failure.
+"use strict";
+const puppeteer = require("puppeteer-core");
+
+const base = process.argv[2];
+const map = JSON.parse(process.env.EXPECTED_MAP);
+const shots = process.env.SHOTS || "";
+let passed = 0, failed = 0;
+function check(ok, what) {
+  if (ok) { passed++; console.log(`ok   ${what}`); } else { failed++; console.log(`FAIL ${what}`); }
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const f32 = (v) => (v === null ? null : Math.fround(v));
+
+// Opaque pixels and distinct colours over every canvas under `selector`.
+function drawn(page, selector) {
+  return page.evaluate((selector) => {
+    let opaque = 0, total = 0;
+    const colours = new Set();
+    for (const c of document.querySelectorAll(`${selector} canvas`)) {
+      if (!c.width || !c.height) continue;
+      const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+      for (let i = 0; i < d.length; i += 4) {
+        total++;
+        if (d[i + 3] === 255) { opaque++; if (colours.size < 1000) colours.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]); }
+      }
+    }
+    return { opaque, total, colours: colours.size };
+  }, selector);
+}
+
+// The page fits the window: no scrolling, and every visible part inside it.
+function fits(page) {
+  return page.evaluate(() => {
+    const s = document.scrollingElement;
+    const out = [];
+    for (const e of document.querySelectorAll("main > section, #stage > *, aside")) {
+      if (e.hidden || e.offsetParent === null && getComputedStyle(e).position !== "fixed") continue;
+      const r = e.getBoundingClientRect();
+      if (r.left < 0 || r.top < 0 || r.right > innerWidth + 0.5 || r.bottom > innerHeight + 0.5) out.push(`${e.id || e.tagName} ${JSON.stringify(r)}`);
+    }
+    return { width: s.scrollWidth, height: s.scrollHeight, out };
+  });
+}
+
+function watch(page) {
+  const errors = [], requests = [];
+  page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
+  page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("requestfailed", (r) => errors.push(`request failed: ${r.url()}`));
+  page.on("response", (r) => { if (r.status() >= 400) errors.push(`${r.status()} ${r.url()}`); });
+  page.on("request", (r) => requests.push(r.url()));
+  return { errors, requests };
+}
+
+async function mapIdle(page) {
+  await page.waitForFunction(() => window.zarrdMap && window.zarrdMap.getLayers().getLength() > 0, { timeout: 20000 });
+  await page.evaluate(() => new Promise((r) => {
+    const m = window.zarrdMap;
+    // rendercomplete fires once every tile and feature in view is drawn.
+    m.once("rendercomplete", r);
+    m.render();
+  }));
+}
+
+async function readout(page, prefix) {
+  await page.waitForFunction((p) => document.getElementById("value").textContent.startsWith(p), { timeout: 10000 }, prefix);
+  return page.evaluate(() => ({
+    text: document.getElementById("value").textContent,
+    raw: JSON.parse(document.getElementById("value").dataset.raw),
+    coords: document.getElementById("coords").textContent,
+  }));
+}
+
+(async () => {
+  const browser = await puppeteer.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+  });
+  // Each view on its own: a failure in one still runs the other.
+  const part = async (name, body) => {
+    try { await body(); } catch (e) { console.error(e); check(false, `${name}: ${e.message}`); }
+  };
+  try {
+    await part("the deep-zoom view", () => deepZoom(browser));
+    await part("the map", () => mapView(browser));
+  } finally {
+    await browser.close();
+  }
+  console.log(`${passed} passed, ${failed} failed`);
+  process.exit(failed ? 1 : 0);
+})().catch((e) => { console.error(e); console.log("0 passed, 1 failed"); process.exit(1); });
+
+async function mapView(browser) {
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 800, deviceScaleFactor: 1 });
+  const { errors, requests } = watch(page);
+  const at = `${base}/view/${map.dataset}/${map.path}`;
+  await page.goto(at, { waitUntil: "networkidle0" });
+  await mapIdle(page);
+  check(await page.$eval("#map", (e) => !e.hidden) && await page.$eval("#osd", (e) => e.hidden), "a lat/lon array opens as a map");
+  const tiles = requests.filter((u) => new URL(u).pathname.startsWith(`/maps/${map.dataset}%2F${map.path}%5B0%5D/`));
+  check(tiles.some((u) => /\/\d+\/\d+\/\d+\.png\?vmin=[-\d.e]+&vmax=[-\d.e]+&colormap=viridis$/.test(u)),
+    `the map asks for /maps/ tiles with the colorbar's window and colormap (${tiles.length} requests)`);
+  check(requests.some((u) => u.endsWith("/viewer/countries-110m.json")), "the map loads the Natural Earth outline shipped with the page");
+  const m = await drawn(page, "#map");
+  check(m.opaque > 0.5 * m.total && m.colours > 30, `the map canvas is drawn (${m.opaque}/${m.total} opaque pixels, ${m.colours} colours)`);
+
+  // The colorbar: the server's window, long_name and units.
+  const win = await (await fetch(`${base}/viewer/window/${encodeURIComponent(`${map.dataset}/${map.path}[0]`)}`)).json();
+  const legend = await page.evaluate(() => ({
+    title: document.getElementById("legend-title").textContent,
+    min: document.getElementById("legend-min").textContent,
+    max: document.getElementById("legend-max").textContent,
+    hidden: document.getElementById("legend").hidden,
+  }));
+  check(!legend.hidden && legend.title === `${map.long_name} (${map.units})`, `the colorbar names the variable and its units (${legend.title})`);
+  check(Math.abs(Number(legend.min) - win.vmin) <= 1e-5 * Math.abs(win.vmin) && Math.abs(Number(legend.max) - win.vmax) <= 1e-5 * Math.abs(win.vmax),
+    `the colorbar shows the window ${legend.min}..${legend.max} (server: ${win.vmin}..${win.vmax})`);
+
+  // The time slider: dates as NumPy decodes the CF time coordinate.
+  check(await page.$eval("#slider-0-label", (e) => e.textContent) === map.dates[0], `the time slider shows the first date ${map.dates[0]}`);
+  await page.focus("#slider-0");
+  for (let i = 0; i < map.k; i++) await page.keyboard.press("ArrowRight");
+  const label = await page.$eval("#slider-0-label", (e) => e.textContent);
+  check(/^\d{4}-\d\d-\d\d/.test(label) && label === map.dates[map.k], `moving the time slider shows ${label} (NumPy: ${map.dates[map.k]})`);
+  await page.waitForFunction((k) => new URLSearchParams(location.search).get("idx") === String(k), { timeout: 10000 }, map.k);
+  await mapIdle(page);
+
+  // The value under the cursor: the cell that holds the point, its stored value.
+  const point = await page.evaluate(({ lat, lon }) => {
+    const px = window.zarrdMap.getPixelFromCoordinate(ol.proj.fromLonLat([lon, lat]));
+    const r = window.zarrdMap.getViewport().getBoundingClientRect();
+    return { x: r.left + px[0], y: r.top + px[1] };
+  }, map);
+  await page.mouse.move(point.x, point.y);
+  const index = [map.k, ...map.cell].join(",");
+  const got = await readout(page, `[${index}] = `);
+  const slice = await (await fetch(`${base}/v1/slice/${map.dataset}/${map.path}?s=${index}&format=json`)).json();
+  check(f32(got.raw) === f32(map.value) && f32(got.raw) === f32(slice.data),
+    `the readout at ${map.lat.toFixed(2)}, ${map.lon.toFixed(2)} is cell [${index}] = ${got.raw} (zarr-python ${map.value}, /v1/slice ${slice.data})`);
+  check(got.text.endsWith(` ${map.units}`) && got.coords.includes(map.dates[map.k]) && /lat .*°[NS]/.test(got.coords) && /lon .*°[EW]/.test(got.coords),
+    `the readout has units, coordinates and the date (${got.text} · ${got.coords})`);
+
+  // A click: the values of that cell along time.
+  await page.mouse.click(point.x, point.y);
+  await page.waitForFunction(() => !document.getElementById("series").hidden && document.querySelector("#series-plot canvas"), { timeout: 10000 });
+  await sleep(300);
+  const plotted = await page.evaluate(() => Array.from(window.zarrdPlot.data[1]));
+  check(plotted.length === map.series.length && plotted.every((v, i) => f32(v) === f32(map.series[i])),
+    `a click plots the cell's ${plotted.length} values along time as zarr-python reads them`);
+  const p = await drawn(page, "#series-plot");
+  check(p.opaque > 0 || (await page.evaluate(() => {
+    const c = document.querySelector("#series-plot canvas");
+    const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+    return d.some((v, i) => i % 4 === 3 && v > 0);
+  })), "the time-series plot is drawn");
+  const plotLabels = await page.$$eval("#series-plot .u-axis", (axes) => axes[0].textContent);
+  check(plotLabels.includes(map.dates[0].slice(0, 10)), `the plot's time axis shows dates (${plotLabels.slice(0, 40)})`);
+
+  let f = await fits(page);
+  check(f.width <= 1280 && f.height <= 800 && f.out.length === 0, `the map view fits 1280x800 (${f.width}x${f.height}${f.out.length ? " " + f.out.join("; ") : ""})`);
+  if (shots) await page.screenshot({ path: `${shots}/viewer-map.png` });
+
+  // The view from its URL: same date, colormap, window, place and clicked point.
+  await page.select("#colormap", "magma");
+  await page.waitForFunction(() => new URLSearchParams(location.search).get("cmap") === "magma", { timeout: 10000 });
+  await sleep(500);
+  const shared = page.url();
+  const other = await browser.newPage();
+  await other.setViewport({ width: 1280, height: 800, deviceScaleFactor: 1 });
+  const otherWatch = watch(other);
+  await other.goto(shared, { waitUntil: "networkidle0" });
+  await mapIdle(other);
+  const restored = await other.evaluate(() => ({
+    label: document.getElementById("slider-0-label").textContent,
+    cmap: document.getElementById("colormap").value,
+    series: !document.getElementById("series").hidden,
+    center: ol.proj.toLonLat(window.zarrdMap.getView().getCenter()).map((v) => v.toFixed(2)),
+    zoom: window.zarrdMap.getView().getZoom().toFixed(2),
+  }));
+  const q = new URL(shared).searchParams;
+  check(restored.label === map.dates[map.k] && restored.cmap === "magma" && restored.series
+    && restored.zoom === Number(q.get("z")).toFixed(2) && restored.center[1] === Number(q.get("lat")).toFixed(2),
+    `a shared URL restores the view (${new URL(shared).search})`);
+  check(otherWatch.errors.length === 0, `the shared view has no errors ${otherWatch.errors.length ? JSON.stringify(otherWatch.errors) : ""}`);
+  check(errors.length === 0, `the map has no console errors or failed requests ${errors.length ? JSON.stringify(errors) : ""}`);
+}
+
+// The deep-zoom view of an array without coordinates.
+async function deepZoom(browser) {
+  const dz = await browser.newPage();
+  await dz.setViewport({ width: 1280, height: 800, deviceScaleFactor: 1 });
+  const dzWatch = watch(dz);
+  await dz.goto(`${base}/view/sample/terrain/elevation`, { waitUntil: "networkidle0" });
+  await dz.waitForFunction(() => {
+    const v = window.zarrdViewer;
+    return v && v.world.getItemCount() > 0 && v.world.getItemAt(0).getFullyLoaded();
+  }, { timeout: 30000 });
+  await sleep(300);
+  check(await dz.$eval("#map", (e) => e.hidden), "an array without lat/lon coordinates opens in the deep-zoom view");
+  const d = await drawn(dz, "#osd");
+  check(d.opaque > 0.3 * d.total && d.colours > 30, `the deep-zoom canvas is drawn (${d.opaque}/${d.total} opaque pixels, ${d.colours} colours)`);
+  const [px, py] = [300, 700];
+  const spot = await dz.evaluate(({ px, py }) => {
+    const v = window.zarrdViewer;
+    const p = v.viewport.imageToViewerElementCoordinates(new OpenSeadragon.Point(px + 0.5, py + 0.5));
+    const r = v.container.getBoundingClientRect();
+    return { x: r.left + p.x, y: r.top + p.y };
+  }, { px, py });
+  await dz.mouse.move(spot.x, spot.y);
+  const dv = await readout(dz, `[${py},${px}] = `);
+  const dslice = await (await fetch(`${base}/v1/slice/sample/terrain/elevation?s=${py},${px}&format=json`)).json();
+  check(dv.raw === dslice.data && dv.text.endsWith(" m"), `the deep-zoom readout is /v1/slice's value with units (${dv.text}; /v1/slice ${dslice.data})`);
+  const dlegend = await dz.$eval("#legend-title", (e) => e.textContent);
+  check(dlegend === "elevation (m)", `the deep-zoom colorbar names the array and its units (${dlegend})`);
+  let f = await fits(dz);
+  check(f.width <= 1280 && f.height <= 800 && f.out.length === 0, `the deep-zoom view fits 1280x800 (${f.width}x${f.height}${f.out.length ? " " + f.out.join("; ") : ""})`);
+  if (shots) await dz.screenshot({ path: `${shots}/viewer-deepzoom.png` });
+  // A small window: still no page scrolling.
+  await dz.setViewport({ width: 800, height: 500, deviceScaleFactor: 1 });
+  await sleep(300);
+  f = await fits(dz);
+  check(f.width <= 800 && f.height <= 500, `the deep-zoom view fits 800x500 too (${f.width}x${f.height})`);
+  check(dzWatch.errors.length === 0, `the deep-zoom view has no errors ${dzWatch.errors.length ? JSON.stringify(dzWatch.errors) : ""}`);
+}
