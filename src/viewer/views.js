@@ -41,12 +41,10 @@ function saveSoon() {
 
 // ---- the map ----
 
+// Natural Earth's countries drawn under the data (land, where the data has no value) and
+// over it (borders and coasts).
 function outlineLayers() {
-  const source = new ol.source.Vector({
-    url: "/viewer/countries-110m.json",
-    format: new ol.format.TopoJSON({ layers: ["countries"] }),
-    overlaps: false,
-  });
+  const source = new ol.source.Vector({ loader: () => loadOutline(source) });
   const land = new ol.layer.Vector({
     source, style: new ol.style.Style({ fill: new ol.style.Fill({ color: "#e8e4da" }) }),
   });
@@ -54,6 +52,36 @@ function outlineLayers() {
     source, style: new ol.style.Style({ stroke: new ol.style.Stroke({ color: "rgba(20, 20, 20, 0.75)", width: 0.8 }) }),
   });
   return [land, lines];
+}
+
+// world-atlas is made for spherical projections: a ring that crosses the antimeridian
+// (Russia, Fiji) jumps from +180 to -180, which on a flat map is a line across the world.
+// Such rings are unwrapped (longitudes kept within 180 of the previous point), so they
+// continue past 180 into the next copy of the world, where they belong; rings that go
+// round a pole (no way back without the jump) are left as they are.
+async function loadOutline(source) {
+  const topo = await (await fetch("/viewer/countries-110m.json")).json();
+  const features = new ol.format.TopoJSON({ layers: ["countries"] }).readFeatures(topo);
+  const unwrap = (ring) => {
+    let shift = 0;
+    const out = ring.map((p, i) => {
+      if (i > 0) {
+        const d = p[0] + shift - (ring[i - 1][0] + shiftAt[i - 1]);
+        if (d > 180) shift -= 360; else if (d < -180) shift += 360;
+      }
+      shiftAt[i] = shift;
+      return [p[0] + shift, p[1]];
+    });
+    return shift === 0 ? out : ring;
+  };
+  let shiftAt = [];
+  for (const f of features) {
+    const g = f.getGeometry();
+    const polygons = g.getType() === "Polygon" ? [g.getCoordinates()] : g.getCoordinates();
+    const fixed = polygons.map((rings) => rings.map((ring) => { shiftAt = []; return unwrap(ring); }));
+    f.setGeometry(new ol.geom.MultiPolygon(fixed).transform("EPSG:4326", "EPSG:3857"));
+  }
+  source.addFeatures(features);
 }
 
 function tileUrl() {
@@ -282,6 +310,8 @@ async function showSeries(cell) {
   views.plot = new uPlot({
     ...size(),
     legend: { show: false },
+    // Room for the last date label at the right edge.
+    padding: [8, 48, 0, 0],
     scales: { x: { time: false } },
     axes: [
       { values: (u, splits) => splits.map((i) => (Number.isInteger(i) && i >= 0 && i < dim.n ? label(i) : "")), space: 90 },
