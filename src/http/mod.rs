@@ -55,6 +55,8 @@ pub fn app(state: AppState) -> Router {
         .route("/iiif/3/{identifier}", get(routes::iiif::base))
         .route("/iiif/3/{identifier}/info.json", get(routes::iiif::info))
         .route("/iiif/3/{identifier}/{region}/{size}/{rotation}/{quality}", get(routes::iiif::image))
+        .route("/maps/{identifier}/tilejson.json", get(routes::maps::tilejson))
+        .route("/maps/{identifier}/{z}/{x}/{y}", get(routes::maps::tile))
         .route("/", get(routes::viewer::index))
         .route("/view/{ds}", get(routes::viewer::deep_link))
         .route("/view/{ds}/{*path}", get(routes::viewer::deep_link))

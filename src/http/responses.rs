@@ -3,7 +3,7 @@
 //! parsing of the selection, no shard-index or chunk-cache lookups, no headers to build.
 //!
 //! Only what can be replayed exactly is kept: `200` responses to plain `GET`s of array data
-//! (`/v1/slice`, `/v1/chunk`, `/iiif`, `/zarr`, `/compat`) whose whole body is in memory and
+//! (`/v1/slice`, `/v1/chunk`, `/iiif`, `/maps`, `/zarr`, `/compat`) whose whole body is in memory and
 //! at most [`MAX_BODY`], and that carry the configured `Cache-Control` (responses holding
 //! fill for missing objects have a shorter one, and a writer may add those objects soon).
 //! Conditional and range requests, and requests with credentials, always go through.

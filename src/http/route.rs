@@ -25,7 +25,7 @@ pub fn is_probe(path: &str) -> bool {
 /// Whether requests to the route labelled `label` read array data (whose `200`s the
 /// response cache may keep).
 pub fn reads_data(label: &str) -> bool {
-    matches!(label, "/v1/slice" | "/v1/chunk" | "/iiif/3" | "/zarr" | "/compat/v3" | "/compat/v2")
+    matches!(label, "/v1/slice" | "/v1/chunk" | "/iiif/3" | "/maps" | "/zarr" | "/compat/v3" | "/compat/v2")
 }
 
 #[cfg(test)]

@@ -14,6 +14,8 @@ pub struct AppState {
     pub config: Arc<Config>,
     /// IIIF windows and rendered images.
     pub images: crate::images::iiif::Images,
+    /// Map grids and windows (rendered tiles share `images`' cache).
+    pub maps: crate::images::maps::Maps,
     /// Kept responses of hot data requests (replayed by a middleware layer).
     pub responses: Arc<crate::http::responses::Responses>,
     /// Set when shutdown begins, so `/readyz` fails before the listener closes.
@@ -31,12 +33,14 @@ impl AppState {
             std::time::Duration::from_secs(config.health.check_timeout_secs),
         );
         let images = crate::images::iiif::Images::new(&config);
+        let maps = crate::images::maps::Maps::new(&config);
         let responses = Arc::new(crate::http::responses::Responses::new(&config));
         let auth = Arc::new(crate::auth::Auth::new(&config));
         Self {
             catalog: Arc::new(catalog),
             config: Arc::new(config),
             images,
+            maps,
             responses,
             shutting_down: Arc::new(AtomicBool::new(false)),
             health: Arc::new(health),

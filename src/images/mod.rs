@@ -1,7 +1,8 @@
-//! Images of arrays: the IIIF Image API (`iiif`), the renderer that turns values into
+//! Images of arrays: the IIIF Image API (`iiif`), web-map tiles (`maps`), the renderer that turns values into
 //! PNG or JPEG with a window and a colormap (`render`, shared by every image route), and
 //! overview pyramids (`overviews`).
 
 pub mod iiif;
+pub mod maps;
 pub mod overviews;
 pub mod render;

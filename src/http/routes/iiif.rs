@@ -41,7 +41,7 @@ fn identifier(text: &str) -> Result<Identifier> {
 
 /// This server's base URL as the client sees it: `X-Forwarded-Proto`/`X-Forwarded-Host`
 /// (first value) behind a proxy or load balancer, else `http` and `Host`.
-fn base_url(headers: &HeaderMap) -> String {
+pub(crate) fn base_url(headers: &HeaderMap) -> String {
     let first = |name: &str| {
         headers
             .get(name)

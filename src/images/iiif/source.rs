@@ -210,7 +210,7 @@ impl Image {
                 self.id.path, self.id.dataset, self.id.path
             )));
         };
-        scan_range(reader).await
+        scan_range(reader, &[]).await
     }
 }
 
@@ -235,9 +235,9 @@ fn too_many_chunks(e: &ReadError, id: &Identifier) -> Error {
     }
 }
 
-/// The smallest and largest valid value of a whole array, read in slabs along its first
-/// dimension.
-async fn scan_range(reader: &ArrayReader) -> Result<Window> {
+/// The smallest and largest valid value of a whole array (not fill, NaN or one of
+/// `no_data`), read in slabs along its first dimension.
+pub async fn scan_range(reader: &ArrayReader, no_data: &[f64]) -> Result<Window> {
     let shape = reader.meta.shape.clone();
     let row_bytes = shape[1..].iter().product::<u64>() * reader.meta.data_type.size() as u64;
     let slab = (BAND_BYTES / row_bytes.max(1)).max(1);
@@ -256,7 +256,8 @@ async fn scan_range(reader: &ArrayReader) -> Result<Window> {
             if element == reader.meta.fill_value.as_slice() {
                 continue;
             }
-            if let Some(v) = crate::zarr::data_type::element_f64(element, reader.meta.data_type).filter(|v| !v.is_nan())
+            if let Some(v) = crate::zarr::data_type::element_f64(element, reader.meta.data_type)
+                .filter(|v| !v.is_nan() && !no_data.contains(v))
             {
                 lo = lo.min(v);
                 hi = hi.max(v);

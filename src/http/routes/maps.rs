@@ -1,0 +1,295 @@
+//! `GET /maps/{identifier}/tilejson.json` and `GET /maps/{identifier}/{z}/{x}/{y}.{png|jpg|npy}`:
+//! Web Mercator tiles of an array on a latitude/longitude grid (API.md "Map tiles"), for
+//! `MapLibre`, `OpenLayers`, `Leaflet` and deck.gl. `identifier` as for IIIF; `colormap`,
+//! `vmin`, `vmax` as for IIIF (PNG / JPEG); `npy` gives the values (float32, NaN: no data).
+
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::auth::CapabilityPath;
+use crate::error::{Error, Result};
+use crate::http::conditional::{EtagBuilder, cache_control, not_modified, with_validators};
+use crate::http::extract::Params;
+use crate::http::middleware::NoCompress;
+use crate::http::routes::iiif::base_url;
+use crate::http::state::AppState;
+use crate::images::iiif::Rendered;
+use crate::images::iiif::grammar::{Identifier, ImageFormat, Quality};
+use crate::images::maps::geometry::{MAX_ZOOM, TILE, TileId};
+use crate::images::maps::{MapSource, tile};
+use crate::images::render::{self, Colormap, Style};
+use crate::read::cache::MISSING;
+
+const TILE_PARAMS: &[&str] = &["vmin", "vmax", "colormap"];
+const TILEJSON_PARAMS: &[&str] = &["vmin", "vmax", "colormap", "format"];
+const FORMATS: &str = "png, jpg or npy";
+
+/// A tile's format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Image(ImageFormat),
+    Npy,
+}
+
+impl Format {
+    fn parse(text: &str) -> Result<Self> {
+        match text {
+            "png" => Ok(Self::Image(ImageFormat::Png)),
+            "jpg" => Ok(Self::Image(ImageFormat::Jpg)),
+            "npy" => Ok(Self::Npy),
+            other => Err(Error::BadRequest(format!("tile format `{other}` is not supported; allowed: {FORMATS}"))),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Image(f) => f.name(),
+            Self::Npy => "npy",
+        }
+    }
+}
+
+fn path_error(e: &PathRejection) -> Error {
+    Error::BadRequest(e.body_text())
+}
+
+/// The identifier (as for IIIF: one that does not parse names no array, a 404).
+fn identifier(text: &str) -> Result<Identifier> {
+    Identifier::parse(text).map_err(|e| Error::NotFound(e.0))
+}
+
+/// `z`, `x` and `y.ext` of a tile path: 400 for an impossible tile or another format.
+fn tile_address(z: &str, x: &str, y_ext: &str) -> Result<(TileId, Format)> {
+    let Some((y, ext)) = y_ext.rsplit_once('.') else {
+        return Err(Error::BadRequest(format!("`{y_ext}` must be y.format, e.g. 3.png; formats: {FORMATS}")));
+    };
+    let format = Format::parse(ext)?;
+    let number = |what: &str, text: &str| {
+        (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| text.parse::<u64>().ok())
+            .flatten()
+            .ok_or_else(|| Error::BadRequest(format!("tile {what} `{text}` is not a non-negative integer")))
+    };
+    let z = number("zoom", z)?;
+    if z > u64::from(MAX_ZOOM) {
+        return Err(Error::BadRequest(format!("zoom {z} is too deep; allowed: 0 to {MAX_ZOOM}")));
+    }
+    let n = 1u64 << z;
+    let (x, y) = (number("x", x)?, number("y", y)?);
+    if x >= n || y >= n {
+        return Err(Error::BadRequest(format!(
+            "tile {z}/{x}/{y} does not exist: at zoom {z}, x and y are 0 to {}",
+            n - 1
+        )));
+    }
+    Ok((TileId { z: z as u8, x: x as u32, y: y as u32 }, format))
+}
+
+/// `colormap`, `vmin`, `vmax` as for IIIF.
+fn style_params(params: &Params) -> Result<(Option<Colormap>, Option<f64>, Option<f64>)> {
+    let colormap = params.get("colormap").map(Colormap::parse).transpose()?;
+    let (vmin, vmax) = (params.number("vmin")?, params.number("vmax")?);
+    if let (Some(lo), Some(hi)) = (vmin, vmax)
+        && lo > hi
+    {
+        return Err(Error::BadRequest(format!("`vmin` ({lo}) must not be greater than `vmax` ({hi})")));
+    }
+    Ok((colormap, vmin, vmax))
+}
+
+/// The versions a tile depends on besides the chunks it reads: the array, its levels and
+/// its coordinate arrays.
+fn source_key(map: &MapSource) -> String {
+    let image = &map.image;
+    let levels: Vec<String> =
+        image.levels.iter().map(|l| format!("{}:{:032x}", l.log2, l.reader.meta.digest)).collect();
+    format!(
+        "{}\u{0}{:032x}\u{0}{}\u{0}{:032x}{:032x}",
+        image.id.encoded(),
+        image.reader.meta.digest,
+        levels.join(","),
+        map.grid_digest.0,
+        map.grid_digest.1
+    )
+}
+
+/// A tile.
+pub async fn tile(
+    State(state): State<AppState>,
+    path: Result<Path<(String, String, String, String)>, PathRejection>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response> {
+    let Path((text, z, x, y_ext)) = path.map_err(|e| path_error(&e))?;
+    let (address, format) = tile_address(&z, &x, &y_ext)?;
+    let params = Params::parse(query.as_deref(), TILE_PARAMS)?;
+    let (colormap, vmin, vmax) = style_params(&params)?;
+    let map = state.maps.open(&state.catalog, identifier(&text)?).await?;
+    let style = match format {
+        Format::Image(_) => Some(Style {
+            window: state.maps.window(&map, vmin, vmax).await?,
+            quality: Quality::Color,
+            colormap: colormap.unwrap_or(Colormap::Viridis),
+        }),
+        Format::Npy => None,
+    };
+    let look = style.map(|s| format!("{}/{}/{}", s.window.lo.to_bits(), s.window.hi.to_bits(), s.colormap.name()));
+    let key = format!(
+        "maps\u{0}{}\u{0}{}/{}/{}.{}\u{0}{}",
+        source_key(&map),
+        address.z,
+        address.x,
+        address.y,
+        format.name(),
+        look.unwrap_or_default()
+    );
+    let config_cache_control = cache_control(&state.config, false).into_owned();
+    if let Some(hit) = state.images.cached(&key).await {
+        return Ok(respond(&hit, &headers, &config_cache_control));
+    }
+    let lookup = map.grid.lookup(address);
+    let pixels = tile::read(&map.image, &lookup, &map.no_data).await?;
+    let plane = pixels.plane;
+    let (bytes, media_type) = match (format, style) {
+        (Format::Image(image_format), Some(style)) => {
+            let bytes = crate::ops::cpu::run(move || render::encode(&plane, &style, image_format))
+                .await
+                .map_err(Error::Internal)??;
+            (bytes, image_format.media_type())
+        }
+        _ => (npy(&plane.values), "application/octet-stream"),
+    };
+    let mut tag = EtagBuilder::new("maps");
+    tag.text(&key);
+    for (k, v) in &pixels.versions {
+        tag.text(k).text(v);
+    }
+    let any_missing = pixels.versions.iter().any(|(_, v)| v == MISSING);
+    let rendered = Arc::new(Rendered { bytes: bytes.into(), etag: tag.finish(), media_type });
+    // Tiles holding fill for missing objects are not kept: a writer may add them soon.
+    if !any_missing {
+        state.images.remember(key, Arc::clone(&rendered)).await;
+    }
+    Ok(respond(&rendered, &headers, &cache_control(&state.config, any_missing)))
+}
+
+/// A 256 × 256 float32 `.npy` (rows north to south), NaN where there is no data.
+fn npy(values: &[f64]) -> Vec<u8> {
+    let mut out = crate::http::encode::npy_header(crate::zarr::data_type::DataType::Float32, &[TILE as u64; 2]);
+    out.reserve(values.len() * 4);
+    for &v in values {
+        out.extend_from_slice(&(v as f32).to_le_bytes());
+    }
+    out
+}
+
+fn respond(rendered: &Rendered, headers: &HeaderMap, cache_control: &str) -> Response {
+    if not_modified(headers, &rendered.etag) {
+        return with_validators(StatusCode::NOT_MODIFIED.into_response(), &rendered.etag, cache_control);
+    }
+    let mut response = ([(header::CONTENT_TYPE, rendered.media_type)], rendered.bytes.clone()).into_response();
+    // PNG and JPEG are compressed already; a float tile compresses (NaN and repeats).
+    if rendered.media_type != "application/octet-stream" {
+        response.extensions_mut().insert(NoCompress);
+    }
+    with_validators(response, &rendered.etag, cache_control)
+}
+
+/// `tilejson.json`: `TileJSON` 3.0.0 (<https://github.com/mapbox/tilejson-spec/tree/master/3.0.0>)
+/// with the tile URL template (carrying `colormap`, `vmin`, `vmax` and `format` when given),
+/// bounds and zooms from the grid, and what a viewer needs besides: the array, its units
+/// and value window.
+pub async fn tilejson(
+    State(state): State<AppState>,
+    path: Result<Path<String>, PathRejection>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    capability: Option<Extension<CapabilityPath>>,
+) -> Result<Response> {
+    let Path(text) = path.map_err(|e| path_error(&e))?;
+    let params = Params::parse(query.as_deref(), TILEJSON_PARAMS)?;
+    let (colormap, vmin, vmax) = style_params(&params)?;
+    let format = Format::parse(params.get("format").unwrap_or("png"))?;
+    let map = state.maps.open(&state.catalog, identifier(&text)?).await?;
+    let behind = capability.map(|Extension(c)| c.public_prefix()).unwrap_or_default();
+    let mut query: Vec<String> = Vec::new();
+    if let Some(c) = colormap {
+        query.push(format!("colormap={}", c.name()));
+    }
+    query.extend(vmin.map(|v| format!("vmin={v}")));
+    query.extend(vmax.map(|v| format!("vmax={v}")));
+    let query = if query.is_empty() { String::new() } else { format!("?{}", query.join("&")) };
+    let template = format!(
+        "{}{behind}/maps/{}/{{z}}/{{x}}/{{y}}.{}{query}",
+        base_url(&headers),
+        map.image.id.encoded(),
+        format.name()
+    );
+    let bounds = map.grid.bounds();
+    let maxzoom = map.grid.maxzoom();
+    // The window when it can be had within limits (a huge array without overviews and
+    // without vmin/vmax has none to offer; its tiles then need them).
+    let window = state.maps.window(&map, vmin, vmax).await.ok();
+    let meta = &map.image.reader.meta;
+    let attr = |name: &str| meta.attributes.get(name).and_then(serde_json::Value::as_str);
+    let doc = json!({
+        "tilejson": "3.0.0",
+        "name": map.image.id.path,
+        "description": attr("long_name").unwrap_or(map.image.id.path.as_str()),
+        "tiles": [template],
+        "scheme": "xyz",
+        "minzoom": 0,
+        "maxzoom": maxzoom,
+        "bounds": bounds,
+        "center": [f64::midpoint(bounds[0], bounds[2]), f64::midpoint(bounds[1], bounds[3]), 0],
+        "units": attr("units"),
+        "vmin": window.map(|w| w.lo),
+        "vmax": window.map(|w| w.hi),
+        "colormap": colormap.unwrap_or(Colormap::Viridis).name(),
+        "colormaps": Colormap::ALL.iter().map(|c| c.name()).collect::<Vec<_>>(),
+        "formats": ["png", "jpg", "npy"],
+        "array": {
+            "dataset": map.image.id.dataset,
+            "path": map.image.id.path,
+            "indices": map.image.id.indices,
+            "shape": meta.shape,
+            "dimension_names": crate::images::maps::source::dimension_names(meta),
+            "latitude": map.names.0,
+            "longitude": map.names.1,
+        },
+    });
+    let body = doc.to_string();
+    let mut tag = EtagBuilder::new("maps-tilejson");
+    tag.text(&body);
+    let etag = tag.finish();
+    let cache_control = cache_control(&state.config, false);
+    if not_modified(&headers, &etag) {
+        return Ok(with_validators(StatusCode::NOT_MODIFIED.into_response(), &etag, &cache_control));
+    }
+    let response = ([(header::CONTENT_TYPE, "application/json")], body).into_response();
+    Ok(with_validators(response, &etag, &cache_control))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tile_addresses() {
+        let (t, f) = tile_address("3", "7", "0.png").unwrap();
+        assert_eq!((t, f), (TileId { z: 3, x: 7, y: 0 }, Format::Image(ImageFormat::Png)));
+        assert_eq!(tile_address("0", "0", "0.npy").unwrap().1, Format::Npy);
+        for (z, x, y) in [("3", "8", "0.png"), ("3", "0", "8.png"), ("25", "0", "0.png"), ("-1", "0", "0.png")] {
+            assert!(tile_address(z, x, y).is_err(), "{z}/{x}/{y}");
+        }
+        for y in ["0.webp", "0", "a.png", "0.PNG"] {
+            assert!(tile_address("1", "0", y).is_err(), "{y}");
+        }
+    }
+}
