@@ -70,7 +70,10 @@ plon = (plon + 180) % 360 - 180
 series = [None if np.isnan(v) else float(v) for v in t2m[:, iy, ix]]
 print(json.dumps({"dataset": "climate", "path": "t2m", "lat": plat, "lon": plon, "cell": [iy, ix], "k": k,
                   "value": float(t2m[k, iy, ix]), "dates": dates, "series": series,
-                  "units": t2m.attrs["units"], "long_name": t2m.attrs["long_name"]}))
+                  "units": t2m.attrs["units"], "long_name": t2m.attrs["long_name"],
+                  # The sample's t2m has no time coordinate, only `time_units` (index = offset).
+                  "sample_day": str(np.datetime64("2025-01-01", "D") + np.timedelta64(200, "D")),
+                  "sample_units": json.load(open("data/sample.zarr/climate/t2m/zarr.json"))["attributes"]["time_units"]}))
 PY
 )
 

@@ -83,7 +83,6 @@ async function readout(page, prefix) {
 (async () => {
   const browser = await puppeteer.launch({
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    dumpio: !!process.env.DUMPIO,
     headless: true,
     args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
   });
@@ -172,7 +171,23 @@ async function mapView(browser) {
 
   let f = await fits(page);
   check(f.width <= 1280 && f.height <= 800 && f.out.length === 0, `the map view fits 1280x800 (${f.width}x${f.height}${f.out.length ? " " + f.out.join("; ") : ""})`);
-  if (shots) await page.screenshot({ path: `${shots}/viewer-map.png` });
+
+  // The sample's year of daily temperatures: `time_units` on the array dates its steps.
+  await page.goto(`${base}/view/sample/climate/t2m?idx=200&cmap=turbo&pt=22,60`, { waitUntil: "networkidle0" });
+  await mapIdle(page);
+  await page.waitForFunction(() => !document.getElementById("series").hidden && window.zarrdPlot, { timeout: 10000 });
+  const day = await page.$eval("#slider-0-label", (e) => e.textContent);
+  check(map.sample_units === "days since 2025-01-01" && day === map.sample_day, `the sample's step 200 is ${day} (NumPy: ${map.sample_day})`);
+  check((await page.evaluate(() => window.zarrdPlot.data[1].length)) === 365, "its time series has the 365 days");
+  f = await fits(page);
+  check(f.width <= 1280 && f.height <= 800 && f.out.length === 0, `the sample's map fits 1280x800 (${f.width}x${f.height})`);
+  if (shots) {
+    await page.mouse.move(700, 300);
+    await sleep(500);
+    await page.screenshot({ path: `${shots}/viewer-map.png` });
+  }
+  await page.goBack({ waitUntil: "networkidle0" });
+  await mapIdle(page);
 
   // The view from its URL: same date, colormap, window, place and clicked point.
   await page.select("#colormap", "magma");

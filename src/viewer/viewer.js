@@ -280,6 +280,8 @@ function setIndex(d, i) {
     input.value = i;
     $(`slider-${d}-label`).textContent = state.dims[d].coord ? state.dims[d].coord.labels[i] : String(i);
   }
+  // The series runs along the first dimension at the others' indices: a new one for those.
+  if (d > 0 && state.point && !$("series").hidden) showSeries(state.point);
   refresh(false);
 }
 
