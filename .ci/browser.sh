@@ -80,7 +80,8 @@ PY
 [[ -z $SHOTS ]] || mkdir -p "$SHOTS"
 PORT=$(( 20000 + RANDOM % 20000 ))
 "$BIN" serve --listen "127.0.0.1:$PORT" --dataset sample=data/sample.zarr \
-    --dataset ic=tests/fixtures/virtual/icechunk/native.icechunk --dataset climate="$MAPS" >"${TMPDIR:-/tmp}/zarrd-browser.log" 2>&1 &
+    --dataset ic=tests/fixtures/virtual/icechunk/native.icechunk --dataset climate="$MAPS" \
+    --dataset conf=tests/fixtures/conformance/data.zarr >"${TMPDIR:-/tmp}/zarrd-browser.log" 2>&1 &
 SERVER=$!
 trap 'kill "$SERVER" 2>/dev/null || true' EXIT
 for _ in $(seq 50); do curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.2; done

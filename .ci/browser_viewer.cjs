@@ -249,6 +249,25 @@ async function deepZoom(browser) {
   await sleep(300);
   f = await fits(dz);
   check(f.width <= 800 && f.height <= 500, `the deep-zoom view fits 800x500 too (${f.width}x${f.height})`);
+
+  // A 3-D array without coordinates: a slider, and a click plots the values along it.
+  await dz.setViewport({ width: 1280, height: 800, deviceScaleFactor: 1 });
+  await dz.goto(`${base}/view/conf/rectilinear/u1_months_3d`, { waitUntil: "networkidle0" });
+  await dz.waitForFunction(() => {
+    const v = window.zarrdViewer;
+    return v && v.world.getItemCount() > 0 && v.world.getItemAt(0).getFullyLoaded();
+  }, { timeout: 30000 });
+  const box = await dz.$eval("#osd", (e) => { const r = e.getBoundingClientRect(); return { x: r.left + r.width / 2, y: r.top + r.height / 2 }; });
+  await dz.mouse.click(box.x, box.y);
+  await dz.waitForFunction(() => !document.getElementById("series").hidden && window.zarrdPlot, { timeout: 10000 });
+  await dz.waitForFunction(() => new URLSearchParams(location.search).get("pt"), { timeout: 10000 });
+  const cell = await dz.evaluate(() => new URLSearchParams(location.search).get("pt"));
+  const along = await (await fetch(`${base}/v1/slice/conf/rectilinear/u1_months_3d?s=:,${cell}&format=json`)).json();
+  const series = await dz.evaluate(() => Array.from(window.zarrdPlot.data[1]));
+  check(cell && series.length === 1095 && series.every((v, i) => v === along.data[i]),
+    `a click on a 3-D array's deep-zoom view plots cell [${cell}] along its first dimension (${series.length} values, as /v1/slice)`);
+  f = await fits(dz);
+  check(f.width <= 1280 && f.height <= 800 && f.out.length === 0, `a 3-D array's deep-zoom view with its series fits 1280x800 (${f.width}x${f.height}${f.out.length ? " " + f.out.join("; ") : ""})`);
   check(dzWatch.errors.length === 0, `the deep-zoom view has no errors ${dzWatch.errors.length ? JSON.stringify(dzWatch.errors) : ""}`);
   await dz.close();
 }
