@@ -288,3 +288,35 @@ async fn a_coarse_tile_reads_only_the_chunks_it_needs() {
     let problem = get(&app, "/maps/big%2Fbad%2Fv/0/0/0.png").await.assert_problem(422);
     assert!(problem["detail"].as_str().unwrap().contains("not strictly increasing or decreasing"), "{problem}");
 }
+
+#[tokio::test]
+async fn coarse_tiles_read_an_overview_level_when_the_array_has_one() {
+    // An OME-NGFF multiscales group over a 0.17578125 deg grid (1024 x 2048, latitudes
+    // descending) and its level reduced by 2 (512 x 1024), with lat/lon beside level 0.
+    // A zoom-0 pixel spans about 8 columns and 4 rows, so the tile reads level 1: each
+    // pixel shows level 1's cell (row >> 1, col >> 1) of the full-resolution cell it holds.
+    let mem = InMemory::new();
+    let scale = |s: f64| json!([{"type": "scale", "scale": [s, s]}]);
+    let group = json!({"zarr_format": 3, "node_type": "group", "attributes": {"multiscales": [{"version": "0.4",
+        "datasets": [{"path": "0", "coordinateTransformations": scale(1.0)}, {"path": "1", "coordinateTransformations": scale(2.0)}]}]}});
+    mem.put(&ObjectPath::from("zarr.json"), group.to_string().into_bytes().into()).await.unwrap();
+    let step = 180.0 / 1024.0;
+    put_array(&mem, "lat", &[1024], &[1024], &["lat"], &|i| (90.0 - (i[0] as f64 + 0.5) * step) as f32).await;
+    put_array(&mem, "lon", &[2048], &[2048], &["lon"], &|i| (-180.0 + (i[0] as f64 + 0.5) * step) as f32).await;
+    put_array(&mem, "0", &[1024, 2048], &[256, 256], &["lat", "lon"], &|i| (i[0] * 2048 + i[1]) as f32).await;
+    put_array(&mem, "1", &[512, 1024], &[256, 256], &["lat", "lon"], &|i| -((i[0] * 1024 + i[1]) as f32)).await;
+    let app = common::app_with(vec![("ms", Store::new(Arc::new(mem), ObjectPath::default()))], common::config(""));
+    let reply = get(&app, "/maps/ms%2F0/0/0/0.npy").await;
+    assert_eq!(reply.status, 200, "{}", reply.describe());
+    let values = tile_values(&reply.body);
+    let lat = |j: f64| (std::f64::consts::PI * (1.0 - 2.0 * (j + 0.5) / 256.0)).sinh().atan().to_degrees();
+    for (j, i) in [(0usize, 0usize), (128, 5), (255, 255), (77, 130), (200, 31)] {
+        let row = ((90.0 - lat(j as f64)) / step).floor() as u64;
+        let col = 8 * i as u64 + 4;
+        assert_eq!(values[j * 256 + i], -(((row >> 1) * 1024 + (col >> 1)) as f32), "pixel ({j}, {i})");
+    }
+    // A deep zoom reads full resolution: the pixel at lon 0.01, lat 0.01 is cell (511, 1024).
+    let reply = get(&app, "/maps/ms%2F0/12/2048/2047.npy").await;
+    let values = tile_values(&reply.body);
+    assert_eq!(values[255 * 256], (511 * 2048 + 1024) as f32);
+}

@@ -107,6 +107,9 @@ pub fn routes(ds: &str) -> Vec<(String, u16)> {
         (format!("/iiif/3/{id}/info.json"), 200),
         (format!("/iiif/3/{id}/full/max/0/default.png"), 200),
         (format!("/iiif/3/{id}/0,0,8,8/8,/0/gray.png"), 200),
+        // Past the access layer, the array has no latitude/longitude coordinates: 422.
+        (format!("/maps/{id}/tilejson.json"), 422),
+        (format!("/maps/{id}/0/0/0.png"), 422),
         (format!("/view/{ds}/{ARRAY}"), 200),
     ]
 }

@@ -153,6 +153,8 @@ pub async fn tile(
     if let Some(hit) = state.images.cached(&key).await {
         return Ok(respond(&hit, &headers, &config_cache_control));
     }
+    // The working raster (an f64 per pixel) and the encoded image, like an IIIF tile's.
+    let held = map.image.reader.budget.reserve((TILE * TILE * 12) as u64).await?;
     let lookup = map.grid.lookup(address);
     let pixels = tile::read(&map.image, &lookup, &map.no_data).await?;
     let plane = pixels.plane;
@@ -165,6 +167,7 @@ pub async fn tile(
         }
         _ => (npy(&plane.values), "application/octet-stream"),
     };
+    drop(held);
     let mut tag = EtagBuilder::new("maps");
     tag.text(&key);
     for (k, v) in &pixels.versions {
