@@ -111,5 +111,7 @@ pub fn routes(ds: &str) -> Vec<(String, u16)> {
         (format!("/maps/{id}/tilejson.json"), 422),
         (format!("/maps/{id}/0/0/0.png"), 422),
         (format!("/view/{ds}/{ARRAY}"), 200),
+        // The viewer's colorbar window reads the array: the same rights as its images.
+        (format!("/viewer/window/{id}"), 200),
     ]
 }
