@@ -68,12 +68,44 @@ plat = float(lat[iy] + 0.3 * (lat[iy + 1] - lat[iy]))
 plon = float(lon[ix] + 0.3 * (lon[ix + 1] - lon[ix]))
 plon = (plon + 180) % 360 - 180
 series = [None if np.isnan(v) else float(v) for v in t2m[:, iy, ix]]
+def calendars():
+    """CF dates the viewer must print: the standard calendar by NumPy's datetime64, the
+    fixed-year calendars from their definition (months of 31/28/.. days, or of 30)."""
+    cases = []
+    def std(units, values, calendar="standard"):
+        unit, since = units.split(" since ")
+        step = {"days": "D", "hours": "h", "minutes": "m", "seconds": "s"}[unit]
+        ref = np.datetime64(since.replace(" ", "T"), "s")
+        dates = [ref + np.timedelta64(int(v), step) for v in values]
+        timed = any(str(d)[11:] != "00:00:00" for d in dates)
+        text = [str(d)[:16].replace("T", " ") if timed else str(d)[:10] for d in dates]
+        cases.append({"units": units, "calendar": calendar, "values": values, "dates": text})
+    std("days since 1850-01-01", [0, 59, 60, 365, 45000, 73048])
+    std("hours since 1999-12-31 18:00:00", [0, 6, 30, 8790])
+    std("seconds since 1970-01-01 00:00:00", [0, 86400, 951782400])
+    # NumPy's calendar is the proleptic Gregorian (CF's standard is Julian before 1582-10-15).
+    std("days since 0001-01-01", [0, 577737], "proleptic_gregorian")
+    def fixed(calendar, months, values):
+        out = []
+        for v in values:
+            y, d = 2001 + v // sum(months), v % sum(months)
+            m = 0
+            while d >= months[m]:
+                d -= months[m]; m += 1
+            out.append(f"{y:04d}-{m + 1:02d}-{d + 1:02d}")
+        cases.append({"units": "days since 2001-01-01", "calendar": calendar, "values": values, "dates": out})
+    fixed("noleap", [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], [0, 58, 59, 364, 365, 1460])
+    fixed("360_day", [30] * 12, [0, 29, 30, 359, 360, 725])
+    fixed("all_leap", [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], [0, 59, 365, 366])
+    return cases
+
 print(json.dumps({"dataset": "climate", "path": "t2m", "lat": plat, "lon": plon, "cell": [iy, ix], "k": k,
                   "value": float(t2m[k, iy, ix]), "dates": dates, "series": series,
                   "units": t2m.attrs["units"], "long_name": t2m.attrs["long_name"],
                   # The sample's t2m has no time coordinate, only `time_units` (index = offset).
                   "sample_day": str(np.datetime64("2025-01-01", "D") + np.timedelta64(200, "D")),
-                  "sample_units": json.load(open("data/sample.zarr/climate/t2m/zarr.json"))["attributes"]["time_units"]}))
+                  "sample_units": json.load(open("data/sample.zarr/climate/t2m/zarr.json"))["attributes"]["time_units"],
+                  "calendars": calendars()}))
 PY
 )
 

@@ -136,6 +136,11 @@ async function mapView(browser) {
   await page.waitForFunction((k) => new URLSearchParams(location.search).get("idx") === String(k), { timeout: 10000 }, map.k);
   await mapIdle(page);
 
+  // CF calendars, as the page decodes them (cf.js), against NumPy and the definitions.
+  const decoded = await page.evaluate((cases) => cases.map((c) => timeLabels(c.values, c.units, c.calendar)), map.calendars);
+  map.calendars.forEach((c, i) => check(JSON.stringify(decoded[i]) === JSON.stringify(c.dates),
+    `${c.calendar} "${c.units}" ${c.values.join(",")} → ${decoded[i].join(", ")}${JSON.stringify(decoded[i]) === JSON.stringify(c.dates) ? "" : " (expected " + c.dates.join(", ") + ")"}`));
+
   // The value under the cursor: the cell that holds the point, its stored value.
   const point = await page.evaluate(({ lat, lon }) => {
     const px = window.zarrdMap.getPixelFromCoordinate(ol.proj.fromLonLat([lon, lat]));
