@@ -1,6 +1,6 @@
 // The viewer on a private dataset in a real browser (see browser.sh): the page lists nothing
-// to an anonymous visitor; given an API key it mints a capability URL and shows the image
-// with every request behind it; the key stays in sessionStorage only; a deep link without
+// to an anonymous visitor; given an API key it mints a capability URL and shows the image,
+// and a lat/lon array's map, with every request behind it; the key stays in sessionStorage only; a deep link without
 // a credential is a 404. Prints "N passed, N failed" and exits non-zero on any failure.
 "use strict";
 const puppeteer = require("puppeteer-core");
@@ -50,6 +50,13 @@ function check(ok, what) {
     check(stored.session === key && stored.local === 0 && stored.cookie === "",
       "the key is in sessionStorage only (not localStorage, not a cookie)");
     check(!requests.some((u) => u.includes(key)), "the key never appears in a URL");
+    // A lat/lon array of the private dataset: a map whose tiles go through the capability URL.
+    await page.click('a[data-key="sample/climate/t2m"]');
+    await page.waitForFunction(() => window.zarrdMap && !document.getElementById("map").hidden, { timeout: 20000 });
+    await page.evaluate(() => new Promise((r) => { window.zarrdMap.once("rendercomplete", () => r(true)); window.zarrdMap.render(); }));
+    const maps = requests.filter((u) => u.includes("/maps/"));
+    check(maps.length > 0 && maps.every((u) => new URL(u).pathname.startsWith("/t/")),
+      `every map request goes through the capability URL (${maps.length} requests)`);
     check(errors.length === 0, `no errors or failed requests ${errors.length ? JSON.stringify(errors) : ""}`);
 
     // Another visitor (a fresh context: no sessionStorage) following the plain deep link.
