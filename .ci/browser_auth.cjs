@@ -1,7 +1,8 @@
 // The viewer on a private dataset in a real browser (see browser.sh): the page lists nothing
 // to an anonymous visitor; given an API key it mints a capability URL and shows the image,
 // and a lat/lon array's map, with every request behind it; the key stays in sessionStorage
-// only; a deep link without a credential is a 404. Prints "N passed, N failed" and exits non-zero on any failure.
+// only; a deep link without a credential is a 404. Prints "N passed, N failed" and exits
+// non-zero on any failure.
 "use strict";
 const puppeteer = require("puppeteer-core");
 
