@@ -272,6 +272,7 @@ impl Catalog {
                         Err(e) => return Err(e),
                     }
                 }
+                tree.name_ome_axes();
                 Ok(Arc::new(tree))
             })
             .await
@@ -298,6 +299,7 @@ impl Catalog {
                 Err(e) => return Err(e),
             }
         }
+        tree.name_ome_axes();
         Ok(tree)
     }
 
