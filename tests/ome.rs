@@ -211,3 +211,61 @@ async fn compatibility_views_speak_their_format_s_ome_version() {
         }
     }
 }
+
+/// The folder of images as one dataset (a collection), and one holding no Zarr root.
+fn collection_app() -> axum::Router {
+    app_with(
+        vec![("coll", local_store(&ome_dir().join("images"))), ("none", local_store(&ome_dir().join("tiles")))],
+        config(""),
+    )
+}
+
+#[tokio::test]
+async fn a_folder_of_images_is_one_tree_on_every_route() {
+    let app = collection_app();
+    let doc = get(&app, "/v1/datasets/coll").await.json();
+    let nodes = doc["nodes"].as_array().unwrap();
+    let node = |path: &str| nodes.iter().find(|n| n["path"] == path).unwrap_or_else(|| panic!("no {path}: {doc}"));
+    assert_eq!(node("")["node_type"], "group");
+    let plate = &node("plate04.ome.zarr")["ome"];
+    assert_eq!(plate["kind"], "plate");
+    assert_eq!(plate["wells"], serde_json::json!(["A/1", "A/2", "B/1"]));
+    assert_eq!(plate["rows"], serde_json::json!(["A", "B"]));
+    assert_eq!(node("plate04.ome.zarr/A/1")["ome"]["fields"], serde_json::json!(["0", "1"]));
+    assert_eq!(node("plate04.ome.zarr/A/1/1")["ome"]["kind"], "image");
+    let bf = &node("bf2raw05.ome.zarr")["ome"];
+    assert_eq!((bf["kind"].as_str(), bf["series"].clone()), (Some("bioformats2raw"), serde_json::json!(["0", "1"])));
+    let image = &node("ozp04_5d.ome.zarr")["ome"];
+    assert_eq!((image["kind"].as_str(), image["version"].as_str()), (Some("image"), Some("0.4")));
+    assert_eq!(image["channels"], serde_json::json!(["DAPI", "GFP", "mCherry"]));
+    assert_eq!(node("ozp05_5d.ome.zarr/labels/cells")["ome"]["kind"], "label-image");
+    assert_eq!(node("nz05_cyx.ome.zarr/scale1/image")["shape"], serde_json::json!([2, 64, 64]));
+    // Healthy, not failing.
+    let list = get(&app, "/v1/datasets").await.json();
+    let coll = list["datasets"].as_array().unwrap().iter().find(|d| d["name"] == "coll").unwrap().clone();
+    assert_eq!(coll["health"]["status"], "ok", "{coll}");
+    // The compatibility views and /zarr see a group holding the images.
+    let root = get(&app, "/compat/v3/coll/zarr.json").await.json();
+    let members = &root["consolidated_metadata"]["metadata"];
+    assert_eq!(members["ozp04_5d.ome.zarr"]["attributes"]["ome"]["version"], "0.5");
+    assert_eq!(members["ozp04_5d.ome.zarr/s0"]["dimension_names"], serde_json::json!(["t", "c", "z", "y", "x"]));
+    let v2 = get(&app, "/compat/v2/coll/ozp05_5d.ome.zarr/.zattrs").await.json();
+    assert_eq!(v2["multiscales"][0]["version"], "0.4");
+    assert_eq!(get(&app, "/compat/v2/coll/.zgroup").await.json()["zarr_format"], 2);
+    assert_eq!(get(&app, "/zarr/coll/zarr.json").await.json()["node_type"], "group");
+    assert_eq!(get(&app, "/zarr/coll/.zgroup").await.json()["zarr_format"], 2);
+    // IIIF and slices of the images inside, as when each is its own dataset.
+    for t in manifest()["tiles"].as_array().unwrap().iter().take(3) {
+        let (image, fixed) = (t["image"].as_str().unwrap(), t["fixed"].as_str().unwrap());
+        let text = format!("coll/{image}[{fixed}]");
+        let id = percent_encoding::utf8_percent_encode(&text, percent_encoding::NON_ALPHANUMERIC).to_string();
+        let (.., got) = rgba(&get(&app, &format!("/iiif/3/{id}/{}", t["request"].as_str().unwrap())).await);
+        let want = parse_npy(
+            &std::fs::read(ome_dir().join("tiles").join(format!("{}.npy", t["name"].as_str().unwrap()))).unwrap(),
+        );
+        assert!(got == want.data, "{text}");
+    }
+    // A folder without Zarr roots is still no dataset root.
+    get(&app, "/v1/datasets/none").await.assert_problem(404);
+    get(&app, "/zarr/none/zarr.json").await.assert_problem(404);
+}
