@@ -269,3 +269,54 @@ async fn a_folder_of_images_is_one_tree_on_every_route() {
     get(&app, "/v1/datasets/none").await.assert_problem(404);
     get(&app, "/zarr/none/zarr.json").await.assert_problem(404);
 }
+
+/// An OME-Zarr 0.5 image `z, y, x` (4 x 32 x 32, uint8) whose level `s1` also halves z
+/// (it holds other planes) and `s2` keeps z; each level one constant, so pixels tell which
+/// level was read.
+async fn image_reducing_z() -> zarrd::store::Store {
+    use object_store::ObjectStoreExt;
+    let mem = std::sync::Arc::new(object_store::memory::InMemory::new());
+    let put = |key: String, v: Value| {
+        let mem = std::sync::Arc::clone(&mem);
+        async move { mem.put(&object_store::path::Path::from(key), v.to_string().into_bytes().into()).await.unwrap() }
+    };
+    let levels = [("s0", [4u64, 32, 32], 1.0, 10u8), ("s1", [2, 16, 16], 2.0, 100), ("s2", [4, 8, 8], 4.0, 200)];
+    let datasets: Vec<Value> = levels
+        .iter()
+        .map(|(p, _, f, _)| {
+            let z = if *p == "s1" { 2.0 } else { 1.0 };
+            serde_json::json!({"path": p, "coordinateTransformations": [{"type": "scale", "scale": [z, f, f]}]})
+        })
+        .collect();
+    let axes = serde_json::json!([{"name": "z", "type": "space"}, {"name": "y", "type": "space"}, {"name": "x", "type": "space"}]);
+    let ome = serde_json::json!({"version": "0.5", "multiscales": [{"axes": axes, "datasets": datasets}]});
+    put("zarr.json".into(), serde_json::json!({"zarr_format": 3, "node_type": "group", "attributes": {"ome": ome}}))
+        .await;
+    for (path, shape, _, value) in levels {
+        let meta = serde_json::json!({
+            "zarr_format": 3, "node_type": "array", "shape": shape, "data_type": "uint8",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": shape}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 0, "codecs": [{"name": "bytes"}],
+        });
+        put(format!("{path}/zarr.json"), meta).await;
+        let n = usize::try_from(shape.iter().product::<u64>()).unwrap();
+        mem.put(&object_store::path::Path::from(format!("{path}/c/0/0/0")), vec![value; n].into()).await.unwrap();
+    }
+    zarrd::store::Store::new(mem, object_store::path::Path::default())
+}
+
+#[tokio::test]
+async fn a_level_that_reduces_z_is_not_used_for_a_plane() {
+    let app = app_with(vec![("zr", image_reducing_z().await)], config(""));
+    let info = get(&app, "/iiif/3/zr%2F/info.json").await.json();
+    assert_eq!(info["tiles"][0]["scaleFactors"], serde_json::json!([1, 4]), "{info}");
+    let widths: Vec<u64> = info["sizes"].as_array().unwrap().iter().map(|s| s["width"].as_u64().unwrap()).collect();
+    assert_eq!(widths, [8, 32]);
+    // No omero, no channel axis: one plane, gray through the window 0..255 (levels = values).
+    // 16 px is the 32 px level 0 halved on the fly (s1 is not used), 8 px is s2.
+    for (size, level) in [("32,", 10), ("16,", 10), ("8,", 200)] {
+        let uri = format!("/iiif/3/zr%2F%5Bz%3D3%5D/full/{size}/0/gray.png?vmin=0&vmax=255");
+        let (.., px) = rgba(&get(&app, &uri).await);
+        assert!(px.chunks(4).all(|p| p == [level, level, level, 255]), "{size}: {:?}", &px[..4]);
+    }
+}

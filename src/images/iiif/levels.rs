@@ -70,7 +70,10 @@ pub async fn find(catalog: &Catalog, dataset: &Dataset, path: &str) -> Result<Fo
     for depth in 1..=MAX_LEVEL_DEPTH.min(segments.len()) {
         let (group_path, rel) =
             (segments[..segments.len() - depth].join("/"), segments[segments.len() - depth..].join("/"));
-        let Ok(Node::Group(group)) = catalog.node(dataset, &group_path).await else { continue };
+        // The levels below an image group are reached through groups (`scale0` of
+        // `scale0/image` is one): the first ancestor that is not a group ends the search,
+        // so arrays under implicit groups cost no more probes than before.
+        let Ok(Node::Group(group)) = catalog.node(dataset, &group_path).await else { break };
         if depth == 1 {
             parent_attributes = Some(Arc::new(group.attributes.clone()));
         }
