@@ -320,3 +320,27 @@ async fn a_level_that_reduces_z_is_not_used_for_a_plane() {
         assert!(px.chunks(4).all(|p| p == [level, level, level, 255]), "{size}: {:?}", &px[..4]);
     }
 }
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let p = entry.unwrap().path();
+        let target = to.join(p.file_name().unwrap());
+        if p.is_dir() { copy_dir(&p, &target) } else { std::fs::copy(&p, &target).map(drop).unwrap() }
+    }
+}
+
+#[tokio::test]
+async fn collections_hold_roots_at_most_two_levels_down() {
+    let image = ome_dir().join("images/bf2raw05.ome.zarr");
+    let (two, three) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    copy_dir(&image, &two.path().join("run1/bf.ome.zarr"));
+    copy_dir(&image, &three.path().join("a/b/bf.ome.zarr"));
+    let app = app_with(vec![("two", local_store(two.path())), ("three", local_store(three.path()))], config(""));
+    let doc = get(&app, "/v1/datasets/two").await.json();
+    let paths: Vec<&str> = doc["nodes"].as_array().unwrap().iter().filter_map(|n| n["path"].as_str()).collect();
+    assert!(paths.contains(&"run1/bf.ome.zarr/0/s0"), "{paths:?}");
+    let r = get(&app, "/v1/slice/two/run1/bf.ome.zarr/1/s1?format=npy").await;
+    assert_eq!(parse_npy(&r.body).shape, [1, 16, 16]);
+    get(&app, "/v1/datasets/three").await.assert_problem(404);
+}
