@@ -93,6 +93,13 @@ async fn composites_and_labels_match_the_formulas() {
         assert_eq!(want.shape, vec![h as u64, w as u64, 4], "{name}");
         let differ = got.chunks(4).zip(want.data.chunks(4)).filter(|(a, b)| a != b).count();
         assert_eq!(differ, 0, "{name}: {differ} of {} pixels differ", w * h);
+        // `gray` is the composite's luma (ITU-R BT.601), alpha kept.
+        let gray = t["request"].as_str().unwrap().replace("default.png", "gray.png");
+        let (.., got) = rgba(&get(&app, &format!("/iiif/3/{id}/{gray}")).await);
+        for (g, p) in got.chunks(4).zip(want.data.chunks(4)) {
+            let luma = (0.299 * f64::from(p[0]) + 0.587 * f64::from(p[1]) + 0.114 * f64::from(p[2])).round() as u8;
+            assert_eq!(g, [luma, luma, luma, p[3]], "{name} gray");
+        }
     }
 }
 
