@@ -44,7 +44,7 @@ function planeOf({ shape, values }, plane) {
 // (dataset = image, its level-0 path, the plane read, levels, omero channels, stored format)
 const expected = JSON.stringify(
   [
-    ["ozp04_5d", "s0", [1, 0, 2, null, null], 3, 3, 2],
+    ["ozp04_5d", "s0", [1, 0, 1, null, null], 3, 3, 2],
     ["ozp05_5d", "s0", [1, 2, 1, null, null], 3, 3, 3],
     ["nz05_cyx", "scale0/image", [1, null, null], 3, 2, 3],
   ].map(([ds, level, plane, levels, channels, format]) => {
