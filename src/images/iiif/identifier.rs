@@ -72,7 +72,7 @@ impl Identifier {
         };
         let Some((dataset, path)) = name.split_once('/') else {
             return Err(bad(format!(
-                "identifier `{text}` must be DATASET/PATH of an array or image (slashes percent-encoded as %2F), e.g. sample%2Fterrain%2Felevation"
+                "identifier `{text}` must be DATASET/PATH of an array or image (slashes percent-encoded as %2F; DATASET/ for the dataset root), e.g. sample%2Fterrain%2Felevation"
             )));
         };
         if dataset.is_empty() {
