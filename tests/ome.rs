@@ -351,3 +351,22 @@ async fn collections_hold_roots_at_most_two_levels_down() {
     assert_eq!(parse_npy(&r.body).shape, [1, 16, 16]);
     get(&app, "/v1/datasets/three").await.assert_problem(404);
 }
+
+#[tokio::test]
+async fn channels_without_omero_are_composited_over_the_value_range() {
+    // A plate field written without `omero`: its one channel is white over the array-wide
+    // range of valid values (fill 0 aside), t = (v - min) / (max - min).
+    let app = app("");
+    let want = parse_npy(&std::fs::read(ome_dir().join("expected/plate04.ome.zarr/A/1/0/s0.npy")).unwrap());
+    let values: Vec<f64> = want.data.chunks(2).map(|b| f64::from(u16::from_le_bytes([b[0], b[1]]))).collect();
+    let valid = values.iter().copied().filter(|&v| v != 0.0);
+    let (lo, hi) = valid.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
+    let (w, h, got) = rgba(
+        &get(&app, &format!("/iiif/3/{}/full/max/0/default.png", identifier("plate04.ome.zarr", "A/1/0", ""))).await,
+    );
+    assert_eq!((w, h), (32, 32));
+    for (px, &v) in got.chunks(4).zip(&values) {
+        let level = (((v - lo) / (hi - lo)).clamp(0.0, 1.0) * 255.0 + 0.5).floor() as u8;
+        assert_eq!(px, [level, level, level, 255]);
+    }
+}
