@@ -59,6 +59,7 @@ mod tests {
             .route("/compat/v3/{ds}/{*key}", get(|| async { "" }))
             .route("/iiif/3/{identifier}/info.json", get(|| async { "" }))
             .route("/zarr/{ds}/", get(|| async { "" }))
+            .route("/maps/{identifier}/{z}/{x}/{y}", get(|| async { "" }))
             .layer(from_fn(record));
         for uri in [
             "/",
@@ -67,11 +68,15 @@ mod tests {
             "/compat/v3/s/a/c/0",
             "/iiif/3/x/info.json",
             "/zarr/s/",
+            "/maps/a%2Fb/0/0/0.png",
             "/nope/x",
         ] {
             let request = axum::http::Request::get(uri).body(axum::body::Body::empty()).unwrap();
             app.clone().oneshot(request).await.unwrap();
         }
-        assert_eq!(*seen.lock().unwrap(), ["/", "/healthz", "/v1/slice", "/compat/v3", "/iiif/3", "/zarr", "other"],);
+        assert_eq!(
+            *seen.lock().unwrap(),
+            ["/", "/healthz", "/v1/slice", "/compat/v3", "/iiif/3", "/zarr", "/maps", "other"],
+        );
     }
 }

@@ -169,8 +169,9 @@ mod tests {
             [None, Some(0), Some(0), Some(1), Some(2), None]
         );
         let d = Axis::new(&[3.0, 1.0, 0.0]).unwrap();
-        assert_eq!(d.edges, [-1.0, 0.5, 2.0, 5.0]);
-        assert_eq!([d.cell(-1.0), d.cell(0.5), d.cell(4.9)], [Some(2), Some(1), Some(0)]);
+        // The same cells, stored in the other order.
+        assert_eq!(d.edges, [-0.5, 0.5, 2.0, 4.0]);
+        assert_eq!([d.cell(-0.5), d.cell(0.5), d.cell(3.9), d.cell(4.0)], [Some(2), Some(1), Some(0), None]);
         assert_eq!(Axis::new(&[1.0]), Err(AxisError::TooShort(1)));
         assert_eq!(Axis::new(&[0.0, 1.0, 1.0]), Err(AxisError::NotMonotonic(2)));
         assert_eq!(Axis::new(&[0.0, f64::NAN]), Err(AxisError::NotFinite(1)));
