@@ -176,16 +176,22 @@ pub fn label_colors(attributes: &Map<String, Value>) -> Option<Vec<(f64, [u8; 4]
     Some(colors.unwrap_or_default())
 }
 
+/// The attributes that are not OME metadata (neither under `ome` nor 0.4's top-level keys),
+/// kept as they are by both rewrites.
+fn non_ome(attributes: &Map<String, Value>) -> Map<String, Value> {
+    attributes
+        .iter()
+        .filter(|(k, _)| *k != "ome" && !KEYS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
 /// The attributes as OME-Zarr 0.4 writes them (for a Zarr v2 view): the OME keys at the
 /// top, `version: "0.4"` in each `multiscales` entry and in `image-label`, `plate`, `well`.
 /// Attributes without OME metadata are returned as they are.
 pub fn to_v04(attributes: &Map<String, Value>) -> Map<String, Value> {
     let Some(ome) = metadata(attributes) else { return attributes.clone() };
-    let mut out: Map<String, Value> = attributes
-        .iter()
-        .filter(|(k, _)| *k != "ome" && !KEYS.contains(&k.as_str()))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+    let mut out = non_ome(attributes);
     for (key, mut value) in ome {
         if key == "version" {
             continue;
@@ -211,11 +217,7 @@ pub fn to_v04(attributes: &Map<String, Value>) -> Map<String, Value> {
 /// `ome` with `version: "0.5"`, none in `multiscales` entries or `image-label`.
 pub fn to_v05(attributes: &Map<String, Value>) -> Map<String, Value> {
     let Some(ome) = metadata(attributes) else { return attributes.clone() };
-    let mut out: Map<String, Value> = attributes
-        .iter()
-        .filter(|(k, _)| *k != "ome" && !KEYS.contains(&k.as_str()))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+    let mut out = non_ome(attributes);
     let mut inner = Map::new();
     inner.insert("version".into(), json!("0.5"));
     for (key, mut value) in ome {
