@@ -155,5 +155,9 @@ async fn check_root(catalog: &Catalog, ds: &Dataset) -> (Status, Option<String>)
             Err(e) => return (Status::Failing(e.public_detail()), Some(e.to_string())),
         }
     }
-    (Status::Failing("no zarr.json, .zgroup or .zarray at its root".into()), None)
+    // A collection of Zarr roots below the dataset root is served as a group of them.
+    if matches!(catalog.is_collection(ds).await, Ok(true)) {
+        return (Status::Ok, None);
+    }
+    (Status::Failing("no zarr.json, .zgroup or .zarray at its root, nor Zarr roots (*.zarr) below it".into()), None)
 }

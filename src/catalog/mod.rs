@@ -3,7 +3,9 @@
 //! seen within `cache.metadata_ttl_secs`. Each node is detected on its own: a dataset may
 //! mix v2 and v3 nodes.
 
+mod collection;
 pub mod health;
+mod nodes;
 mod open;
 mod versions;
 
@@ -27,8 +29,9 @@ use crate::read::cache::{ChunkCache, Lifetimes, ObjectKey, ShardIndexCache, Vers
 use crate::store::Store;
 use crate::store::icechunk::Repo;
 use crate::store::unopened::Unopened;
-use crate::zarr::metadata::Node;
+use crate::zarr::metadata::{GroupMetadata, Node};
 use crate::zarr::v2;
+use nodes::{describe, describe_doc};
 
 /// Nodes listed (and directories visited) at most per dataset, and group nesting followed
 /// at most, when a dataset has no consolidated metadata and its tree is found by listing.
@@ -201,10 +204,32 @@ impl Catalog {
                 if let Some(bytes) = ds.store.get(&key).await? {
                     return Node::parse(&bytes).map_err(|e| metadata_error(&key, e));
                 }
-                v2_node(ds, path).await?.ok_or_else(|| not_found(&ds.name, path))
+                if let Some(node) = v2_node(ds, path).await? {
+                    return Ok(node);
+                }
+                // A collection: a root without metadata holding Zarr roots is a group of them.
+                if path.is_empty() && collection::holds_roots(&ds.store).await? {
+                    return Ok(Node::Group(Arc::new(GroupMetadata::default())));
+                }
+                Err(not_found(&ds.name, path))
             })
             .await
             .map_err(Arc::unwrap_or_clone)
+    }
+
+    /// Whether the dataset is a collection: its root has no metadata of its own but holds
+    /// Zarr roots, so it is served as a group of them (also by `/zarr`, which then answers
+    /// the root's `zarr.json` and `.zgroup` with an empty group).
+    pub async fn is_collection(&self, ds: &Dataset) -> Result<bool> {
+        if !matches!(self.node(ds, "").await, Ok(Node::Group(_))) {
+            return Ok(false);
+        }
+        for key in ["zarr.json", v2::ZGROUP] {
+            if ds.store.head(key).await?.is_some() {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// A reader for the array at `path`.
@@ -272,6 +297,7 @@ impl Catalog {
                         Err(e) => return Err(e),
                     }
                 }
+                tree.name_ome_axes();
                 Ok(Arc::new(tree))
             })
             .await
@@ -298,6 +324,7 @@ impl Catalog {
                 Err(e) => return Err(e),
             }
         }
+        tree.name_ome_axes();
         Ok(tree)
     }
 
@@ -334,6 +361,7 @@ impl Catalog {
         }
         self.walk(ds, candidates, &mut nodes).await?;
         nodes.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
+        collection::series(&mut nodes);
         Ok(nodes)
     }
 
@@ -429,29 +457,6 @@ fn metadata_key(path: &str) -> Result<String> {
         )));
     }
     Ok(format!("{path}/zarr.json"))
-}
-
-fn describe(path: &str, node: &Node) -> Value {
-    match node {
-        Node::Array(a) => {
-            json!({"path": path, "node_type": "array", "shape": a.shape, "data_type": a.data_type.name()})
-        }
-        Node::Group(_) => json!({"path": path, "node_type": "group"}),
-    }
-}
-
-/// A consolidated entry, described without requiring the server to support it.
-fn describe_doc(path: &str, doc: &Value) -> Value {
-    let node_type = doc.get("node_type").and_then(Value::as_str).unwrap_or("group");
-    let mut out = json!({"path": path, "node_type": node_type});
-    if node_type == "array" {
-        out["shape"] = doc.get("shape").cloned().unwrap_or(Value::Null);
-        out["data_type"] = match doc.get("data_type") {
-            Some(Value::Object(o)) => o.get("name").cloned().unwrap_or(Value::Null),
-            other => other.cloned().unwrap_or(Value::Null),
-        };
-    }
-    out
 }
 
 /// Metadata that cannot be served: unsupported features are 422, broken documents 502.

@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 use crate::compat::tree::{Flavor, ViewNode, ViewTree};
 use crate::zarr::data_type::DataType;
 use crate::zarr::metadata::ArrayMetadata;
+use crate::zarr::ome;
 
 /// Renders one float given as its bits: a number, `"NaN"` for the canonical NaN (the only
 /// one both v2 and v3 name), `"Infinity"`/`"-Infinity"`, and for other NaN payloads the v3
@@ -124,8 +125,9 @@ pub fn v3_array_document(meta: &ArrayMetadata, chunk_shape: &[u64]) -> Value {
     doc
 }
 
+/// A v3 group: OME-Zarr metadata as 0.5 writes it (under `ome`), whatever the stored version.
 fn v3_group_document(attributes: &Map<String, Value>) -> Value {
-    json!({"zarr_format": 3, "node_type": "group", "attributes": attributes})
+    json!({"zarr_format": 3, "node_type": "group", "attributes": ome::to_v05(attributes)})
 }
 
 impl ViewTree {
@@ -165,11 +167,11 @@ impl ViewTree {
             (ViewNode::Array { meta, chunk_shape }, ".zarray") => Some(v2_array_document(meta, chunk_shape)),
             (ViewNode::Array { meta, .. }, ".zattrs") => Some(Value::Object(v2_attributes(meta))),
             (ViewNode::Group(_), ".zgroup") => Some(json!({"zarr_format": 2})),
-            (ViewNode::Group(attributes), ".zattrs") => Some(Value::Object(attributes.clone())),
+            (ViewNode::Group(attributes), ".zattrs") => Some(Value::Object(ome::to_v04(attributes))),
             (ViewNode::Group(attributes), ".zmetadata") if self.complete => {
                 let mut metadata = Map::new();
                 metadata.insert(".zgroup".into(), json!({"zarr_format": 2}));
-                metadata.insert(".zattrs".into(), Value::Object(attributes.clone()));
+                metadata.insert(".zattrs".into(), Value::Object(ome::to_v04(attributes)));
                 for (rel, node) in self.below(path) {
                     match node {
                         ViewNode::Array { meta, chunk_shape } => {
@@ -178,7 +180,7 @@ impl ViewTree {
                         }
                         ViewNode::Group(attributes) => {
                             metadata.insert(format!("{rel}/.zgroup"), json!({"zarr_format": 2}));
-                            metadata.insert(format!("{rel}/.zattrs"), Value::Object(attributes.clone()));
+                            metadata.insert(format!("{rel}/.zattrs"), Value::Object(ome::to_v04(attributes)));
                         }
                     }
                 }

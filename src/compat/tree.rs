@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::zarr::metadata::ArrayMetadata;
+use crate::zarr::ome;
 
 /// Which store layout a view presents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +65,34 @@ impl ViewTree {
             self.nodes.entry(ancestor).or_insert_with(|| ViewNode::Group(Map::new()));
         }
         self.nodes.insert(path, node);
+    }
+
+    /// Gives the levels of OME-Zarr images their axes as dimension names where they have
+    /// none (OME-Zarr 0.4 keeps them in `multiscales` only; 0.5 asks v3 arrays to carry
+    /// them, and a v2 view passes them on as `_ARRAY_DIMENSIONS`).
+    pub fn name_ome_axes(&mut self) {
+        let mut named: Vec<(String, Vec<Option<String>>)> = Vec::new();
+        for (path, node) in &self.nodes {
+            let ViewNode::Group(attributes) = node else { continue };
+            for multiscale in ome::multiscales(attributes) {
+                let names: Vec<Option<String>> = multiscale.axes.iter().map(|a| Some(a.name.clone())).collect();
+                for level in &multiscale.levels {
+                    let full = if path.is_empty() { level.path.clone() } else { format!("{path}/{}", level.path) };
+                    named.push((full, names.clone()));
+                }
+            }
+        }
+        for (path, names) in named {
+            if let Some(ViewNode::Array { meta, .. }) = self.nodes.get_mut(&path)
+                && meta.dimension_names.is_none()
+                && meta.shape.len() == names.len()
+                && !names.is_empty()
+            {
+                let mut renamed = ArrayMetadata::clone(meta);
+                renamed.dimension_names = Some(names);
+                *meta = Arc::new(renamed);
+            }
+        }
     }
 
     /// The nodes strictly below `group`, as (path relative to `group`, node).

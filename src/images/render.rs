@@ -27,6 +27,8 @@ pub struct Reducer {
     height: usize,
     sums: Vec<f64>,
     counts: Vec<u64>,
+    /// Keep each block's first valid value instead of the mean (labels: ids are not averaged).
+    first: bool,
 }
 
 impl Reducer {
@@ -35,7 +37,13 @@ impl Reducer {
     pub fn new(factor: u64, src_width: u64, src_height: u64) -> Self {
         let width = src_width.div_ceil(factor) as usize;
         let height = src_height.div_ceil(factor) as usize;
-        Self { factor, width, height, sums: vec![0.0; width * height], counts: vec![0; width * height] }
+        Self { factor, width, height, sums: vec![0.0; width * height], counts: vec![0; width * height], first: false }
+    }
+
+    /// Like [`Self::new`], keeping each block's first valid value (in row order) instead
+    /// of the mean: for label images, whose ids must not be averaged.
+    pub fn nearest(factor: u64, src_width: u64, src_height: u64) -> Self {
+        Self { first: true, ..Self::new(factor, src_width, src_height) }
     }
 
     /// Bytes this reducer holds, for the memory budget.
@@ -63,6 +71,9 @@ impl Reducer {
                 }
                 let Some(v) = element_f64(element, data_type).filter(|v| !v.is_nan()) else { continue };
                 let at = base + (c as u64 / self.factor) as usize;
+                if self.first && self.counts[at] > 0 {
+                    continue;
+                }
                 self.sums[at] += v;
                 self.counts[at] += 1;
             }
@@ -244,6 +255,41 @@ pub fn encode(plane: &Plane, style: &Style, format: ImageFormat) -> Result<Vec<u
                 return Err(Error::BadRequest(format!(
                     "jpg images are at most 65535 pixels on a side, this one would be {} x {}; use png or a smaller size",
                     plane.width, plane.height
+                )));
+            };
+            let mut out = Vec::new();
+            let encoder = jpeg_encoder::Encoder::new(&mut out, 90);
+            let kind = if color { jpeg_encoder::ColorType::Rgb } else { jpeg_encoder::ColorType::Luma };
+            encoder.encode(&pixels, w, h, kind).map_err(|e| Error::Internal(format!("jpeg: {e}")))?;
+            Ok(out)
+        }
+    }
+}
+
+/// Encodes RGBA pixels (composites, labels) as `format`: `default`/`color` as RGBA PNG or
+/// RGB JPEG; `gray` and `bitonal` through the luma of ITU-R BT.601 (`0.299 R + 0.587 G +
+/// 0.114 B`, rounded; bitonal splits at 128), gray + alpha in PNG.
+pub fn encode_rgba(rgba: &[u8], width: usize, height: usize, quality: Quality, format: ImageFormat) -> Result<Vec<u8>> {
+    let color = matches!(quality, Quality::Default | Quality::Color);
+    let alpha = format == ImageFormat::Png;
+    let mut pixels = Vec::with_capacity(rgba.len());
+    for p in rgba.chunks_exact(4) {
+        if color {
+            pixels.extend_from_slice(&p[..3]);
+        } else {
+            let luma = (0.299 * f64::from(p[0]) + 0.587 * f64::from(p[1]) + 0.114 * f64::from(p[2])).round() as u8;
+            pixels.push(if quality == Quality::Bitonal { if luma >= 128 { 255 } else { 0 } } else { luma });
+        }
+        if alpha {
+            pixels.push(p[3]);
+        }
+    }
+    match format {
+        ImageFormat::Png => png_image(&pixels, width as u32, height as u32, color),
+        ImageFormat::Jpg => {
+            let (Ok(w), Ok(h)) = (u16::try_from(width), u16::try_from(height)) else {
+                return Err(Error::BadRequest(format!(
+                    "jpg images are at most 65535 pixels on a side, this one would be {width} x {height}; use png or a smaller size"
                 )));
             };
             let mut out = Vec::new();

@@ -8,6 +8,7 @@ pub mod copy;
 pub mod data_type;
 pub mod json;
 pub mod metadata;
+pub mod ome;
 pub mod time;
 pub mod v2;
 pub mod v2_dtype;

@@ -21,7 +21,7 @@ use crate::http::extract::Params;
 use crate::http::middleware::NoCompress;
 use crate::http::state::AppState;
 use crate::images::iiif::grammar::{Identifier, ImageRequest, Quality};
-use crate::images::iiif::source::Image;
+use crate::images::iiif::source::{Drawing, Image};
 use crate::images::iiif::{self, Rendered, TILE_SIZE};
 use crate::images::render::{Colormap, Style};
 use crate::read::cache::MISSING;
@@ -87,15 +87,25 @@ pub async fn info(
     let id = format!("{}{behind}/iiif/3/{}", base_url(&headers), image.id.encoded());
     let (width, height) = (image.width, image.height);
     let top = iiif::max_scale_log2(width, height);
-    let scale_factors: Vec<u64> = (0..=top).map(|k| 1u64 << k).collect();
-    // Preferred sizes: the reduced levels small enough to ask for whole, smallest first.
-    let sizes: Vec<serde_json::Value> = (0..=top)
-        .rev()
-        .map(|k| (width.div_ceil(1 << k), height.div_ceil(1 << k)))
-        .filter(|&(w, h)| w * h <= 1 << 20 || (w <= TILE_SIZE && h <= TILE_SIZE))
-        .map(|(w, h)| json!({"type": "Size", "width": w, "height": h}))
-        .collect();
-    let doc = json!({
+    let stored = image.multiscale_levels();
+    // Scale factors: down to a whole-image tile, and every stored level of an OME-Zarr image.
+    let mut scale_factors: Vec<u64> = (0..=top).map(|k| 1u64 << k).collect();
+    scale_factors.extend(stored.iter().map(|&(k, _, _)| 1u64 << k));
+    scale_factors.sort_unstable();
+    scale_factors.dedup();
+    // Preferred sizes, smallest first, small enough to ask for whole: an OME-Zarr image's
+    // stored levels as they are stored, else the reductions by powers of two.
+    let candidates: Vec<(u64, u64)> = if stored.is_empty() {
+        (0..=top).map(|k| (width.div_ceil(1 << k), height.div_ceil(1 << k))).collect()
+    } else {
+        stored.iter().map(|&(_, w, h)| (w, h)).collect()
+    };
+    let mut sizes: Vec<(u64, u64)> =
+        candidates.into_iter().filter(|&(w, h)| w * h <= 1 << 20 || (w <= TILE_SIZE && h <= TILE_SIZE)).collect();
+    sizes.sort_unstable();
+    let sizes: Vec<serde_json::Value> =
+        sizes.into_iter().map(|(w, h)| json!({"type": "Size", "width": w, "height": h})).collect();
+    let mut doc = json!({
         "@context": CONTEXT,
         "id": id,
         "type": "ImageService3",
@@ -111,6 +121,14 @@ pub async fn info(
         "extraQualities": ["color", "gray", "bitonal"],
         "extraFeatures": ["mirroring", "sizeUpscaling", "rotationBy90s", "regionSquare", "sizeByConfinedWh"],
     });
+    if let Some((scale, units)) = image.physical.as_ref().and_then(|(s, u)| physical_dimensions(*s, u)) {
+        doc["service"] = json!([{
+            "@context": "http://iiif.io/api/annex/services/physdim/1/context.json",
+            "profile": "http://iiif.io/api/annex/services/physdim",
+            "physicalScale": scale,
+            "physicalUnits": units,
+        }]);
+    }
     let mut tag = EtagBuilder::new("iiif-info");
     tag.text(&id).digest(image.reader.meta.digest);
     for level in &image.levels {
@@ -153,7 +171,14 @@ pub async fn image(
     {
         return Err(Error::BadRequest(format!("`vmin` ({lo}) must not be greater than `vmax` ({hi})")));
     }
-    let image = Image::open(&state.catalog, identifier(&text)?).await?;
+    let mut image = Image::open(&state.catalog, identifier(&text)?).await?;
+    if !matches!(image.drawing, Drawing::Plane) && (vmin.is_some() || vmax.is_some() || colormap.is_some()) {
+        return Err(Error::BadRequest(format!(
+            "`{}` is drawn in its OME-Zarr colours (a composite of its `omero` channels, or labels), so `vmin`, `vmax` and `colormap` do not apply; pick one channel with [c=K] in the identifier to use them",
+            image.id.path
+        )));
+    }
+    state.images.resolve_channels(&mut image).await?;
     // Sizes are checked before any data is read, so a huge output is refused at once.
     let rect = request.region.resolve(image.width, image.height).map_err(|e| Error::BadRequest(e.0))?;
     let (width, height) = request.size.resolve(rect.w, rect.h).map_err(|e| Error::BadRequest(e.0))?;
@@ -167,11 +192,16 @@ pub async fn image(
             limit,
         });
     }
-    let window = state.images.window(&image, vmin, vmax).await?;
+    // A composite's or labels' colours are their own; only a plane needs the window.
+    let window = match image.drawing {
+        Drawing::Plane => state.images.window(&image, vmin, vmax).await?,
+        _ => crate::images::render::Window { lo: 0.0, hi: 0.0 },
+    };
     let style = Style { window, quality: request.quality, colormap: colormap.unwrap_or(Colormap::Viridis) };
     let key = format!(
-        "{}\u{0}{}\u{0}{:032x}\u{0}{}\u{0}{}\u{0}{}\u{0}{}",
+        "{}\u{0}{:?}\u{0}{}\u{0}{:032x}\u{0}{}\u{0}{}\u{0}{}\u{0}{}",
         image.id.encoded(),
+        image.drawing,
         image.levels.iter().map(|l| format!("{:032x}", l.reader.meta.digest)).collect::<Vec<_>>().join(","),
         image.reader.meta.digest,
         request.canonical(),
@@ -199,6 +229,29 @@ pub async fn image(
         state.images.remember(key, Arc::clone(&rendered)).await;
     }
     Ok(respond(&rendered, &headers, &cache_control(&state.config, any_missing)))
+}
+
+/// The IIIF Physical Dimensions service's scale and units (`mm`, `cm` or `in`, the only
+/// ones it allows) of a pixel `scale` long in OME-Zarr `unit` (UDUNITS-2 names); `None`
+/// for units that are not lengths.
+fn physical_dimensions(scale: f64, unit: &str) -> Option<(f64, &'static str)> {
+    let mm = match unit {
+        "inch" => return Some((scale, "in")),
+        "centimeter" => return Some((scale, "cm")),
+        "millimeter" => 1.0,
+        "meter" => 1e3,
+        "kilometer" => 1e6,
+        "decimeter" => 1e2,
+        "micrometer" => 1e-3,
+        "nanometer" => 1e-6,
+        "angstrom" => 1e-7,
+        "picometer" => 1e-9,
+        "foot" => 304.8,
+        "yard" => 914.4,
+        "mile" => 1_609_344.0,
+        _ => return None,
+    };
+    Some((scale * mm, "mm"))
 }
 
 fn respond(rendered: &Rendered, headers: &HeaderMap, cache_control: &str) -> Response {

@@ -31,6 +31,19 @@ pub async fn get(
         return list(&dataset.store, dir, uri.path(), &headers, cache_control).await;
     }
     match serve(&dataset.store, &state.catalog.budget, &key, &headers, method == Method::HEAD).await {
+        // A collection's root has no metadata of its own: it is an empty group holding the
+        // Zarr roots below it (API.md "Bioimaging images").
+        Err(Error::NotFound(detail)) if matches!(key.as_str(), "zarr.json" | ".zgroup" | ".zattrs") => {
+            if !state.catalog.is_collection(dataset).await? {
+                return Err(Error::NotFound(detail));
+            }
+            let body = match key.as_str() {
+                "zarr.json" => r#"{"zarr_format":3,"node_type":"group","attributes":{}}"#,
+                ".zgroup" => r#"{"zarr_format":2}"#,
+                _ => "{}",
+            };
+            Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response())
+        }
         // Not an object, but maybe a directory: redirected to its listing (the URL with a
         // trailing slash), so relative links resolve. Missing chunks are asked for often
         // and must stay one storage request, so keys that name a chunk (an all-digit last

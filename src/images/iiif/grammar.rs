@@ -6,14 +6,8 @@
 
 use std::fmt;
 
-/// A rejected request parameter (answered 400).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct GrammarError(pub String);
-
-fn bad(text: impl Into<String>) -> GrammarError {
-    GrammarError(text.into())
-}
+pub use super::identifier::{GrammarError, Identifier};
+use super::identifier::{bad, integer};
 
 const REGION_FORMS: &str = "allowed: `full`, `square`, `x,y,w,h` (pixels) or `pct:x,y,w,h` (percent)";
 const SIZE_FORMS: &str =
@@ -91,13 +85,6 @@ fn non_negative(text: &str, what: &str, forms: &str) -> Result<f64, GrammarError
         .ok()
         .filter(|v| v.is_finite() && *v >= 0.0)
         .ok_or_else(|| bad(format!("{what} `{text}` is not a non-negative number; {forms}")))
-}
-
-fn integer(text: &str, what: &str, forms: &str) -> Result<u64, GrammarError> {
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(bad(format!("{what} `{text}` is not a non-negative integer; {forms}")));
-    }
-    text.parse::<u64>().map_err(|_| bad(format!("{what} `{text}` is too large; {forms}")))
 }
 
 fn four<T>(text: &str, parse: impl Fn(&str) -> Result<T, GrammarError>) -> Result<[T; 4], GrammarError> {
@@ -340,60 +327,6 @@ impl ImageRequest {
     }
 }
 
-/// An image identifier: `DS/PATH`, with `[i,j,...]` fixing the leading dimensions of an
-/// array with more than two.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Identifier {
-    pub dataset: String,
-    pub path: String,
-    pub indices: Vec<u64>,
-}
-
-impl Identifier {
-    /// Parses an identifier already percent-decoded (`DS/PATH[i,j]`).
-    pub fn parse(text: &str) -> Result<Self, GrammarError> {
-        let (name, indices) = match text.strip_suffix(']').and_then(|t| t.rsplit_once('[')) {
-            Some((name, list)) => {
-                let indices = list
-                    .split(',')
-                    .map(|v| {
-                        integer(
-                            v.trim(),
-                            "leading index",
-                            "the identifier's `[i,j,...]` holds one non-negative integer per leading dimension",
-                        )
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                (name, indices)
-            }
-            None => (text, Vec::new()),
-        };
-        let Some((dataset, path)) = name.split_once('/') else {
-            return Err(bad(format!(
-                "identifier `{text}` must be DATASET/PATH of an array (slashes percent-encoded as %2F), e.g. sample%2Fterrain%2Felevation"
-            )));
-        };
-        if dataset.is_empty() {
-            return Err(bad(format!("identifier `{text}` has an empty dataset name")));
-        }
-        Ok(Self { dataset: dataset.to_owned(), path: path.to_owned(), indices })
-    }
-
-    /// The identifier as text, percent-encoded for use as one URL path segment.
-    pub fn encoded(&self) -> String {
-        let mut text = format!("{}/{}", self.dataset, self.path);
-        if !self.indices.is_empty() {
-            let list: Vec<String> = self.indices.iter().map(u64::to_string).collect();
-            text = format!("{text}[{}]", list.join(","));
-        }
-        percent_encoding::utf8_percent_encode(&text, SEGMENT).to_string()
-    }
-}
-
-/// Everything but unreserved characters is escaped, so the identifier is one segment.
-const SEGMENT: &percent_encoding::AsciiSet =
-    &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -453,16 +386,5 @@ mod tests {
         assert!(ImageRequest::parse("full", "max", "0", "default.webp").is_err());
         assert!(ImageRequest::parse("full", "max", "0", "sepia.png").is_err());
         assert_eq!(ImageRequest::parse("full", "max", "0", "gray.jpg").unwrap().format, ImageFormat::Jpg);
-    }
-
-    #[test]
-    fn identifiers_name_dataset_path_and_leading_indices() {
-        let id = Identifier::parse("sample/climate/t2m[3]").unwrap();
-        assert_eq!((id.dataset.as_str(), id.path.as_str(), id.indices.as_slice()), ("sample", "climate/t2m", &[3][..]));
-        assert_eq!(id.encoded(), "sample%2Fclimate%2Ft2m%5B3%5D");
-        assert_eq!(Identifier::parse("a/b").unwrap().indices, Vec::<u64>::new());
-        assert!(Identifier::parse("nodataset").is_err());
-        assert!(Identifier::parse("a/b[x]").is_err());
-        assert!(Identifier::parse("a/b[-1]").is_err());
     }
 }

@@ -7,7 +7,10 @@
 //! each array version, computed once, and the rendered-image cache. No axum here: the HTTP
 //! edge is `http::routes::iiif`.
 
+pub mod axes;
 pub mod grammar;
+pub mod identifier;
+pub mod levels;
 pub mod source;
 
 use std::sync::Arc;
@@ -18,9 +21,10 @@ use moka::future::Cache;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::images::composite::{self, ChannelStyle};
 use crate::images::render::{self, Style, Window};
 use grammar::{ImageRequest, Rect};
-use source::Image;
+use source::{Drawing, Image};
 
 /// Tiles advertised in `info.json`: `OpenSeadragon`'s and `Leaflet-IIIF`'s default edge.
 pub const TILE_SIZE: u64 = 256;
@@ -73,6 +77,23 @@ impl Images {
         Ok(Window { lo: lo.unwrap_or(0.0), hi: hi.unwrap_or(0.0) })
     }
 
+    /// Fills in the windows of a composite's channels that `omero` gives none: the
+    /// array-wide value range (scanned once per array version, as for one plane).
+    pub async fn resolve_channels(&self, image: &mut Image) -> Result<()> {
+        if let Drawing::Composite { channels, .. } = &image.drawing
+            && channels.iter().any(|c| c.window.is_none())
+        {
+            let key = (Arc::clone(&image.reader.dataset), image.reader.path.clone(), image.reader.meta.digest);
+            let scanned = self.windows.try_get_with(key, image.value_range()).await.map_err(Arc::unwrap_or_clone)?;
+            if let Drawing::Composite { channels, .. } = &mut image.drawing {
+                for c in channels.iter_mut().filter(|c| c.window.is_none()) {
+                    c.window = Some(scanned);
+                }
+            }
+        }
+        Ok(())
+    }
+
     pub async fn cached(&self, key: &str) -> Option<Arc<Rendered>> {
         let hit = self.tiles.as_ref()?.get(key).await;
         crate::ops::metrics::cache_lookup("tile", hit.is_some());
@@ -110,16 +131,52 @@ pub fn max_scale_log2(width: u64, height: u64) -> u32 {
     k
 }
 
-/// Renders `request` of `image`: region, reduced + resampled size, rotation, style,
-/// encoded. Returns the bytes and the versions of the objects read.
+/// Renders `request` of `image`: region, reduced + resampled size, rotation, style (a
+/// composite's channels in their colours and windows, labels in theirs), encoded. Returns
+/// the bytes and the versions of the objects read.
 pub async fn render(image: &Image, request: &ImageRequest, style: Style) -> Result<(Vec<u8>, Vec<(String, String)>)> {
     let rect = request.region.resolve(image.width, image.height).map_err(|e| Error::BadRequest(e.0))?;
     let (width, height) = request.size.resolve(rect.w, rect.h).map_err(|e| Error::BadRequest(e.0))?;
     let k = reduction(rect, width, height);
+    let (rotation, format, quality) = (request.rotation, request.format, request.quality);
+    let place = move |plane: render::Plane| plane.resample(width as usize, height as usize).orient(rotation);
+    match &image.drawing {
+        Drawing::Plane => {}
+        Drawing::Composite { axis, channels } => {
+            let mut planes = Vec::with_capacity(channels.len());
+            let mut styles = Vec::with_capacity(channels.len());
+            let mut versions = Vec::new();
+            for c in channels {
+                let pixels = image.channel(*axis, c.index, rect, k).await?;
+                planes.push(pixels.plane);
+                versions.extend(pixels.versions);
+                styles.push(ChannelStyle { color: c.color, window: c.window.unwrap_or(Window { lo: 0.0, hi: 0.0 }) });
+            }
+            let bytes = crate::ops::cpu::run(move || {
+                let planes: Vec<render::Plane> = planes.into_iter().map(place).collect();
+                let (w, h) = planes.first().map_or((width as usize, height as usize), |p| (p.width, p.height));
+                let rgba = if planes.is_empty() { vec![0; w * h * 4] } else { composite::composite(&planes, &styles) };
+                render::encode_rgba(&rgba, w, h, quality, format)
+            })
+            .await
+            .map_err(Error::Internal)??;
+            return Ok((bytes, versions));
+        }
+        Drawing::Labels { colors } => {
+            let pixels = image.reduced(rect, k).await?;
+            let colors = colors.clone();
+            let bytes = crate::ops::cpu::run(move || {
+                let plane = place(pixels.plane);
+                render::encode_rgba(&composite::labels(&plane, &colors), plane.width, plane.height, quality, format)
+            })
+            .await
+            .map_err(Error::Internal)??;
+            return Ok((bytes, pixels.versions));
+        }
+    }
     let pixels = image.reduced(rect, k).await?;
-    let (rotation, format) = (request.rotation, request.format);
     let bytes = crate::ops::cpu::run(move || {
-        let plane = pixels.plane.resample(width as usize, height as usize).orient(rotation);
+        let plane = place(pixels.plane);
         render::encode(&plane, &style, format)
     })
     .await

@@ -1,36 +1,58 @@
-//! Where an image's pixels come from: the array (one 2-D plane of it), its overview levels
-//! when it belongs to an OME-NGFF 0.4/0.5 `multiscales` group
-//! (<https://ngff.openmicroscopy.org/0.5/#multiscale-md>), and its value window.
+//! Where an image's pixels come from: one 2-D plane of an array (or several, one per
+//! channel of an OME-Zarr image to composite), the stored levels of its multiscales
+//! (`levels`), and its value window.
 //!
 //! A reduced size reads the coarsest level that still has at least the pixels asked for
 //! (never the full resolution when a level fits), in bands of rows so only the output and
-//! one band are in memory, and averages the valid values of each block.
+//! one band are in memory, and averages the valid values of each block (labels keep one
+//! value per block: ids are not averaged).
 
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::catalog::{Catalog, Dataset};
+use crate::catalog::Catalog;
 use crate::error::{Error, Result};
+use crate::images::composite::default_color;
+use crate::images::iiif::axes;
 use crate::images::iiif::grammar::{Identifier, Rect};
+use crate::images::iiif::levels;
 use crate::images::render::{Plane, Reducer, Window};
 use crate::read::selection::DimSelection;
 use crate::read::{ArrayReader, ReadError};
-use crate::zarr::metadata::Node;
+use crate::zarr::ome;
+
+pub use crate::images::iiif::levels::Level;
 
 /// Bytes of decoded elements read per band: large enough that a band spans whole chunk
 /// rows, small enough that many tiles render at once within the memory budget.
 const BAND_BYTES: u64 = 16 << 20;
 
-/// An overview level: the array holding the image reduced by `2^log2`.
-#[derive(Clone)]
-pub struct Level {
-    pub log2: u32,
-    pub reader: ArrayReader,
+/// Channels composited at most: each is a read of its own.
+const MAX_CHANNELS: usize = 16;
+
+/// One channel of a composite: its index on the channel axis, colour and window (`None`
+/// until the value range is found, where `omero` gives none).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompositeChannel {
+    pub index: u64,
+    pub color: [u8; 3],
+    pub window: Option<Window>,
 }
 
-/// A 2-D image over an array: the plane fixed by `indices`, `height` × `width` (the last
-/// two dimensions), and its overview levels, finest first.
+/// How an image is drawn.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Drawing {
+    /// One plane through a window and a colormap (arrays; one channel picked by `[c=K]`).
+    Plane,
+    /// The active `omero` channels on `axis`, each in its colour and window.
+    Composite { axis: usize, channels: Vec<CompositeChannel> },
+    /// A label image (`image-label`): ids in their colours, 0 transparent.
+    Labels { colors: Vec<(f64, [u8; 4])> },
+}
+
+/// A 2-D image over an array: the plane fixed by `fixed`, `height` × `width` (the last two
+/// dimensions), and its overview levels, finest first.
 #[derive(Clone)]
 pub struct Image {
     pub id: Identifier,
@@ -38,8 +60,15 @@ pub struct Image {
     pub width: u64,
     pub height: u64,
     pub levels: Vec<Level>,
-    /// Attributes of the enclosing multiscales group (for an OME-NGFF `omero` window).
+    /// Attributes of the enclosing image (multiscales) group, for `omero` and labels.
     pub group_attributes: Option<Arc<Map<String, Value>>>,
+    /// The index fixed on each leading dimension.
+    pub fixed: Vec<u64>,
+    /// The channel axis of an OME-Zarr image, composited or not.
+    pub channel_axis: Option<usize>,
+    pub drawing: Drawing,
+    /// The physical size of a full-resolution pixel along x and its axis unit (OME-Zarr).
+    pub physical: Option<(f64, String)>,
 }
 
 /// The pixels of a request and the versions of the objects they were read from.
@@ -49,11 +78,13 @@ pub struct Pixels {
 }
 
 impl Image {
-    /// Opens the image an identifier names: an array of at least two numeric dimensions,
-    /// with one index per leading dimension.
+    /// Opens the image an identifier names: an array of at least two numeric dimensions
+    /// (its leading ones fixed), or an OME-Zarr image group or level (axes fixed by name or
+    /// position, 0 where not; the channel axis composited unless fixed).
     pub async fn open(catalog: &Catalog, id: Identifier) -> Result<Self> {
         let dataset = &catalog.dataset(&id.dataset).await?;
-        let reader = catalog.array(dataset, &id.path).await?;
+        let found = levels::find(catalog, dataset, &id.path).await?;
+        let reader = found.reader;
         let meta = &reader.meta;
         let rank = meta.shape.len();
         if rank < 2 {
@@ -69,27 +100,6 @@ impl Image {
                 meta.data_type.name()
             )));
         }
-        let leading = &meta.shape[..rank - 2];
-        if id.indices.len() != leading.len() {
-            return Err(Error::BadRequest(format!(
-                "`{}` has {rank} dimensions (shape {:?}): the identifier must fix the {} leading one(s) as {}/{}[i{}] with 0 <= index < extent, got {} index(es)",
-                id.path,
-                meta.shape,
-                leading.len(),
-                id.dataset,
-                id.path,
-                ",j".repeat(leading.len().saturating_sub(1)),
-                id.indices.len()
-            )));
-        }
-        for (d, (&i, &n)) in id.indices.iter().zip(leading).enumerate() {
-            if i >= n {
-                return Err(Error::NotFound(format!(
-                    "index {i} of leading dimension {d} is out of range: that dimension has extent {n} (0 to {})",
-                    n.saturating_sub(1)
-                )));
-            }
-        }
         let (height, width) = (meta.shape[rank - 2], meta.shape[rank - 1]);
         if width == 0 || height == 0 {
             return Err(Error::Unsupported(format!(
@@ -97,17 +107,70 @@ impl Image {
                 id.path, meta.shape
             )));
         }
-        let (levels, group_attributes) = multiscale_levels(catalog, dataset, &reader).await?;
-        Ok(Self { id, reader, width, height, levels, group_attributes })
+        let image = found.multiscale.is_some();
+        let ome_axes = found.multiscale.as_ref().map(|(m, _)| m.axes.clone()).filter(|a| a.len() == rank);
+        let names: Vec<Option<String>> = match (&ome_axes, &meta.dimension_names) {
+            (Some(axes), _) => axes.iter().map(|a| Some(a.name.clone())).collect(),
+            (None, Some(names)) if names.len() == rank => names.clone(),
+            _ => vec![None; rank],
+        };
+        let channel_axis = match &ome_axes {
+            Some(axes) => axes.iter().position(ome::Axis::is_channel),
+            None if image => names.iter().position(|n| n.as_deref() == Some("c")),
+            None => None,
+        }
+        .filter(|&c| c + 2 < rank);
+        let fixed = axes::resolve(&id, &meta.shape, &names, channel_axis, image)?;
+        let attributes = found.group_attributes.as_deref();
+        let label_colors = attributes.filter(|_| image).and_then(ome::label_colors);
+        let drawing = match (label_colors, channel_axis) {
+            (Some(colors), _) => Drawing::Labels { colors },
+            (None, Some(axis)) if fixed.composite => {
+                Drawing::Composite { axis, channels: composite_channels(attributes, meta.shape[axis]) }
+            }
+            _ => Drawing::Plane,
+        };
+        let physical = found.multiscale.as_ref().and_then(|(m, i)| {
+            let unit = ome_axes.as_ref()?.last()?.unit.clone()?;
+            let scale = *m.levels.get(*i)?.scale.as_ref()?.get(rank - 1)?;
+            (scale.is_finite() && scale > 0.0).then_some((scale, unit))
+        });
+        Ok(Self {
+            id,
+            reader,
+            width,
+            height,
+            levels: found.levels,
+            group_attributes: found.group_attributes,
+            fixed: fixed.indices,
+            channel_axis,
+            drawing,
+            physical,
+        })
     }
 
-    /// A selection of rows `y0..y1`, columns `x0..x1` of this image's plane in `reader`.
-    fn selection(&self, y: std::ops::Range<u64>, x: std::ops::Range<u64>) -> Vec<DimSelection> {
+    /// A selection of rows `y0..y1`, columns `x0..x1` of the plane `fixed` in `reader`.
+    fn selection(fixed: &[u64], y: std::ops::Range<u64>, x: std::ops::Range<u64>) -> Vec<DimSelection> {
         let mut s: Vec<DimSelection> =
-            self.id.indices.iter().map(|&i| DimSelection { start: i, step: 1, count: 1, drop: true }).collect();
+            fixed.iter().map(|&i| DimSelection { start: i, step: 1, count: 1, drop: true }).collect();
         s.push(DimSelection { start: y.start, step: 1, count: y.end - y.start, drop: false });
         s.push(DimSelection { start: x.start, step: 1, count: x.end - x.start, drop: false });
         s
+    }
+
+    /// The stored levels as `(log2, width, height)`, full resolution first; empty when the
+    /// image has no reduced level (its sizes are then computed reductions).
+    pub fn multiscale_levels(&self) -> Vec<(u32, u64, u64)> {
+        if self.levels.is_empty() {
+            return Vec::new();
+        }
+        let plane = |shape: &[u64]| (shape[shape.len() - 1], shape[shape.len() - 2]);
+        let mut out = vec![(0, self.width, self.height)];
+        out.extend(self.levels.iter().map(|l| {
+            let (w, h) = plane(&l.reader.meta.shape);
+            (l.log2, w, h)
+        }));
+        out
     }
 
     /// The level to read for a reduction by `2^k`: the coarsest with `log2 <= k`, or the
@@ -117,8 +180,25 @@ impl Image {
     }
 
     /// The region `rect` (full-resolution pixels) reduced by `2^k`: each output pixel the
-    /// mean of the valid values of its `2^k` × `2^k` block.
+    /// mean of the valid values of its `2^k` × `2^k` block (for labels, its first valid
+    /// value). The plane drawn is `self.fixed`.
     pub async fn reduced(&self, rect: Rect, k: u32) -> Result<Pixels> {
+        self.reduced_at(&self.fixed, rect, k).await
+    }
+
+    /// The plane of channel `index` of a composite, reduced as [`Self::reduced`].
+    pub async fn channel(&self, axis: usize, index: u64, rect: Rect, k: u32) -> Result<Pixels> {
+        let mut fixed = self.fixed.clone();
+        if let Some(i) = fixed.get_mut(axis) {
+            *i = index;
+        }
+        self.reduced_at(&fixed, rect, k).await
+    }
+
+    /// [`Self::reduced`] of the plane `fixed`. The result is at the resolution read (a level
+    /// written by floor division may be a pixel short at the edges); the renderer resamples
+    /// it to the size asked for.
+    async fn reduced_at(&self, fixed: &[u64], rect: Rect, k: u32) -> Result<Pixels> {
         let (level_log2, reader) = self.level_for(k);
         let shape = &reader.meta.shape;
         let (lh, lw) = (shape[shape.len() - 2], shape[shape.len() - 1]);
@@ -130,19 +210,23 @@ impl Image {
         let x1 = (rect.x + rect.w).div_ceil(scale).min(lw).max(x0 + 1);
         let y1 = (rect.y + rect.h).div_ceil(scale).min(lh).max(y0 + 1);
         let factor = 1u64 << (k - level_log2);
-        let whole = self.selection(y0..y1, x0..x1);
+        let whole = Self::selection(fixed, y0..y1, x0..x1);
         reader.check_chunks(&whole).map_err(|e| too_many_chunks(&e, &self.id))?;
         let out_w = rect.w.div_ceil(1 << k) as usize;
         let out_h = rect.h.div_ceil(1 << k) as usize;
         let held = reader.budget.reserve(Reducer::bytes(factor, x1 - x0, y1 - y0)).await?;
-        let mut reducer = Reducer::new(factor, x1 - x0, y1 - y0);
+        let mut reducer = if matches!(self.drawing, Drawing::Labels { .. }) {
+            Reducer::nearest(factor, x1 - x0, y1 - y0)
+        } else {
+            Reducer::new(factor, x1 - x0, y1 - y0)
+        };
         let item = reader.meta.data_type.size() as u64;
         let band_rows = ((BAND_BYTES / ((x1 - x0) * item).max(1)) / factor).max(1) * factor;
         let mut versions = Vec::new();
         let mut y = y0;
         while y < y1 {
             let end = (y + band_rows).min(y1);
-            let output = reader.read(&self.selection(y..end, x0..x1), 0, false).await?;
+            let output = reader.read(&Self::selection(fixed, y..end, x0..x1), 0, false).await?;
             let Some(data) = output.data.into_bytes() else {
                 return Err(Error::Internal("an unstreamed read gave bands".into()));
             };
@@ -152,8 +236,10 @@ impl Image {
         }
         let mut plane = reducer.finish();
         drop(held);
-        // The level may be a pixel short of (or past) the exact reduction at its edges.
-        if plane.width != out_w || plane.height != out_h {
+        // Reduced on the fly, the plane is exactly the reduction; read from a stored level
+        // that is a pixel short of (or past) it at the edges, it is resampled as it is, so a
+        // size equal to the level's own reads the level's pixels unchanged.
+        if level_log2 == 0 && (plane.width != out_w || plane.height != out_h) {
             plane = fit(&plane, out_w, out_h);
         }
         versions.sort_unstable();
@@ -179,15 +265,8 @@ impl Image {
         {
             let omero = group.get("omero").or_else(|| group.get("ome").and_then(|o| o.get("omero")));
             let channels = omero.and_then(|o| o.get("channels")).and_then(Value::as_array);
-            // The channel is the index fixed on a leading axis named `c`, else the first.
-            let c = self
-                .reader
-                .meta
-                .dimension_names
-                .as_ref()
-                .and_then(|names| names.iter().position(|n| n.as_deref() == Some("c")))
-                .and_then(|axis| self.id.indices.get(axis).copied())
-                .unwrap_or(0);
+            // The channel is the index fixed on the channel axis, else the first.
+            let c = self.channel_axis.and_then(|axis| self.fixed.get(axis).copied()).unwrap_or(0);
             if let Some(window) = channels.and_then(|cs| cs.get(c as usize)).and_then(|ch| ch.get("window")) {
                 lo = lo.or(num(window.get("start")));
                 hi = hi.or(num(window.get("end")));
@@ -212,6 +291,30 @@ impl Image {
         };
         scan_range(reader, &[]).await
     }
+}
+
+/// The channels of a composite over a channel axis of `extent`: the active `omero`
+/// channels in their colours and windows, or (without `omero` channels for every index)
+/// every channel in a default colour; at most [`MAX_CHANNELS`].
+fn composite_channels(attributes: Option<&Map<String, Value>>, extent: u64) -> Vec<CompositeChannel> {
+    let listed = attributes.map(ome::channels).unwrap_or_default();
+    let count = usize::try_from(extent).unwrap_or(usize::MAX);
+    if listed.len() == count {
+        return listed
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.active)
+            .take(MAX_CHANNELS)
+            .map(|(i, c)| CompositeChannel {
+                index: i as u64,
+                color: c.color.unwrap_or_else(|| default_color(i, count)),
+                window: c.window.map(|(lo, hi)| Window { lo, hi }),
+            })
+            .collect();
+    }
+    (0..count.min(MAX_CHANNELS))
+        .map(|i| CompositeChannel { index: i as u64, color: default_color(i, count), window: None })
+        .collect()
 }
 
 /// Fits `plane` to exactly `width` × `height`, padding with "no value" or cropping.
@@ -270,123 +373,4 @@ pub async fn scan_range(reader: &ArrayReader, no_data: &[f64]) -> Result<Window>
         return Ok(Window { lo: 0.0, hi: 0.0 });
     }
     Ok(Window { lo, hi })
-}
-
-/// The overview levels of `reader`: those of its configured overview source (a pyramid
-/// written by `zarrd overviews`, `datasets.NAME.overviews`) when it has one, else, when its
-/// parent group is an OME-NGFF multiscales image holding it, the other datasets whose
-/// scale along the last two axes is the array's times a power of two, with the same
-/// leading extents; and the parent group's attributes.
-async fn multiscale_levels(
-    catalog: &Catalog,
-    dataset: &Dataset,
-    reader: &ArrayReader,
-) -> Result<(Vec<Level>, Option<Arc<Map<String, Value>>>)> {
-    let (parent, name) = match reader.path.rsplit_once('/') {
-        Some((parent, name)) => (parent.to_owned(), name.to_owned()),
-        None => (String::new(), reader.path.clone()),
-    };
-    let group = if reader.path.is_empty() {
-        None
-    } else {
-        match catalog.node(dataset, &parent).await {
-            Ok(Node::Group(group)) => Some(group),
-            _ => None,
-        }
-    };
-    let attributes = group.as_ref().map(|g| Arc::new(g.attributes.clone()));
-    if let Some(overview) = dataset.overviews.get(&reader.path) {
-        return Ok((configured_levels(catalog, overview, reader).await, attributes));
-    }
-    let Some(group) = group else {
-        return Ok((Vec::new(), None));
-    };
-    let Some(multiscale) = multiscales_of(&group.attributes).and_then(|ms| {
-        ms.iter().find(|m| datasets_of(m).iter().any(|d| d.get("path").and_then(Value::as_str) == Some(&name)))
-    }) else {
-        return Ok((Vec::new(), attributes));
-    };
-    let datasets = datasets_of(multiscale);
-    let base_doc = datasets.iter().find(|d| d.get("path").and_then(Value::as_str) == Some(&name));
-    let Some(base_scale) = base_doc.and_then(scale_of) else {
-        return Ok((Vec::new(), attributes));
-    };
-    Ok((levels_of(catalog, dataset, &parent, &datasets, base_scale, reader).await, attributes))
-}
-
-/// The reduced levels of a configured overview source: the datasets of its root group's
-/// first multiscale, scaled relative to the first (full-resolution) one. A source that
-/// cannot be read is logged and ignored, so images still render on the fly.
-async fn configured_levels(catalog: &Catalog, overview: &Dataset, reader: &ArrayReader) -> Vec<Level> {
-    let group = match catalog.node(overview, "").await {
-        Ok(Node::Group(group)) => group,
-        Ok(Node::Array(_)) => {
-            tracing::warn!(overviews = %overview.name, "the overview source is an array, not a multiscales group");
-            return Vec::new();
-        }
-        Err(e) => {
-            tracing::warn!(overviews = %overview.name, error = %e, "cannot read the overview source");
-            return Vec::new();
-        }
-    };
-    let Some(multiscale) = multiscales_of(&group.attributes).and_then(|ms| ms.first()) else {
-        tracing::warn!(overviews = %overview.name, "the overview source has no OME-NGFF multiscales");
-        return Vec::new();
-    };
-    let datasets = datasets_of(multiscale);
-    let Some(base_scale) = datasets.first().and_then(scale_of) else { return Vec::new() };
-    levels_of(catalog, overview, "", &datasets, base_scale, reader).await
-}
-
-/// `multiscales` of OME-NGFF 0.5 (under `ome`) or 0.4 (at the top).
-fn multiscales_of(attrs: &Map<String, Value>) -> Option<&Vec<Value>> {
-    attrs.get("multiscales").or_else(|| attrs.get("ome").and_then(|o| o.get("multiscales"))).and_then(Value::as_array)
-}
-
-/// The scale of a multiscales dataset along its last two axes.
-fn scale_of(d: &Value) -> Option<(f64, f64)> {
-    let t = d.get("coordinateTransformations")?.as_array()?;
-    let s = t.iter().find(|t| t.get("type").and_then(Value::as_str) == Some("scale"))?.get("scale")?.as_array()?;
-    let n = s.len();
-    (n >= 2).then(|| Some((s[n - 2].as_f64()?, s[n - 1].as_f64()?))).flatten()
-}
-
-/// The datasets (paths relative to `parent` in `dataset`) reducing `reader` by a power of
-/// two equally along the last two axes, with its leading extents and data type.
-async fn levels_of(
-    catalog: &Catalog,
-    dataset: &Dataset,
-    parent: &str,
-    datasets: &[Value],
-    base_scale: (f64, f64),
-    reader: &ArrayReader,
-) -> Vec<Level> {
-    let mut levels = Vec::new();
-    for d in datasets {
-        let (Some(path), Some((sy, sx))) = (d.get("path").and_then(Value::as_str), scale_of(d)) else { continue };
-        let (ry, rx) = (sy / base_scale.0, sx / base_scale.1);
-        // Only levels reduced equally along both axes by a power of two are used.
-        if (ry - rx).abs() > 1e-9 || rx < 2.0 - 1e-9 || (rx.log2() - rx.log2().round()).abs() > 1e-9 {
-            continue;
-        }
-        let log2 = rx.log2().round() as u32;
-        let full = if parent.is_empty() { path.to_owned() } else { format!("{parent}/{path}") };
-        let Ok(level) = catalog.array(dataset, &full).await else { continue };
-        let (a, b) = (&reader.meta.shape, &level.meta.shape);
-        let n = a.len();
-        let fits = b.len() == n
-            && a[..n - 2] == b[..n - 2]
-            && level.meta.data_type == reader.meta.data_type
-            && (n - 2..n).all(|i| b[i] == a[i] >> log2 || b[i] == a[i].div_ceil(1 << log2));
-        if fits {
-            levels.push(Level { log2, reader: level });
-        }
-    }
-    levels.sort_by_key(|l| l.log2);
-    levels.dedup_by_key(|l| l.log2);
-    levels
-}
-
-fn datasets_of(multiscale: &Value) -> Vec<Value> {
-    multiscale.get("datasets").and_then(Value::as_array).cloned().unwrap_or_default()
 }
