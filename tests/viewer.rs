@@ -106,8 +106,7 @@ async fn static_files_have_their_media_types_caching_and_bytes() {
     assert!(atlas["objects"]["countries"]["geometries"].as_array().unwrap().len() > 150);
     assert!(String::from_utf8(source("world-atlas-LICENSE.txt")).unwrap().contains("Michael Bostock"));
     let vendored = String::from_utf8(source("VENDORED.md")).unwrap();
-    for name in ["openseadragon.min.js", "ol.js", "ol.css", "uPlot.iife.min.js", "uPlot.min.css", "countries-110m.json"]
-    {
+    for name in ["openseadragon.min.js", "ol.js", "ol.css", "uPlot.iife.min.js", "uPlot.min.css", "countries-110m.json"] {
         assert!(vendored.contains(&format!("`{name}`")), "VENDORED.md does not name {name}");
     }
     // The scripts drive this server's IIIF service and map tiles.
@@ -118,13 +117,9 @@ async fn static_files_have_their_media_types_caching_and_bytes() {
 #[tokio::test]
 async fn head_answers_like_get_without_a_body() {
     let app = app();
-    for uri in [
-        "/",
-        "/view/conf/regular/u1_blosc",
-        "/viewer/viewer.js",
-        "/viewer/openseadragon-LICENSE.txt",
-        "/viewer/colormaps.json",
-    ] {
+    for uri in
+        ["/", "/view/conf/regular/u1_blosc", "/viewer/viewer.js", "/viewer/openseadragon-LICENSE.txt", "/viewer/colormaps.json"]
+    {
         let g = get(&app, uri).await;
         let h = head(&app, uri).await;
         assert_eq!(h.status, 200, "{uri}");
