@@ -7,7 +7,8 @@
 // the tiles asked for, the scale bar shows a round length in the axis unit that matches its
 // width, the z slider is named by its axis and shows the physical position, the label
 // image draws over the composite, the view comes back from its URL, the plate's grid opens
-// a field, nothing overflows 1280x800. Writes viewer-ome.png to SHOTS when given.
+// a field, the readout shows the stored values and label under the cursor, nothing
+// overflows 1280x800. Writes viewer-ome.png to SHOTS when given.
 // Usage: node browser_ome_viewer.cjs ZARRD_BASE_URL   (prints "N passed, N failed")
 "use strict";
 const fs = require("node:fs");
@@ -19,6 +20,16 @@ const fixtures = "tests/fixtures/ome/images";
 const image = JSON.parse(fs.readFileSync(`${fixtures}/ozp05_5d.ome.zarr/zarr.json`, "utf8")).attributes.ome;
 const plate = JSON.parse(fs.readFileSync(`${fixtures}/plate04.ome.zarr/.zattrs`, "utf8")).plate;
 let passed = 0, failed = 0;
+
+/// A little-endian uint16 .npy as zarr-python wrote it: shape and values.
+function readNpy(file) {
+  const b = fs.readFileSync(file);
+  const headerLen = b.readUInt16LE(8);
+  const header = b.subarray(10, 10 + headerLen).toString("latin1");
+  if (!header.includes("'descr': '<u2'") || !header.includes("'fortran_order': False")) throw new Error(file + ": " + header);
+  const data = b.subarray(10 + headerLen);
+  return { values: Array.from({ length: data.length / 2 }, (_, i) => data.readUInt16LE(2 * i)) };
+}
 function check(ok, what) {
   if (ok) { passed++; console.log(`ok   ${what}`); } else { failed++; console.log(`FAIL ${what}`); }
 }
@@ -188,6 +199,21 @@ async function imageView(browser) {
   const yellowAfter = await yellowish(page);
   check(requests.some((u) => u.includes("/iiif/3/ozp05%2Flabels%2Fcells%5B") && u.endsWith(".png")) && yellowAfter > yellowBefore + 100,
     `the label overlay draws (${yellowBefore} -> ${yellowAfter} yellowish pixels)`);
+  // Under the cursor: each channel's stored value (zarr-python's, the fixtures' .npy), the
+  // label id and the physical position.
+  const [px, py] = [30, 40];
+  const s0 = readNpy("tests/fixtures/ome/expected/ozp05_5d.ome.zarr/s0.npy");
+  const want = channels.map((c, k) => `${c.label} ${s0.values[(((0 * 3 + k) * 2 + 1) * 64 + py) * 64 + px]}`).join(" · ");
+  const spot = await page.evaluate(({ px, py }) => {
+    const v = window.zarrdOmeViewer;
+    const p = v.world.getItemAt(0).imageToViewerElementCoordinates(new OpenSeadragon.Point(px + 0.5, py + 0.5));
+    const r = v.container.getBoundingClientRect();
+    return { x: r.left + p.x, y: r.top + p.y };
+  }, { px, py });
+  await page.mouse.move(spot.x, spot.y);
+  await page.waitForFunction(() => document.getElementById("ome-readout").textContent.includes("cells"), { timeout: 10000 }).catch(() => {});
+  const read = await page.$eval("#ome-readout", (e) => e.textContent);
+  check(read.startsWith(`${want} · cells 2 · x ${px * xScale} µm, y ${py * xScale} µm`), `the readout shows the channels' values, the label and the position (${read}; expected ${want}, label 2)`);
   const opacity = await page.evaluate(() => window.zarrdOmeViewer.world.getItemAt(1).getOpacity());
   check(opacity === 0.5, `labels are drawn at the opacity slider's value (${opacity})`);
 

@@ -204,7 +204,7 @@ async function omeImage(ds, node, nodes, query, ticket) {
   const im = ome.image;
   const x = axes[rank - 1], y = axes[rank - 2];
   $("info").replaceChildren(
-    el("h2", { textContent: `${ds}/${node.path || ""} · OME-Zarr ${meta.version || ""} image ${ms.name || ""}` }),
+    el("h2", { textContent: `${omeJoin(ds, node.path)} · OME-Zarr ${meta.version || ""} image ${(meta.omero || {}).name || ms.name || ""}` }),
     el("p", { className: "small", textContent:
       `${axes.map((a, d) => `${a.name} ${shape ? shape[d] : "?"}`).join(" × ")} · pixel ${omeNumber(scale[rank - 1])} × ${omeNumber(scale[rank - 2])} ${omeUnit(x.unit || y.unit)} · ${ms.datasets.length} levels` }),
   );
@@ -292,7 +292,10 @@ function omeChoice() {
   const shown = ome.image.channels.filter((c) => c.on);
   const q = new URLSearchParams();
   q.set("channels", shown.map((c) => c.index).join(","));
-  q.set("windows", shown.map((c) => (Number.isFinite(c.lo) && Number.isFinite(c.hi) && c.lo < c.hi ? `${c.lo}:${c.hi}` : "")).join(","));
+  // Channels without a window of their own (no `omero`) leave it to the server: the
+  // array's value range.
+  const windows = shown.map((c) => (Number.isFinite(c.lo) && Number.isFinite(c.hi) && c.lo < c.hi ? `${c.lo}:${c.hi}` : ""));
+  if (windows.some((w) => w)) q.set("windows", windows.join(","));
   q.set("colors", shown.map((c) => c.color).join(","));
   return q.toString();
 }
@@ -320,6 +323,13 @@ async function omeDraw(fresh) {
     ome.osd.addHandler("animation", omeScaleBar);
     ome.osd.addHandler("resize", omeScaleBar);
     ome.osd.addHandler("animation-finish", omeSaveSoon);
+    const tracker = new OpenSeadragon.MouseTracker({
+      element: ome.osd.container,
+      moveHandler: (ev) => omeHover(ev.position),
+      leaveHandler: () => { $("ome-readout").textContent = ""; },
+    });
+    tracker.setTracking(true);
+    $("ome-stage").append(el("div", { id: "ome-readout", "aria-live": "polite" }));
     const bar = el("div", { id: "ome-scalebar" }, el("div", { id: "ome-scalebar-line" }), el("span", { id: "ome-scalebar-text" }));
     $("ome-stage").append(bar);
   }
@@ -329,6 +339,8 @@ async function omeDraw(fresh) {
     if (im.label) {
       const lmeta = await omeMeta(im.ds, omeJoin(im.path, "labels", im.label));
       const names = lmeta.multiscales[0].axes.map((a) => a.name);
+      im.labelAxes = names;
+      im.labelLevel = omeJoin(im.path, "labels", im.label, lmeta.multiscales[0].datasets[0].path);
       labels = await omeSource(omeIdentifier(`labels/${im.label}`, names), "");
     }
   } catch (e) {
@@ -361,6 +373,37 @@ async function omeDraw(fresh) {
   ome.labelsItem = null;
   osd.open(composite.source);
   omeSave();
+}
+
+// Under the cursor: the physical position, each channel's stored value (/v1/slice of
+// level 0, so values, not colours read back) and the label id.
+async function omeHover(position) {
+  const im = ome.image;
+  const out = $("ome-readout");
+  if (!im || !im.shape || !ome.osd.world.getItemCount()) return;
+  const p = ome.osd.world.getItemAt(0).viewerElementToImageCoordinates(position);
+  const rank = im.axes.length;
+  const [h, w] = im.shape.slice(-2);
+  const x = Math.floor(p.x), y = Math.floor(p.y);
+  if (x < 0 || y < 0 || x >= w || y >= h) { out.textContent = ""; return; }
+  const ticket = (ome.hover = (ome.hover || 0) + 1);
+  const at = (d, i) => `${im.axes[d].name} ${omeNumber(im.scale[d] * i + im.shift[d])}${im.axes[d].unit ? " " + omeUnit(im.axes[d].unit) : ""}`;
+  const where = `${at(rank - 1, x)}, ${at(rank - 2, y)} [${y},${x}]`;
+  const index = im.axes.map((a, d) => (d === im.cAxis ? ":" : d >= rank - 2 ? [y, x][d - rank + 2] : im.sliders.find((s) => s.d === d).i));
+  const ds = encodeURIComponent(im.ds);
+  try {
+    const values = (await json(`/v1/slice/${ds}/${enc(omeJoin(im.path, im.ms.datasets[0].path))}?s=${index.join(",")}&format=json`)).data;
+    const list = im.cAxis >= 0 ? im.channels.map((c) => `${c.label} ${values[c.index]}`) : [String(values)];
+    let label = "";
+    if (im.label && im.labelLevel) {
+      const li = im.labelAxes.map((n) => (n === im.axes[rank - 1].name ? x : n === im.axes[rank - 2].name ? y : (im.sliders.find((s) => s.name === n) || { i: 0 }).i));
+      const v = (await json(`/v1/slice/${ds}/${enc(im.labelLevel)}?s=${li.join(",")}&format=json`)).data;
+      label = ` · ${im.label} ${v === 0 ? "none" : v}`;
+    }
+    if (ticket === ome.hover) out.textContent = `${list.join(" · ")}${label} · ${where}`;
+  } catch (e) {
+    if (ticket === ome.hover) out.textContent = e.message;
+  }
 }
 
 // Pixel size along x and its unit: the x axis' scale and unit, else the IIIF Physical

@@ -6,7 +6,9 @@
 //! - `windows=lo:hi,...`: each drawn channel's window, in the order of `channels`;
 //! - `colors=RRGGBB,...`: each drawn channel's colour, in the same order.
 //!
-//! An empty entry of `windows` or `colors` keeps that channel's `omero` window or colour.
+//! An empty entry of `windows` or `colors` keeps that channel's `omero` window or colour
+//! (so `windows=,` is two entries, both the channels' own); an empty `windows` or `colors`
+//! asks nothing.
 //! `windows` and `colors` follow the channels drawn, so without `channels` they follow the
 //! active `omero` channels. The choice changes the image's [`Drawing`], which is part of the
 //! rendered-image cache key and the `ETag`, so two choices never share a tile.
@@ -40,7 +42,7 @@ fn hex(text: &str) -> Option<[u8; 3]> {
     Some([byte(0)?, byte(2)?, byte(4)?])
 }
 
-/// Comma-separated entries; an empty string is no entry at all.
+/// Comma-separated channel indices; an empty string is no channel at all.
 fn entries(text: &str) -> Vec<&str> {
     if text.is_empty() { Vec::new() } else { text.split(',').map(str::trim).collect() }
 }
@@ -73,10 +75,12 @@ impl Choice {
                 Ok(list)
             })
             .transpose()?;
+        // An empty `windows` or `colors` asks nothing (every channel keeps its own).
         let windows = get("windows")
+            .filter(|text| !text.is_empty())
             .map(|text| {
-                entries(&text)
-                    .into_iter()
+                text.split(',')
+                    .map(str::trim)
                     .map(|e| {
                         if e.is_empty() {
                             return Ok(None);
@@ -92,9 +96,10 @@ impl Choice {
             })
             .transpose()?;
         let colors = get("colors")
+            .filter(|text| !text.is_empty())
             .map(|text| {
-                entries(&text)
-                    .into_iter()
+                text.split(',')
+                    .map(str::trim)
                     .map(|e| {
                         if e.is_empty() {
                             return Ok(None);
@@ -182,6 +187,8 @@ mod tests {
         assert_eq!(c.windows, Some(vec![Some(Window { lo: 1.0, hi: 2.0 }), None]));
         assert_eq!(c.colors, Some(vec![None, Some([255, 0, 0])]));
         assert_eq!(parse(&[("channels", "")]).unwrap().channels, Some(vec![]));
+        assert!(parse(&[("windows", ""), ("colors", "")]).unwrap().is_empty());
+        assert_eq!(parse(&[("colors", ",")]).unwrap().colors, Some(vec![None, None]));
         for (k, v) in [
             ("channels", "0,0"),
             ("channels", "-1"),
