@@ -5,13 +5,15 @@
 # the viewer for people (.ci/browser_viewer.cjs): the map of an xarray-written global grid
 # (tests/fixtures/maps/global_0360.zarr) and the deep-zoom view of the sample's terrain draw,
 # the readout under the cursor, the time slider's dates, the time series of a clicked
-# point, the colorbar, the view restored from the URL, nothing overflowing 1280x800;
+# point, the colorbar, the view restored from the URL, nothing overflowing 1280x800; the
+# viewer for microscopists on OME-Zarr fixtures (.ci/browser_ome_viewer.cjs: channels,
+# composite, z slider, scale bar, labels, plate grid; viewer-ome.png);
 # then, on a server where the sample is private, the viewer is given an API key and reads
 # everything through a capability URL (.ci/browser_auth.cjs). Expected values come from
 # zarr-python + NumPy reading the stores directly (the venv .ci/zarr_client.sh caches),
 # never from zarrd.
-# Usage: .ci/browser.sh path/to/zarrd [screenshot-dir]   (writes viewer-map.png and
-# viewer-deepzoom.png there, as in docs/)
+# Usage: .ci/browser.sh path/to/zarrd [screenshot-dir]   (writes viewer-map.png,
+# viewer-deepzoom.png and viewer-ome.png there, as in docs/)
 # chromium comes from apt when missing; puppeteer-core is installed once into
 # ${XDG_CACHE_HOME:-$HOME/.cache}/zarrd-ci/npm (pinned below).
 set -euo pipefail
@@ -126,6 +128,24 @@ NODE_PATH=$NPM_DIR/node_modules EXPECTED_MAP=$EXPECTED_MAP SHOTS=$SHOTS \
 if grep -q 'zarrd::panic' "${TMPDIR:-/tmp}/zarrd-browser.log"; then
     grep -m1 -A2 'zarrd::panic' "${TMPDIR:-/tmp}/zarrd-browser.log" >&2
     echo "browser.sh: zarrd logged a panic" >&2
+    exit 1
+fi
+
+# The viewer for microscopists (.ci/browser_ome_viewer.cjs): an OME-Zarr 0.5 image (t, c,
+# z, y, x with omero channels and labels) and an HCS plate written by ome-zarr-py; expected
+# names, colours, scales and units come from the fixtures' own metadata files.
+OME_PORT=$(( PORT + 2 ))
+OME_LOG="${TMPDIR:-/tmp}/zarrd-browser-ome-viewer.log"
+"$BIN" serve --listen "127.0.0.1:$OME_PORT" --dataset ozp05=tests/fixtures/ome/images/ozp05_5d.ome.zarr \
+    --dataset plate04=tests/fixtures/ome/images/plate04.ome.zarr >"$OME_LOG" 2>&1 &
+OME_SERVER=$!
+trap 'kill "$SERVER" "$OME_SERVER" 2>/dev/null || true' EXIT
+for _ in $(seq 50); do curl -fs "http://127.0.0.1:$OME_PORT/healthz" >/dev/null && break; sleep 0.2; done
+NODE_PATH=$NPM_DIR/node_modules SHOTS=$SHOTS timeout 150 node .ci/browser_ome_viewer.cjs "http://127.0.0.1:$OME_PORT"
+kill "$OME_SERVER" 2>/dev/null || true
+if grep -q 'zarrd::panic' "$OME_LOG"; then
+    grep -m1 -A2 'zarrd::panic' "$OME_LOG" >&2
+    echo "browser.sh: zarrd (OME-Zarr) logged a panic" >&2
     exit 1
 fi
 

@@ -370,3 +370,61 @@ async fn channels_without_omero_are_composited_over_the_value_range() {
         assert_eq!(px, [level, level, level, 255]);
     }
 }
+
+#[tokio::test]
+async fn a_viewer_chooses_the_channels_their_windows_and_colours() {
+    // ozp05_5d[t=1,z=1] with mCherry (2, inactive in `omero`) in white over 100..2000 and
+    // DAPI (0) in its own blue and window 200..2500, from zarr-python's values and the
+    // composite formula: sum of clamp((v - lo) / (hi - lo), 0, 1) x colour, clipped, rounded
+    // half up.
+    let app = app("");
+    let want = parse_npy(&std::fs::read(ome_dir().join("expected/ozp05_5d.ome.zarr/s0.npy")).unwrap());
+    let value = |c: usize, i: usize| {
+        let at = 2 * (((3 + c) * 2 + 1) * 64 * 64 + i);
+        f64::from(u16::from_le_bytes([want.data[at], want.data[at + 1]]))
+    };
+    let id = identifier("ozp05_5d.ome.zarr", "", "t=1,z=1");
+    let url = |q: &str| format!("/iiif/3/{id}/full/max/0/default.png{q}");
+    let own = get(&app, &url("")).await;
+    let chosen = get(&app, &url("?channels=2,0&windows=100:2000,&colors=FFFFFF,")).await;
+    let (w, h, got) = rgba(&chosen);
+    assert_eq!((w, h), (64, 64));
+    let share = |v: f64, lo: f64, hi: f64| ((v - lo) / (hi - lo)).clamp(0.0, 1.0);
+    let round = |s: f64| (s.clamp(0.0, 255.0) + 0.5).floor() as u8;
+    for i in 0..w * h {
+        let (red, blue) = (share(value(2, i), 100.0, 2000.0), share(value(0, i), 200.0, 2500.0));
+        let px = [round(red * 255.0), round(red * 255.0), round(red * 255.0 + blue * 255.0), 255];
+        assert_eq!(&got[4 * i..4 * i + 4], &px, "pixel {i}");
+    }
+    // The choice is part of the tile's identity: its own ETag, and the default image
+    // (cached first) is not served for it, nor it for the default.
+    assert_ne!(own.header("etag"), chosen.header("etag"));
+    assert_ne!(rgba(&own).2, got);
+    assert_eq!(rgba(&get(&app, &url("")).await).2, rgba(&own).2);
+    let other = get(&app, &url("?channels=2,0&windows=100:2001,&colors=FFFFFF,")).await;
+    assert_ne!(other.header("etag"), chosen.header("etag"));
+    // No channel at all is a transparent image; without `channels`, windows follow the
+    // active `omero` channels (DAPI, GFP).
+    assert!(rgba(&get(&app, &url("?channels=")).await).2.chunks(4).all(|p| p == [0, 0, 0, 0]));
+    let (.., two) = rgba(&get(&app, &url("?windows=0:1,0:1")).await);
+    assert!(two.chunks(4).all(|p| p == [0, 255, 255, 255]), "every value is past both windows");
+    // Bad values name the parameter and the form allowed.
+    for (q, name) in [
+        ("?channels=0,0", "channels"),
+        ("?channels=3", "channels"),
+        ("?channels=x", "channels"),
+        ("?windows=5:1,0:1", "windows"),
+        ("?windows=0:1", "windows"),
+        ("?colors=FF0000", "colors"),
+        ("?colors=red,blue", "colors"),
+    ] {
+        let detail = get(&app, &url(q)).await.assert_problem(400)["detail"].as_str().unwrap().to_owned();
+        assert!(detail.contains(&format!("`{name}`")), "{q}: {detail}");
+    }
+    // One channel ([c=K]) and label images are not composites.
+    for (image, path, fixed) in [("ozp05_5d.ome.zarr", "", "c=1"), ("ozp05_5d.ome.zarr", "labels/cells", "")] {
+        let u = format!("/iiif/3/{}/full/max/0/default.png?channels=0", identifier(image, path, fixed));
+        let detail = get(&app, &u).await.assert_problem(400)["detail"].as_str().unwrap().to_owned();
+        assert!(detail.contains("composite"), "{detail}");
+    }
+}

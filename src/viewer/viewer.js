@@ -122,6 +122,8 @@ function nodesOf(name) {
 async function listArrays(name, list) {
   list.textContent = "";
   try {
+    // OME-Zarr images and plates first (ome.js), then the arrays.
+    omeListEntries(name, await nodesOf(name), list);
     for (const n of (await nodesOf(name)).filter((n) => n.node_type === "array")) {
       const label = `${n.path} ${n.shape ? "(" + n.shape.join("×") + ")" : ""} ${n.data_type || ""}`;
       const a = el("a", { href: `${state.base}/view/${encodeURIComponent(name)}/${enc(n.path)}`, textContent: label });
@@ -146,8 +148,9 @@ function markCurrent() {
 }
 
 function openFromLocation() {
-  const m = location.pathname.replace(BEHIND, "$2").match(/^\/view\/([^/]+)\/(.+)$/);
-  if (m) openArray(decodeURIComponent(m[1]), m[2].split("/").map(decodeURIComponent).join("/"), new URLSearchParams(location.search));
+  // /view/DS alone is the dataset's root (an OME-Zarr image or plate can be the root).
+  const m = location.pathname.replace(BEHIND, "$2").match(/^\/view\/([^/]+)(?:\/(.*))?$/);
+  if (m) openArray(decodeURIComponent(m[1]), (m[2] || "").split("/").map(decodeURIComponent).join("/"), new URLSearchParams(location.search));
 }
 
 function imageable(meta) {
@@ -185,6 +188,8 @@ async function openArray(ds, path, query) {
   markCurrent();
   const info = $("info");
   info.textContent = "Loading…";
+  // OME-Zarr images, their levels, plates and wells open in the microscopists' view (ome.js).
+  if (await omeOpen(ds, path, state.restore, ticket)) return;
   let meta;
   try {
     meta = await json(`/v1/arrays/${encodeURIComponent(ds)}/${enc(path)}`);

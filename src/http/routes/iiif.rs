@@ -2,7 +2,9 @@
 //! `GET /iiif/3/{identifier}/{region}/{size}/{rotation}/{quality}.{format}`: the IIIF
 //! Image API 3.0 (<https://iiif.io/api/image/3.0/>), so `OpenSeadragon`, `Leaflet-IIIF` and
 //! `Mirador` can show any array. `vmin`, `vmax` and `colormap` query parameters (outside
-//! IIIF) override the window and colormap.
+//! IIIF) override the window and colormap; on an OME-Zarr composite, `channels`, `windows`
+//! and `colors` pick the channels drawn and their windows and colours
+//! (`images::iiif::channels`).
 
 use std::sync::Arc;
 
@@ -20,13 +22,14 @@ use crate::http::conditional::{EtagBuilder, cache_control, not_modified};
 use crate::http::extract::Params;
 use crate::http::middleware::NoCompress;
 use crate::http::state::AppState;
+use crate::images::iiif::channels::Choice;
 use crate::images::iiif::grammar::{Identifier, ImageRequest, Quality};
 use crate::images::iiif::source::{Drawing, Image};
 use crate::images::iiif::{self, Rendered, TILE_SIZE};
 use crate::images::render::{Colormap, Style};
 use crate::read::cache::MISSING;
 
-const IMAGE_PARAMS: &[&str] = &["vmin", "vmax", "colormap"];
+const IMAGE_PARAMS: &[&str] = &["vmin", "vmax", "colormap", "channels", "windows", "colors"];
 const CONTEXT: &str = "http://iiif.io/api/image/3/context.json";
 
 fn path_error(e: &PathRejection) -> Error {
@@ -177,6 +180,22 @@ pub async fn image(
             "`{}` is drawn in its OME-Zarr colours (a composite of its `omero` channels, or labels), so `vmin`, `vmax` and `colormap` do not apply; pick one channel with [c=K] in the identifier to use them",
             image.id.path
         )));
+    }
+    let choice = Choice::parse(|k| params.get(k).map(str::to_owned))?;
+    if !choice.is_empty() {
+        if !matches!(image.drawing, Drawing::Composite { .. }) {
+            return Err(Error::BadRequest(format!(
+                "`channels`, `windows` and `colors` apply to a composite of an OME-Zarr image's channels; `{}` is drawn as {}",
+                image.id.path,
+                if matches!(image.drawing, Drawing::Labels { .. }) {
+                    "labels"
+                } else {
+                    "one plane (use vmin, vmax and colormap)"
+                }
+            )));
+        }
+        let extent = image.channel_axis.map_or(0, |axis| image.reader.meta.shape[axis]);
+        image.drawing = choice.apply(&image.drawing, image.group_attributes.as_deref(), extent)?;
     }
     state.images.resolve_channels(&mut image).await?;
     // Sizes are checked before any data is read, so a huge output is refused at once.

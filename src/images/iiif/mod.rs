@@ -8,6 +8,7 @@
 //! edge is `http::routes::iiif`.
 
 pub mod axes;
+pub mod channels;
 pub mod grammar;
 pub mod identifier;
 pub mod levels;

@@ -29,7 +29,7 @@ pub use crate::images::iiif::levels::Level;
 const BAND_BYTES: u64 = 16 << 20;
 
 /// Channels composited at most: each is a read of its own.
-const MAX_CHANNELS: usize = 16;
+pub const MAX_CHANNELS: usize = 16;
 
 /// One channel of a composite: its index on the channel axis, colour and window (`None`
 /// until the value range is found, where `omero` gives none).
