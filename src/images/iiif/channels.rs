@@ -47,6 +47,22 @@ fn entries(text: &str) -> Vec<&str> {
     if text.is_empty() { Vec::new() } else { text.split(',').map(str::trim).collect() }
 }
 
+/// A list with one entry per channel drawn (`windows`, `colors`): comma-separated, an empty
+/// entry keeps that channel's own; an absent or empty parameter asks nothing.
+fn per_channel<T>(
+    text: Option<String>,
+    name: &str,
+    form: &str,
+    parse: impl Fn(&str) -> Option<T>,
+) -> Result<Option<Vec<Option<T>>>> {
+    let Some(text) = text.filter(|text| !text.is_empty()) else { return Ok(None) };
+    text.split(',')
+        .map(str::trim)
+        .map(|e| if e.is_empty() { Ok(None) } else { parse(e).map(Some).ok_or_else(|| bad(name, &text, form)) })
+        .collect::<Result<Vec<_>>>()
+        .map(Some)
+}
+
 impl Choice {
     /// Parses `channels`, `windows` and `colors` from the query's values.
     pub fn parse(get: impl Fn(&str) -> Option<String>) -> Result<Self> {
@@ -75,40 +91,13 @@ impl Choice {
                 Ok(list)
             })
             .transpose()?;
-        // An empty `windows` or `colors` asks nothing (every channel keeps its own).
-        let windows = get("windows")
-            .filter(|text| !text.is_empty())
-            .map(|text| {
-                text.split(',')
-                    .map(str::trim)
-                    .map(|e| {
-                        if e.is_empty() {
-                            return Ok(None);
-                        }
-                        let (lo, hi) = e.split_once(':').ok_or_else(|| bad("windows", &text, WINDOWS))?;
-                        let num = |s: &str| s.trim().parse::<f64>().ok().filter(|f| f.is_finite());
-                        match (num(lo), num(hi)) {
-                            (Some(lo), Some(hi)) if lo < hi => Ok(Some(Window { lo, hi })),
-                            _ => Err(bad("windows", &text, WINDOWS)),
-                        }
-                    })
-                    .collect::<Result<Vec<_>>>()
-            })
-            .transpose()?;
-        let colors = get("colors")
-            .filter(|text| !text.is_empty())
-            .map(|text| {
-                text.split(',')
-                    .map(str::trim)
-                    .map(|e| {
-                        if e.is_empty() {
-                            return Ok(None);
-                        }
-                        hex(e).map(Some).ok_or_else(|| bad("colors", &text, COLORS))
-                    })
-                    .collect::<Result<Vec<_>>>()
-            })
-            .transpose()?;
+        let num = |s: &str| s.trim().parse::<f64>().ok().filter(|f| f.is_finite());
+        let windows = per_channel(get("windows"), "windows", WINDOWS, |e| {
+            let (lo, hi) = e.split_once(':')?;
+            let (lo, hi) = (num(lo)?, num(hi)?);
+            (lo < hi).then_some(Window { lo, hi })
+        })?;
+        let colors = per_channel(get("colors"), "colors", COLORS, hex)?;
         Ok(Self { channels, windows, colors })
     }
 
