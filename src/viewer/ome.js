@@ -359,14 +359,7 @@ async function omeDraw(fresh) {
       });
     }
     if (fresh) {
-      const vp = osd.viewport;
-      const [x, y, zoom] = ["x", "y", "zoom"].map((k) => (q.get(k) === null ? NaN : Number(q.get(k))));
-      if ([x, y, zoom].every(Number.isFinite) && zoom > 0) {
-        vp.zoomTo(vp.imageToViewportZoom(zoom), null, true);
-        vp.panTo(vp.imageToViewportCoordinates(new OpenSeadragon.Point(x, y)), true);
-      } else {
-        vp.goHome(true);
-      }
+      restoreViewport(osd, q);
     }
     omeScaleBar();
   });

@@ -157,6 +157,19 @@ function hoverMap(coordinate) {
 
 // ---- the deep-zoom view ----
 
+// Puts a deep-zoom view where the URL's `x`, `y` (image pixels) and `zoom` say, else shows
+// the whole image; the deep-zoom and OME-Zarr views share it.
+function restoreViewport(osd, q) {
+  const vp = osd.viewport;
+  const [x, y, zoom] = ["x", "y", "zoom"].map((k) => (q.get(k) === null ? NaN : Number(q.get(k))));
+  if ([x, y, zoom].every(Number.isFinite) && zoom > 0) {
+    vp.zoomTo(vp.imageToViewportZoom(zoom), null, true);
+    vp.panTo(vp.imageToViewportCoordinates(new OpenSeadragon.Point(x, y)), true);
+  } else {
+    vp.goHome(true);
+  }
+}
+
 async function showImage(fresh) {
   $("map").hidden = true;
   $("osd").hidden = false;
@@ -204,14 +217,7 @@ async function showImage(fresh) {
   if (fresh) {
     const q = state.restore;
     views.osd.addOnceHandler("open", () => {
-      const vp = views.osd.viewport;
-      const [x, y, zoom] = ["x", "y", "zoom"].map((k) => (q.get(k) === null ? NaN : Number(q.get(k))));
-      if ([x, y, zoom].every(Number.isFinite) && zoom > 0) {
-        vp.zoomTo(vp.imageToViewportZoom(zoom), null, true);
-        vp.panTo(vp.imageToViewportCoordinates(new OpenSeadragon.Point(x, y)), true);
-      } else {
-        vp.goHome(true);
-      }
+      restoreViewport(views.osd, q);
     });
   }
   views.osd.open(source);
