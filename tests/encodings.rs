@@ -43,9 +43,16 @@ const TARGETS: &[&str] = &[
     "/iiif/3/sample%2Fterrain%2Felevation/info.json",
     "/iiif/3/sample%2Fterrain%2Felevation/full/max/0/default.png",
     "/iiif/3/sample%2Fclimate%2Ft2m%5B0%5D/full/max/0/default.png",
+    "/maps/sample%2Fclimate%2Ft2m%5B0%5D/tilejson.json",
+    "/maps/sample%2Fclimate%2Ft2m%5B0%5D/1/0/0.png",
+    "/maps/sample%2Fclimate%2Ft2m%5B0%5D/1/1/0.npy",
     "/",
     "/viewer/viewer.js",
     "/viewer/openseadragon.min.js",
+    "/viewer/ol.js",
+    "/viewer/countries-110m.json",
+    "/viewer/colormaps.json",
+    "/viewer/window/sample%2Fterrain%2Felevation",
     "/metrics",
 ];
 
