@@ -32,13 +32,13 @@ use crate::read::cache::MISSING;
 const IMAGE_PARAMS: &[&str] = &["vmin", "vmax", "colormap", "channels", "windows", "colors"];
 const CONTEXT: &str = "http://iiif.io/api/image/3/context.json";
 
-fn path_error(e: &PathRejection) -> Error {
+pub(crate) fn path_error(e: &PathRejection) -> Error {
     Error::BadRequest(e.body_text())
 }
 
 /// The identifier of a request path (already percent-decoded by the router); one that
 /// does not parse names no image, so it is 404 like an unknown one.
-fn identifier(text: &str) -> Result<Identifier> {
+pub(crate) fn identifier(text: &str) -> Result<Identifier> {
     Identifier::parse(text).map_err(|e| Error::NotFound(e.0))
 }
 
@@ -168,12 +168,7 @@ pub async fn image(
             request.quality.name()
         )));
     }
-    let (vmin, vmax) = (params.number("vmin")?, params.number("vmax")?);
-    if let (Some(lo), Some(hi)) = (vmin, vmax)
-        && lo > hi
-    {
-        return Err(Error::BadRequest(format!("`vmin` ({lo}) must not be greater than `vmax` ({hi})")));
-    }
+    let (vmin, vmax) = window_params(&params)?;
     let mut image = Image::open(&state.catalog, identifier(&text)?).await?;
     if !matches!(image.drawing, Drawing::Plane) && (vmin.is_some() || vmax.is_some() || colormap.is_some()) {
         return Err(Error::BadRequest(format!(
@@ -235,19 +230,43 @@ pub async fn image(
     let held = image.reader.budget.reserve((pixels * 12) as u64).await?;
     let (bytes, versions) = iiif::render(&image, &request, style).await?;
     drop(held);
-    let mut tag = EtagBuilder::new("iiif");
+    Ok(deliver(&state, "iiif", key, bytes, &versions, request.format.media_type(), &headers).await)
+}
+
+/// `vmin` and `vmax` (outside IIIF, also on map tiles): numbers, `vmin` not above `vmax`.
+pub(crate) fn window_params(params: &Params) -> Result<(Option<f64>, Option<f64>)> {
+    let (vmin, vmax) = (params.number("vmin")?, params.number("vmax")?);
+    if let (Some(lo), Some(hi)) = (vmin, vmax)
+        && lo > hi
+    {
+        return Err(Error::BadRequest(format!("`vmin` ({lo}) must not be greater than `vmax` ({hi})")));
+    }
+    Ok((vmin, vmax))
+}
+
+/// A freshly rendered image (IIIF or a map tile) sent and kept: its strong `ETag` from the
+/// cache key and the versions of the objects read, remembered in the rendered-image cache
+/// unless it holds fill for missing objects (a writer may add them soon).
+pub(crate) async fn deliver(
+    state: &AppState,
+    scheme: &str,
+    key: String,
+    bytes: Vec<u8>,
+    versions: &[(String, String)],
+    media_type: &'static str,
+    headers: &HeaderMap,
+) -> Response {
+    let mut tag = EtagBuilder::new(scheme);
     tag.text(&key);
-    for (k, v) in &versions {
+    for (k, v) in versions {
         tag.text(k).text(v);
     }
     let any_missing = versions.iter().any(|(_, v)| v == MISSING);
-    let rendered =
-        Arc::new(Rendered { bytes: bytes.into(), etag: tag.finish(), media_type: request.format.media_type() });
-    // Images holding fill for missing objects are not kept: a writer may add them soon.
+    let rendered = Arc::new(Rendered { bytes: bytes.into(), etag: tag.finish(), media_type });
     if !any_missing {
         state.images.remember(key, Arc::clone(&rendered)).await;
     }
-    Ok(respond(&rendered, &headers, &cache_control(&state.config, any_missing)))
+    respond(&rendered, headers, &cache_control(&state.config, any_missing))
 }
 
 /// The IIIF Physical Dimensions service's scale and units (`mm`, `cm` or `in`, the only
@@ -273,11 +292,15 @@ fn physical_dimensions(scale: f64, unit: &str) -> Option<(f64, &'static str)> {
     Some((scale * mm, "mm"))
 }
 
-fn respond(rendered: &Rendered, headers: &HeaderMap, cache_control: &str) -> Response {
+/// A rendered image (or its 304). PNG and JPEG are compressed already; a map tile's float
+/// `npy` compresses (NaN and repeats), so only it is left to the compression layer.
+pub(crate) fn respond(rendered: &Rendered, headers: &HeaderMap, cache_control: &str) -> Response {
     if not_modified(headers, &rendered.etag) {
         return with_validators(StatusCode::NOT_MODIFIED.into_response(), &rendered.etag, cache_control);
     }
     let mut response = ([(header::CONTENT_TYPE, rendered.media_type)], rendered.bytes.clone()).into_response();
-    response.extensions_mut().insert(NoCompress);
+    if rendered.media_type != "application/octet-stream" {
+        response.extensions_mut().insert(NoCompress);
+    }
     with_validators(response, &rendered.etag, cache_control)
 }

@@ -3,8 +3,6 @@
 //! `MapLibre`, `OpenLayers`, `Leaflet` and deck.gl. `identifier` as for IIIF; `colormap`,
 //! `vmin`, `vmax` as for IIIF (PNG / JPEG); `npy` gives the values (float32, NaN: no data).
 
-use std::sync::Arc;
-
 use axum::Extension;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, RawQuery, State};
@@ -16,15 +14,12 @@ use crate::auth::CapabilityPath;
 use crate::error::{Error, Result};
 use crate::http::conditional::{EtagBuilder, cache_control, not_modified, with_validators};
 use crate::http::extract::Params;
-use crate::http::middleware::NoCompress;
-use crate::http::routes::iiif::base_url;
+use crate::http::routes::iiif::{base_url, deliver, identifier, path_error, respond, window_params};
 use crate::http::state::AppState;
-use crate::images::iiif::Rendered;
-use crate::images::iiif::grammar::{Identifier, ImageFormat, Quality};
+use crate::images::iiif::grammar::{ImageFormat, Quality};
 use crate::images::maps::geometry::{MAX_ZOOM, TILE, TileId};
 use crate::images::maps::{MapSource, tile};
 use crate::images::render::{self, Colormap, Style};
-use crate::read::cache::MISSING;
 
 const TILE_PARAMS: &[&str] = &["vmin", "vmax", "colormap"];
 const TILEJSON_PARAMS: &[&str] = &["vmin", "vmax", "colormap", "format"];
@@ -53,15 +48,6 @@ impl Format {
             Self::Npy => "npy",
         }
     }
-}
-
-fn path_error(e: &PathRejection) -> Error {
-    Error::BadRequest(e.body_text())
-}
-
-/// The identifier (as for IIIF: one that does not parse names no array, a 404).
-fn identifier(text: &str) -> Result<Identifier> {
-    Identifier::parse(text).map_err(|e| Error::NotFound(e.0))
 }
 
 /// `z`, `x` and `y.ext` of a tile path: 400 for an impossible tile or another format.
@@ -94,12 +80,7 @@ fn tile_address(z: &str, x: &str, y_ext: &str) -> Result<(TileId, Format)> {
 /// `colormap`, `vmin`, `vmax` as for IIIF.
 fn style_params(params: &Params) -> Result<(Option<Colormap>, Option<f64>, Option<f64>)> {
     let colormap = params.get("colormap").map(Colormap::parse).transpose()?;
-    let (vmin, vmax) = (params.number("vmin")?, params.number("vmax")?);
-    if let (Some(lo), Some(hi)) = (vmin, vmax)
-        && lo > hi
-    {
-        return Err(Error::BadRequest(format!("`vmin` ({lo}) must not be greater than `vmax` ({hi})")));
-    }
+    let (vmin, vmax) = window_params(params)?;
     Ok((colormap, vmin, vmax))
 }
 
@@ -168,18 +149,7 @@ pub async fn tile(
         _ => (npy(&plane.values), "application/octet-stream"),
     };
     drop(held);
-    let mut tag = EtagBuilder::new("maps");
-    tag.text(&key);
-    for (k, v) in &pixels.versions {
-        tag.text(k).text(v);
-    }
-    let any_missing = pixels.versions.iter().any(|(_, v)| v == MISSING);
-    let rendered = Arc::new(Rendered { bytes: bytes.into(), etag: tag.finish(), media_type });
-    // Tiles holding fill for missing objects are not kept: a writer may add them soon.
-    if !any_missing {
-        state.images.remember(key, Arc::clone(&rendered)).await;
-    }
-    Ok(respond(&rendered, &headers, &cache_control(&state.config, any_missing)))
+    Ok(deliver(&state, "maps", key, bytes, &pixels.versions, media_type, &headers).await)
 }
 
 /// A 256 × 256 float32 `.npy` (rows north to south), NaN where there is no data.
@@ -190,18 +160,6 @@ fn npy(values: &[f64]) -> Vec<u8> {
         out.extend_from_slice(&(v as f32).to_le_bytes());
     }
     out
-}
-
-fn respond(rendered: &Rendered, headers: &HeaderMap, cache_control: &str) -> Response {
-    if not_modified(headers, &rendered.etag) {
-        return with_validators(StatusCode::NOT_MODIFIED.into_response(), &rendered.etag, cache_control);
-    }
-    let mut response = ([(header::CONTENT_TYPE, rendered.media_type)], rendered.bytes.clone()).into_response();
-    // PNG and JPEG are compressed already; a float tile compresses (NaN and repeats).
-    if rendered.media_type != "application/octet-stream" {
-        response.extensions_mut().insert(NoCompress);
-    }
-    with_validators(response, &rendered.etag, cache_control)
 }
 
 /// `tilejson.json`: `TileJSON` 3.0.0 (<https://github.com/mapbox/tilejson-spec/tree/master/3.0.0>)
