@@ -18,6 +18,10 @@
 #                      CPUs): the servers are pinned with taskset to the first C cores and
 #                      wrk to the others when there are any. On a bigger machine, e.g.
 #                      BENCH_CORES="1 2 4 8" reproduces the scaling table of BENCHMARKS.md.
+#   TENSORSTORE_PYTHON a Python command with `tensorstore` and `numpy` for the second
+#                      in-process reference of the large slice (default: a virtualenv made
+#                      once in ~/.cache/zarrd-bench/tensorstore with pip; skipped, with a
+#                      warning, when it cannot be made)
 #   ZARRD_PORT         loopback port of zarrd with the default config (default 18080); zarrd
 #                      with the decoded-data caches off listens on ZARRD_PORT+2
 #   NGINX_PORT         loopback port of nginx (default 18081)
@@ -258,16 +262,33 @@ vparse() {
   V_body_bytes=$(kv "$1" body_bytes)
 }
 
-# large_reps BASE_URL N -> appends N download times (s) to LT: sequential curl downloads.
+# large_reps BASE_URL N -> appends N download times (s) to LT and the times to the first
+# body byte to LF: sequential curl downloads (pinned like wrk).
 large_reps() {
-  local r code size secs
+  local r code size secs first
   for _ in $(seq "$2"); do
-    r=$(curl -s -o /dev/null -w '%{http_code} %{size_download} %{time_total}' "$1$LARGE_PATH")
-    read -r code size secs <<<"$r"
+    r=$("${WRK_PIN[@]}" curl -s -o /dev/null -w '%{http_code} %{size_download} %{time_total} %{time_starttransfer}' "$1$LARGE_PATH")
+    read -r code size secs first <<<"$r"
     [[ $code == 200 && $size == "$LARGE_BYTES" ]] || die "large slice: $r"
     LT+=("$secs")
+    LF+=("$first")
   done
 }
+
+# The TensorStore reference's Python: TENSORSTORE_PYTHON, else a cached virtualenv.
+TS_PY=()
+if [[ -n ${TENSORSTORE_PYTHON:-} ]]; then
+  read -r -a TS_PY <<<"$TENSORSTORE_PYTHON"
+else
+  venv=${XDG_CACHE_HOME:-$HOME/.cache}/zarrd-bench/tensorstore
+  if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -c 'import tensorstore, numpy' 2>/dev/null; then
+    log "making the TensorStore virtualenv in $venv"
+    python3 -m venv "$venv" >&2 && "$venv/bin/pip" install -q tensorstore numpy >&2 || log "warning: no TensorStore virtualenv"
+  fi
+  "$venv/bin/python" -c 'import tensorstore, numpy' 2>/dev/null && TS_PY=("$venv/bin/python")
+fi
+# ts_read N: TensorStore reads the large region N times after a warm-up (its summary line).
+ts_read() { "${READ_PIN[@]}" "${TS_PY[@]}" "$ROOT/benches/tensorstore_read.py" "$DATA/data.zarr" large "$LARGE_SEL" "$1"; }
 
 ROWS=""
 STORAGE=""
@@ -405,6 +426,14 @@ LARGE_PATH="/v1/slice/bench/large?s=$LARGE_SEL&format=bin"
 LNAME="3 large slice 64 MiB ($LARGE_SHARDS shards, $LARGE_INNER_CHUNKS zstd inner chunks)"
 log "3. large slice: first request to a fresh zarrd (caches off), checked against zarrs"
 "$TOOLS/zarrs-read" "$DATA/data.zarr" large "$LARGE_SEL" 0 --out "$TMP/large.zarrs" >/dev/null
+READ_PIN=()
+if ((${#TS_PY[@]})); then
+  ts_read 0 >/dev/null 2>&1 || true
+  "${TS_PY[@]}" "$ROOT/benches/tensorstore_read.py" "$DATA/data.zarr" large "$LARGE_SEL" 0 --out "$TMP/large.ts" >/dev/null \
+    && cmp -s "$TMP/large.ts" "$TMP/large.zarrs" || die "TensorStore's large slice differs from zarrs'"
+  rm -f "$TMP/large.ts"
+  log "   TensorStore's bytes equal zarrs'"
+fi
 start_zarrd nocache
 snap0 "$ZN"
 code=$(curl -s -o "$TMP/large.zarrd" -w '%{http_code}' "$ZN$LARGE_PATH")
@@ -425,14 +454,26 @@ LARGE_RATIOS=()
 LARGE_RATIOS_C=()
 ZR_CPU=()
 LCPU_NC=()
+TS_T=()
+TS_CPU=()
+LARGE_RATIOS_TS=()
+LF_NC=()
 for r in $(seq "$ROUNDS"); do
-  log "3. large slice, round $r/$ROUNDS: zarrs in-process, zarrd without chunk cache, zarrd default; $LARGE_REPS reads each"
+  log "3. large slice, round $r/$ROUNDS: zarrs and TensorStore in-process, zarrd without chunk cache, zarrd default; $LARGE_REPS reads each"
   zout=$("$TOOLS/zarrs-read" "$DATA/data.zarr" large "$LARGE_SEL" "$LARGE_REPS")
   mapfile -t zt < <(grep '^rep' <<<"$zout" | awk '{ print $3 }')
   ZR_T+=("${zt[@]}")
   ZR_CPU+=("$(kv "$(grep '^zarrs-read:' <<<"$zout")" cpu_per_read_s)")
   zr=$(med "${zt[@]}")
+  if ((${#TS_PY[@]})); then
+    tout=$(ts_read "$LARGE_REPS")
+    mapfile -t tt < <(grep '^rep' <<<"$tout" | awk '{ print $3 }')
+    TS_T+=("${tt[@]}")
+    TS_CPU+=("$(kv "$(grep '^tensorstore-read:' <<<"$tout")" cpu_per_read_s)")
+    TS_VERSION=$(kv "$(grep '^tensorstore-read:' <<<"$tout")" version)
+  fi
   LT=()
+  LF=()
   snap0 "$ZN"
   t0=$(cpu_ticks "${ZPID[nocache]}")
   large_reps "$ZN" "$LARGE_REPS"
@@ -440,7 +481,9 @@ for r in $(seq "$ROUNDS"); do
   delta "$ZN"
   LS_NC=($((LS_NC[0] + DS)) $((LS_NC[1] + DH)) $((LS_NC[2] + DI)))
   LT_NC+=("${LT[@]}")
+  LF_NC+=("${LF[@]}")
   LARGE_RATIOS+=("$(calc %.2f "$zr / $(med "${LT[@]}")")")
+  ((${#TS_PY[@]})) && LARGE_RATIOS_TS+=("$(calc %.2f "$(med "${tt[@]}") / $(med "${LT[@]}")")")
   LT=()
   snap0 "$Z"
   large_reps "$Z" "$LARGE_REPS"
@@ -458,11 +501,39 @@ lrow() { # LABEL TIMES...
     "$(calc %.0f "$(max "$@") * 1000") (max)" "$(calc %.0f "$LARGE_BYTES / $m / 1e6")"
 }
 lrow "zarrs-read in-process (all cores), median" "${ZR_T[@]}"
-lrow "zarrd HTTP bin, caches off, curl sequential, median" "${LT_NC[@]}"
+((${#TS_T[@]})) && lrow "TensorStore $TS_VERSION in-process (all cores, no cache), median" "${TS_T[@]}"
+lrow "zarrd HTTP bin, caches off, curl sequential, median (first byte after $(calc %.1f "$(med "${LF_NC[@]}") * 1000") ms)" "${LT_NC[@]}"
 lrow "zarrd HTTP bin, default config (repeats hit the chunk cache), median" "${LT_C[@]}"
 LARGE_RATIO=$(med "${LARGE_RATIOS[@]}")
 LARGE_CPU_NC=$(med "${LCPU_NC[@]}")
 LARGE_CPU_ZARRS=$(med "${ZR_CPU[@]}")
+# The large slice per core count (caches off): zarrd pinned to the first C cores with curl on
+# the others, zarrs (C threads) and TensorStore pinned to the same C cores; one round each.
+LROWS=""
+for c in $CORES; do
+  pin "0-$((c - 1))" "${ZPID[nocache]}"
+  READ_PIN=(taskset -c "0-$((c - 1))")
+  if ((c < NPROC)); then WRK_PIN=(taskset -c "$c-$((NPROC - 1))"); else WRK_PIN=(); fi
+  log "3. large slice on $c core(s)"
+  zout=$("${READ_PIN[@]}" "$TOOLS/zarrs-read" "$DATA/data.zarr" large "$LARGE_SEL" "$LARGE_REPS" --threads "$c" --quiet)
+  zr_s=$(kv "$zout" median_s) zr_cpu=$(kv "$zout" cpu_per_read_s)
+  ts_s="—" ts_cpu="—"
+  if ((${#TS_PY[@]})); then
+    tout=$(ts_read "$LARGE_REPS" | grep '^tensorstore-read:')
+    ts_s=$(calc %.1f "$(kv "$tout" median_s) * 1000") ts_cpu=$(calc %.1f "$(kv "$tout" cpu_per_read_s) * 1000")
+  fi
+  LT=()
+  LF=()
+  curl -s -o /dev/null "$ZN$LARGE_PATH"
+  t0=$(cpu_ticks "${ZPID[nocache]}")
+  large_reps "$ZN" "$LARGE_REPS"
+  zd_cpu=$(calc %.1f "($(cpu_ticks "${ZPID[nocache]}") - $t0) / $TICK / $LARGE_REPS * 1000")
+  zd_s=$(med "${LT[@]}")
+  LROWS+="| $c | $(calc %.1f "$zd_s * 1000") | $(calc %.1f "$(med "${LF[@]}") * 1000") | $zd_cpu | $(calc %.1f "$zr_s * 1000") | $(calc %.1f "$zr_cpu * 1000") | $ts_s | $ts_cpu | $(calc %.2f "$zr_s / $zd_s") |"$'\n'
+done
+pin "$ALL" "${ZPID[nocache]}"
+READ_PIN=()
+WRK_PIN=()
 # N concurrent large slices (caches off): wall time of all of them, against N times
 # the sequential median. Work that overlaps (fetch, decode, send) and spreads over the
 # cores gives a ratio well below 1; requests that queue behind each other give 1.
@@ -548,6 +619,7 @@ REPORT="$TMP/report.md"
   echo "| hot tile: zarrd req/s ÷ nginx req/s, default config | ${HOT_RATIOS[*]} | $HOT_RATIO | ≥ 0.5 | $(bar "$HOT_RATIO" 0.5) |"
   echo "| hot tile: the same, caches off | ${HOT_RATIOS_NC[*]} | $HOT_RATIO_NC | (≥ 0.5) | $(bar "$HOT_RATIO_NC" 0.5) |"
   echo "| large slice: zarrd MB/s ÷ zarrs in-process MB/s, caches off (both decode) | ${LARGE_RATIOS[*]} | $LARGE_RATIO | ≥ 1.0 | $(bar "$LARGE_RATIO" 1.0) |"
+  ((${#LARGE_RATIOS_TS[@]})) && echo "| large slice: zarrd MB/s ÷ TensorStore in-process MB/s, caches off (both decode) | ${LARGE_RATIOS_TS[*]} | $(med "${LARGE_RATIOS_TS[@]}") | ≥ 1.0 | $(bar "$(med "${LARGE_RATIOS_TS[@]}")" 1.0) |"
   echo "| large slice: the same, default config (zarrd serves repeats from its cache) | ${LARGE_RATIOS_C[*]} | $LARGE_RATIO_C | (≥ 1.0) | $(bar "$LARGE_RATIO_C" 1.0) |"
   echo "| viewport: cold ÷ warm time for all $NV tiles | | $(calc %.1f "$VCOLD_MS / $VWARM_MS") ($VCOLD_MS ms vs $VWARM_MS ms) | — | |"
   for c in $CORES; do
@@ -569,6 +641,12 @@ REPORT="$TMP/report.md"
   echo "| cores | server | req/s | CPU µs per request |"
   echo "|---:|---|---:|---:|"
   printf '%s' "$CPUROWS"
+  echo
+  echo "The large slice per core count, caches off: zarrd pinned to the first C cores (curl on the others when there are any), zarrs (\`--threads C\`) and TensorStore pinned to the same cores; medians of $LARGE_REPS reads, CPU per read of the reading process."
+  echo
+  echo "| cores | zarrd ms | zarrd first byte ms | zarrd CPU ms | zarrs ms | zarrs CPU ms | TensorStore ms | TensorStore CPU ms | zarrd ÷ zarrs speed |"
+  echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+  printf '%s' "$LROWS"
   echo
   echo "Storage requests (\`zarrd_storage_requests_total\` delta ÷ data requests served, from /metrics):"
   echo

@@ -215,7 +215,7 @@ async fn serve(state: AppState) -> std::io::Result<()> {
         tracing::info!("shutting down: readiness failed, draining");
         tokio::time::sleep(drain).await;
     };
-    zarrd::http::server::serve(listener, zarrd::app(state), settings, shutdown).await
+    zarrd::http::server::serve(listener, move || zarrd::app(state.for_thread()), settings, shutdown).await
 }
 
 async fn shutdown_signal() {

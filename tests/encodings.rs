@@ -160,7 +160,7 @@ async fn listen(app: axum::Router) -> u16 {
     let port = listener.local_addr().unwrap().port();
     let config = common::config("");
     let settings = zarrd::http::server::Settings::new(&config.http, 1024);
-    tokio::spawn(zarrd::http::server::serve(listener, app, settings, std::future::pending()));
+    tokio::spawn(zarrd::http::server::serve(listener, move || app.clone(), settings, std::future::pending()));
     port
 }
 

@@ -113,7 +113,8 @@ async fn injected_panics_are_counted_logged_and_answered() {
     let port = listener.local_addr().unwrap().port();
     let config = common::config("");
     let settings = zarrd::http::server::Settings::new(&config.http, 1024);
-    tokio::spawn(zarrd::http::server::serve(listener, app.clone(), settings, std::future::pending()));
+    let served = app.clone();
+    tokio::spawn(zarrd::http::server::serve(listener, move || served.clone(), settings, std::future::pending()));
     let out = tokio::process::Command::new("curl")
         .args(["-sS", "-D", "-", "-o", "/dev/null", &format!("http://127.0.0.1:{port}/boom/body")])
         .output()

@@ -2,19 +2,17 @@
 //! request ids, structured access logs and metrics; CORS; access control (`auth`: before
 //! any cache and every route, inside CORS so that its refusals carry CORS headers and
 //! preflights pass); hot responses (`responses`); response compression; and the
-//! guard that bounds in-flight requests (503 + Retry-After) and their duration (504).
+//! guard (`guard`) that bounds in-flight requests (503 + Retry-After) and their duration (504).
 //! Connection-level limits (timeouts, the connection cap, shutdown) are in `server`.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderName, HeaderValue, Method, header};
 use axum::middleware::{Next, from_fn, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
-use tokio::sync::Semaphore;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tracing::Instrument;
@@ -22,7 +20,6 @@ use tracing::Instrument;
 use crate::config::Config;
 use crate::error::Error;
 pub use crate::http::compress::NoCompress;
-use crate::http::connections::ProbeOnly;
 
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
@@ -44,17 +41,14 @@ const EXPOSED: [HeaderName; 11] = [
 /// Wraps the router in every layer, configured from the state's config.
 pub fn apply(router: Router, state: &crate::http::state::AppState) -> Router {
     let config: &Config = &state.config;
-    let responses = Arc::clone(&state.responses);
-    let guard = Arc::new(Guard {
-        permits: Semaphore::new(config.limits.max_in_flight),
-        timeout: Duration::from_secs(config.limits.request_timeout_secs),
-    });
+    // Layers get the state handle (one reference count, the thread's own) rather than
+    // their own `Arc`s, which every request on every core would clone.
     router
         .layer(from_fn(problem_documents))
         .layer(CatchPanicLayer::custom(panic_response))
-        .layer(from_fn_with_state(guard, guard_requests))
+        .layer(from_fn_with_state(state.clone(), crate::http::guard::layer::<crate::http::state::AppState>))
         .layer(crate::http::compress::compression())
-        .layer(from_fn_with_state(responses, crate::http::responses::layer))
+        .layer(from_fn_with_state(state.clone(), crate::http::responses::layer::<crate::http::state::AppState>))
         .layer(from_fn_with_state(state.clone(), crate::http::auth::layer))
         .layer(cors(&config.http.cors_origins))
         .layer(from_fn(observe))
@@ -131,42 +125,29 @@ async fn problem_documents(request: Request, next: Next) -> Response {
     problem
 }
 
-struct Guard {
-    permits: Semaphore,
-    timeout: Duration,
-}
-
-/// Operations endpoints stay answerable under load, so probes see the truth.
-fn is_ops(path: &str) -> bool {
-    crate::http::route::is_probe(path) || path == "/metrics"
-}
-
-async fn guard_requests(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
-    let path = request.uri().path();
-    // A connection over the probes' reserve (the connection cap is reached) serves probes only.
-    if request.extensions().get::<ProbeOnly>().is_some() && !crate::http::route::is_probe(path) {
-        return Error::Unavailable {
-            detail: "the server is at its connection limit; retry shortly".into(),
-            retry_after: 1,
-        }
-        .into_response();
-    }
-    if is_ops(path) {
-        return next.run(request).await;
-    }
-    let Ok(_permit) = guard.permits.try_acquire() else {
-        return Error::Unavailable { detail: "too many requests in flight; retry shortly".into(), retry_after: 1 }
-            .into_response();
-    };
-    match tokio::time::timeout(guard.timeout, next.run(request)).await {
-        Ok(response) => response,
-        Err(_) => Error::Timeout(guard.timeout.as_secs()).into_response(),
-    }
-}
-
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+/// The next block of request numbers to hand to a thread.
+static NEXT_BLOCK: AtomicU64 = AtomicU64::new(0);
+/// Request numbers a thread takes at once: one shared counter bumped by every request on
+/// every core moved its cache line between cores on each request; a block per thread
+/// touches it once per [`ID_BLOCK`] requests. Numbers stay unique within the process.
+const ID_BLOCK: u64 = 1024;
 /// The process id, asked once: `std::process::id()` is a system call every time.
 static PROCESS_ID: std::sync::LazyLock<u32> = std::sync::LazyLock::new(std::process::id);
+
+/// A request number unique within the process (increasing per thread).
+fn next_request_number() -> u64 {
+    thread_local!(static NEXT: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) });
+    NEXT.with(|next| {
+        let (mut n, end) = next.get();
+        if n == end {
+            n = NEXT_BLOCK.fetch_add(1, Ordering::Relaxed) * ID_BLOCK + 1;
+            next.set((n + 1, n + ID_BLOCK));
+        } else {
+            next.set((n + 1, end));
+        }
+        n
+    })
+}
 
 /// A client-supplied id is kept when it is short printable ASCII; otherwise one is made.
 fn request_id(request: &Request) -> String {
@@ -175,7 +156,7 @@ fn request_id(request: &Request) -> String {
         .get(&REQUEST_ID)
         .and_then(|v| v.to_str().ok())
         .filter(|v| !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_graphic()))
-        .map_or_else(|| format!("{:x}-{:x}", *PROCESS_ID, NEXT_ID.fetch_add(1, Ordering::Relaxed)), str::to_owned)
+        .map_or_else(|| format!("{:x}-{:x}", *PROCESS_ID, next_request_number()), str::to_owned)
 }
 
 /// Request id on the request, the response and the log span; one access-log line and
@@ -210,7 +191,7 @@ async fn observe(mut request: Request, next: Next) -> Response {
             span.in_scope(|| {
                 // Probes and scrapes arrive every few seconds from every load balancer and
                 // kubelet and would drown the access log: at DEBUG unless they fail.
-                let routine = is_ops(&path) && status < 400;
+                let routine = crate::http::route::is_ops(&path) && status < 400;
                 macro_rules! access {
                     ($level:expr) => {
                         tracing::event!(
@@ -233,4 +214,24 @@ async fn observe(mut request: Request, next: Next) -> Response {
             });
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn request_numbers_are_unique_across_threads() {
+        let threads: Vec<_> = (0..4)
+            .map(|_| std::thread::spawn(|| (0..3000).map(|_| super::next_request_number()).collect::<Vec<u64>>()))
+            .collect();
+        let per_thread: Vec<Vec<u64>> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        for numbers in &per_thread {
+            assert!(numbers.windows(2).all(|w| w[0] < w[1]), "a thread's numbers increase");
+        }
+        let mut all: Vec<u64> = per_thread.concat();
+        let n = all.len();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), n, "a request number was handed out twice");
+        assert!(!all.contains(&0));
+    }
 }

@@ -12,6 +12,7 @@ pub mod conditional;
 pub mod connections;
 pub mod encode;
 pub mod extract;
+pub mod guard;
 pub mod listing;
 pub mod middleware;
 pub mod parse_errors;

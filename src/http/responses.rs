@@ -133,7 +133,11 @@ fn key(request: &Request) -> Option<Key> {
 }
 
 /// Middleware: answers from the cache, or runs the request and keeps what may be kept.
-pub async fn layer(State(responses): State<std::sync::Arc<Responses>>, request: Request, next: Next) -> Response {
+///
+/// Over any state that holds the cache (the app's state handle, so that the layer clones
+/// nothing other threads clone too).
+pub async fn layer<S: AsRef<Responses>>(State(state): State<S>, request: Request, next: Next) -> Response {
+    let responses = state.as_ref();
     let (Some(cache), Some(key)) = (&responses.cache, key(&request)) else {
         return next.run(request).await;
     };

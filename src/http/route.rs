@@ -22,6 +22,12 @@ pub fn is_probe(path: &str) -> bool {
     matches!(path, "/healthz" | "/readyz")
 }
 
+/// Whether `path` is an operations endpoint: answered under any load, so probes see the
+/// truth, and logged at DEBUG when it succeeds.
+pub fn is_ops(path: &str) -> bool {
+    is_probe(path) || path == "/metrics"
+}
+
 /// Whether requests to the route labelled `label` read array data (whose `200`s the
 /// response cache may keep).
 pub fn reads_data(label: &str) -> bool {

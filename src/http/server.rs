@@ -19,6 +19,10 @@
 //!   files; [`raise_fd_limit`] first raises the soft limit to the hard one).
 //! - **Accept errors** (EMFILE, ENFILE, ENOBUFS…) pause accepting for [`ACCEPT_BACKOFF`]
 //!   and are logged at most once a second, never in a hot loop.
+//! - **A router per thread**: every request is served by a router of the thread it runs
+//!   on (made by the `app` function on the thread's first request), so the reference
+//!   counts axum and tower bump for each request (the router, its layers, the state) are
+//!   the thread's own and never move between cores.
 //! - **Bounded shutdown**: when `shutdown` resolves the listener closes, every connection
 //!   is asked to finish (HTTP/1 after its current response, HTTP/2 with GOAWAY), and
 //!   those still open after `shutdown_timeout_secs` (a stalled client, a slow reader) are
@@ -91,14 +95,31 @@ pub fn raise_fd_limit() -> Option<u64> {
     }
 }
 
-/// Serves `app` on `listener` until `shutdown` resolves, then closes the listener and
-/// gives open connections up to `settings.shutdown_timeout` before closing them.
+/// The routers that serve requests: one per thread, made by `make` when the thread serves
+/// its first request.
+struct Routers {
+    make: Box<dyn Fn() -> Router + Send + Sync>,
+    routers: thread_local::ThreadLocal<Router>,
+}
+
+impl Routers {
+    /// The calling thread's router (a clone: the count of a router only this thread uses).
+    fn here(&self) -> Router {
+        self.routers.get_or(|| (self.make)()).clone()
+    }
+}
+
+/// Serves the routers `app` makes (one per thread: a router made from
+/// [`AppState::for_thread`](crate::http::AppState::for_thread)) on `listener` until
+/// `shutdown` resolves, then closes the listener and gives open connections up to
+/// `settings.shutdown_timeout` before closing them.
 pub async fn serve(
     listener: TcpListener,
-    app: Router,
+    app: impl Fn() -> Router + Send + Sync + 'static,
     settings: Settings,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
+    let routers = Arc::new(Routers { make: Box::new(app), routers: thread_local::ThreadLocal::new() });
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new()).header_read_timeout(settings.header_read_timeout);
     builder.http2().timer(TokioTimer::new());
@@ -147,7 +168,15 @@ pub async fn serve(
             }
         };
         let open = Arc::clone(&open);
-        connections.spawn(connection(stream, app.clone(), Arc::clone(&builder), settings, closing.clone(), slot, open));
+        connections.spawn(connection(
+            stream,
+            Arc::clone(&routers),
+            Arc::clone(&builder),
+            settings,
+            closing.clone(),
+            slot,
+            open,
+        ));
     }
     drop(listener);
     close.send_replace(true);
@@ -205,7 +234,7 @@ impl AcceptErrors {
 #[allow(clippy::too_many_arguments)] // the connection's parts, each used once
 async fn connection(
     stream: TcpStream,
-    app: Router,
+    routers: Arc<Routers>,
     builder: Arc<auto::Builder<TokioExecutor>>,
     settings: Settings,
     mut closing: watch::Receiver<bool>,
@@ -223,7 +252,7 @@ async fn connection(
         let activity = Arc::clone(&activity);
         hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
             let busy = activity.begin();
-            let app = app.clone();
+            let app = routers.here();
             if probe_only {
                 request.extensions_mut().insert(ProbeOnly);
             }

@@ -1,5 +1,13 @@
 //! What every handler shares: the catalog, the configuration, the image caches, kept
-//! responses, the shutdown flag, dataset health and access control.
+//! responses, the shutdown flag, dataset health, access control and the in-flight guard.
+//!
+//! axum clones the state for every request, several times (each layer with state, each
+//! handler's extractor). Cloning must then write nothing that other cores also write:
+//! with the fields cloned one by one (each moka cache is several reference counts) the
+//! clones and drops were over half of the CPU of a cached tile on 8 cores, every core
+//! bouncing the same cache lines (BENCHMARKS.md "Every core"). So a clone is one count,
+//! and each server thread has a handle of its own ([`AppState::for_thread`]), whose count
+//! only that thread touches.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -7,9 +15,33 @@ use std::sync::atomic::AtomicBool;
 use crate::catalog::Catalog;
 use crate::config::Config;
 
-/// What every handler shares.
+/// What every handler shares: a handle to [`Shared`], cheap to clone.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+impl AsRef<crate::http::guard::Guard> for AppState {
+    fn as_ref(&self) -> &crate::http::guard::Guard {
+        &self.guard
+    }
+}
+
+impl AsRef<crate::http::responses::Responses> for AppState {
+    fn as_ref(&self) -> &crate::http::responses::Responses {
+        &self.responses
+    }
+}
+
+/// The parts of the state; each is itself a handle to what all threads share.
+#[derive(Clone)]
+pub struct Shared {
     pub catalog: Arc<Catalog>,
     pub config: Arc<Config>,
     /// IIIF windows and rendered images.
@@ -24,6 +56,9 @@ pub struct AppState {
     pub health: Arc<crate::catalog::health::Health>,
     /// Who callers are and what they may read (applied by `http::auth`).
     pub auth: Arc<crate::auth::Auth>,
+    /// Requests in flight and their time limit (`limits.max_in_flight`,
+    /// `limits.request_timeout_secs`), over all threads.
+    pub guard: Arc<crate::http::guard::Guard>,
 }
 
 impl AppState {
@@ -36,7 +71,8 @@ impl AppState {
         let maps = crate::images::maps::Maps::new(&config);
         let responses = Arc::new(crate::http::responses::Responses::new(&config));
         let auth = Arc::new(crate::auth::Auth::new(&config));
-        Self {
+        let guard = Arc::new(crate::http::guard::Guard::new(&config.limits));
+        Self(Arc::new(Shared {
             catalog: Arc::new(catalog),
             config: Arc::new(config),
             images,
@@ -45,6 +81,14 @@ impl AppState {
             shutting_down: Arc::new(AtomicBool::new(false)),
             health: Arc::new(health),
             auth,
-        }
+            guard,
+        }))
+    }
+
+    /// A handle of the same state with a reference count of its own, for one thread: the
+    /// per-request clones of that thread then touch only it.
+    #[must_use]
+    pub fn for_thread(&self) -> Self {
+        Self(Arc::new(Shared::clone(&self.0)))
     }
 }

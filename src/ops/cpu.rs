@@ -10,12 +10,17 @@
 use std::panic::AssertUnwindSafe;
 
 /// Starts rayon's global pool: one thread per CPU this process may run on *now*, the same
-/// count tokio's runtime takes when it is built. Left to itself rayon sizes the pool at its
+/// count tokio's runtime takes when it is built (or `RAYON_NUM_THREADS` threads when that
+/// is set to a positive number, as rayon itself reads it). Left to itself rayon sizes the pool at its
 /// first use, from the CPUs allowed at that moment: a process moved onto fewer CPUs before
 /// its first decode (`taskset`, a cgroup change) would keep that smaller pool for its whole
 /// life. Threads are named `zarrd-cpu-N` for `top -H` and profiles.
 pub fn start_pool() -> Result<(), String> {
-    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let threads = std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get));
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("zarrd-cpu-{i}"))

@@ -1,5 +1,6 @@
-//! Prometheus metrics (API.md "Health and operations"), recorded through the `metrics`
-//! facade and rendered by `metrics-exporter-prometheus` at `GET /metrics`.
+//! Prometheus metrics (API.md "Health and operations"): those every request updates are
+//! counted per thread (`tally`), the rest recorded through the `metrics` facade and
+//! rendered by `metrics-exporter-prometheus`; [`render`] gives both for `GET /metrics`.
 
 use std::sync::OnceLock;
 
@@ -11,13 +12,7 @@ static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 pub fn handle() -> PrometheusHandle {
     HANDLE
         .get_or_init(|| {
-            let recorder = PrometheusBuilder::new()
-                .set_buckets_for_metric(
-                    metrics_exporter_prometheus::Matcher::Full("zarrd_request_duration_seconds".into()),
-                    &[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0],
-                )
-                .expect("static bucket list is not empty")
-                .build_recorder();
+            let recorder = PrometheusBuilder::new().build_recorder();
             let handle = recorder.handle();
             // A recorder may already be set by an embedding program; ours then stays local.
             if metrics::set_global_recorder(recorder).is_ok() {
@@ -29,12 +24,19 @@ pub fn handle() -> PrometheusHandle {
         .clone()
 }
 
+/// Everything for `GET /metrics`: the exporter's series and the per-thread tallies.
+pub fn render() -> String {
+    let mut text = handle().render();
+    text.push_str(&super::tally::render());
+    text
+}
+
 /// One storage request, counted in all (`zarrd_storage_requests_total`) and by what it
 /// was for (`zarrd_storage_requests_by_reason_total{reason}`: `object`, `index`, `ranges`,
 /// `head`, `list`, `archive`).
 pub fn storage_request(reason: &'static str) {
-    metrics::counter!("zarrd_storage_requests_total").increment(1);
-    metrics::counter!("zarrd_storage_requests_by_reason_total", "reason" => reason).increment(1);
+    super::tally::count("zarrd_storage_requests_total", "", "", 1);
+    super::tally::count("zarrd_storage_requests_by_reason_total", "reason", reason, 1);
 }
 
 /// Inner-chunk reads asked for by requests, and the storage requests that served them,
@@ -57,12 +59,12 @@ pub fn coalesced(reads: u64, requests: u64) {
 }
 
 pub fn storage_bytes(n: usize) {
-    metrics::counter!("zarrd_storage_bytes_read_total").increment(n as u64);
+    super::tally::count("zarrd_storage_bytes_read_total", "", "", n as u64);
 }
 
 pub fn cache_lookup(cache: &'static str, hit: bool) {
     let name = if hit { "zarrd_cache_hits_total" } else { "zarrd_cache_misses_total" };
-    metrics::counter!(name, "cache" => cache).increment(1);
+    super::tally::count(name, "cache", cache, 1);
 }
 
 pub fn cache_size(cache: &'static str, bytes: u64) {
@@ -70,10 +72,7 @@ pub fn cache_size(cache: &'static str, bytes: u64) {
 }
 
 pub fn request(route: &str, status: u16, seconds: f64, bytes_out: u64) {
-    let status = status.to_string();
-    metrics::counter!("zarrd_http_requests_total", "route" => route.to_owned(), "status" => status).increment(1);
-    metrics::histogram!("zarrd_request_duration_seconds", "route" => route.to_owned()).record(seconds);
-    metrics::counter!("zarrd_http_response_bytes_total", "route" => route.to_owned()).increment(bytes_out);
+    super::tally::request(route, status, seconds, bytes_out);
 }
 
 /// 1 when the dataset's root passed its last background health check, else 0.

@@ -7,3 +7,4 @@ pub mod cpu;
 pub mod logbuf;
 pub mod metrics;
 pub mod panics;
+pub mod tally;

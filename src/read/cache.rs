@@ -1,6 +1,10 @@
 //! Caches as small newtypes over moka, weighed in bytes: concurrent misses for the same
 //! key share one load (`try_get_with`) and errors are never cached.
 //!
+//! Each holds its moka cache behind one `Arc`: a reader is made for every request and
+//! clones these handles, and a moka cache's own clone bumps several shared counts (its
+//! inner state and its channels), which all cores then write (BENCHMARKS.md "Every core").
+//!
 //! "This object does not exist" is remembered only briefly (`cache.missing_ttl_secs`): a
 //! transient 404 from storage, or a chunk a writer adds to a live dataset, must not be
 //! served as fill for longer than that.
@@ -92,7 +96,7 @@ pub type CachedIndex = Option<Arc<ShardIndex>>;
 /// Decoded shard indexes, so a hot inner chunk costs one ranged read.
 #[derive(Clone)]
 pub struct ShardIndexCache {
-    cache: Cache<ObjectKey, CachedIndex>,
+    cache: Arc<Cache<ObjectKey, CachedIndex>>,
 }
 
 impl ShardIndexCache {
@@ -105,7 +109,7 @@ impl ShardIndexCache {
             })
             .expire_after(lifetimes)
             .build();
-        Self { cache }
+        Self { cache: Arc::new(cache) }
     }
 
     /// The cached index, or the result of `load` (shared by concurrent callers).
@@ -145,7 +149,7 @@ pub struct DecodedChunk {
 /// misses of one chunk share one storage read and one decode.
 #[derive(Clone)]
 pub struct ChunkCache {
-    cache: Option<Cache<ObjectKey, Arc<DecodedChunk>>>,
+    cache: Option<Arc<Cache<ObjectKey, Arc<DecodedChunk>>>>,
 }
 
 impl ChunkCache {
@@ -160,7 +164,7 @@ impl ChunkCache {
                 .expire_after(lifetimes)
                 .build()
         });
-        Self { cache }
+        Self { cache: cache.map(Arc::new) }
     }
 
     pub fn enabled(&self) -> bool {
@@ -203,7 +207,7 @@ impl ChunkCache {
 
     /// Weighted size in bytes.
     pub fn size(&self) -> u64 {
-        self.cache.as_ref().map_or(0, Cache::weighted_size)
+        self.cache.as_ref().map_or(0, |c| c.weighted_size())
     }
 }
 
@@ -212,12 +216,12 @@ impl ChunkCache {
 /// TTL (missing ones sooner), bounding how long a rewritten chunk can go unnoticed.
 #[derive(Clone)]
 pub struct VersionCache {
-    cache: Cache<ObjectKey, Arc<str>>,
+    cache: Arc<Cache<ObjectKey, Arc<str>>>,
 }
 
 impl VersionCache {
     pub fn new(max_entries: u64, lifetimes: Lifetimes) -> Self {
-        Self { cache: Cache::builder().max_capacity(max_entries).expire_after(lifetimes).build() }
+        Self { cache: Arc::new(Cache::builder().max_capacity(max_entries).expire_after(lifetimes).build()) }
     }
 
     pub async fn get(&self, key: &ObjectKey) -> Option<Arc<str>> {
@@ -251,7 +255,7 @@ impl MaybeMissing for Arc<ViewEntry> {
 /// seen when its entry expires (the metadata TTL, or the missing TTL for a 404).
 #[derive(Clone)]
 pub struct ViewChunkCache {
-    cache: Option<Cache<ObjectKey, Arc<ViewEntry>>>,
+    cache: Option<Arc<Cache<ObjectKey, Arc<ViewEntry>>>>,
 }
 
 impl ViewChunkCache {
@@ -266,7 +270,7 @@ impl ViewChunkCache {
                 .expire_after(lifetimes)
                 .build()
         });
-        Self { cache }
+        Self { cache: cache.map(Arc::new) }
     }
 
     /// The cached entry, or the result of `load` shared by concurrent callers.
@@ -281,6 +285,6 @@ impl ViewChunkCache {
 
     /// Weighted size in bytes.
     pub fn size(&self) -> u64 {
-        self.cache.as_ref().map_or(0, Cache::weighted_size)
+        self.cache.as_ref().map_or(0, |c| c.weighted_size())
     }
 }
