@@ -23,7 +23,8 @@ const MAX_LINES: usize = 520;
 const LEAVES: &[(&str, &[&str])] = &[
     ("error", &[]),
     ("ops/cpu", &[]),
-    ("ops/metrics", &[]),
+    ("ops/metrics", &["ops/tally"]),
+    ("ops/tally", &[]),
     ("ops/panics", &["ops/cpu"]),
     ("ops/logbuf", &[]),
     ("zarr/json", &[]),
