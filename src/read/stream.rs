@@ -26,9 +26,34 @@ pub(super) struct Group {
 /// Rows of shards a pipelined read fetches ahead of the one being decoded.
 const PREFETCH_ROWS: usize = 2;
 
+/// A row being fetched in a task of its own, aborted when dropped (the response went away).
+///
+/// A future inside the band stream makes progress only while that stream is polled, and it
+/// is not polled while a finished band waits for the client to take it: fetched in place,
+/// the rows "ahead" were read only between sends, so a slow client or a fast decoder left
+/// the prefetch idle. In its own task a row is read (and its bands laid out) meanwhile.
+struct Fetching(tokio::task::JoinHandle<Result<Group, ReadError>>);
+
+impl std::future::Future for Fetching {
+    type Output = Result<Group, ReadError>;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.0).poll(cx).map(|joined| {
+            joined.unwrap_or_else(|e| Err(ReadError::Task(format!("fetching a row of shards failed: {e}"))))
+        })
+    }
+}
+
+impl Drop for Fetching {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 impl ArrayReader {
     /// A streamed read of a sharded array, fetching overlapped with decoding and sending:
-    /// shards are fetched a row of shards at a time ([`PREFETCH_ROWS`] rows ahead), and
+    /// shards are fetched a row of shards at a time ([`PREFETCH_ROWS`] rows ahead, each in a
+    /// task of its own: [`Fetching`]), and
     /// each row's bands are decoded and sent while the next rows are read, instead of
     /// reading every shard before the first byte (the difference between one storage
     /// round trip and all of them before the response starts, over S3).
@@ -53,7 +78,11 @@ impl ArrayReader {
             .map(move |row| {
                 let (reader, sharding, layout, expected) =
                     (reader.clone(), sharding.clone(), layout.clone(), Arc::clone(&expected));
-                async move { reader.fetch_group(&sharding, row, layout, &expected, in_flight, assembly_estimate).await }
+                let fetch = async move {
+                    reader.fetch_group(&sharding, row, layout, &expected, in_flight, assembly_estimate).await
+                };
+                // In the request's span: errors and panics are logged with its request id.
+                Fetching(tokio::spawn(tracing::Instrument::in_current_span(fetch)))
             })
             .buffered(PREFETCH_ROWS);
         let data = Decoded::Bands(self.stream_bands(groups, reservation, in_flight));
