@@ -205,8 +205,11 @@ fn push_json_string(out: &mut String, text: &str) {
     out.push('"');
 }
 
-fn json_head(shape: &[u64], data_type: DataType) -> String {
-    let mut out = String::from("{\"shape\":[");
+/// `{"shape":[…],"data_type":…,"data":` (the JSON body up to its values), in a string
+/// with room for `capacity` bytes.
+fn json_head(shape: &[u64], data_type: DataType, capacity: usize) -> String {
+    let mut out = String::with_capacity(capacity);
+    out.push_str("{\"shape\":[");
     for (i, d) in shape.iter().enumerate() {
         if i > 0 {
             out.push(',');
@@ -259,7 +262,7 @@ pub fn json_text_len(elements: &[Box<[u8]>], shape: &[u64], data_type: DataType)
         punctuation += lists * (2 + n.saturating_sub(1));
         lists *= n;
     }
-    json_head(shape, data_type).len() as u64
+    json_head(shape, data_type, 0).len() as u64
         + punctuation
         + elements.iter().map(|e| json_element_len(e, data_type)).sum::<u64>()
         + 1
@@ -268,8 +271,7 @@ pub fn json_text_len(elements: &[Box<[u8]>], shape: &[u64], data_type: DataType)
 /// `{"shape", "data_type": "string", "data"}` with the text as nested lists of JSON strings
 /// (`variable_length_bytes`: base64 strings, with `"encoding": "base64"`).
 pub fn json_text(elements: &[Box<[u8]>], shape: &[u64], len: u64, data_type: DataType) -> Vec<u8> {
-    let mut out = String::with_capacity(len as usize);
-    out.push_str(&json_head(shape, data_type));
+    let mut out = json_head(shape, data_type, len as usize);
     let mut items = elements.iter();
     nested(&mut out, shape, &mut |out| push_json_element(out, items.next().map_or(&[][..], AsRef::as_ref), data_type));
     out.push('}');
@@ -279,17 +281,7 @@ pub fn json_text(elements: &[Box<[u8]>], shape: &[u64], len: u64, data_type: Dat
 /// `{"shape", "data_type", "data"}` with `data` as nested lists (a scalar for 0-d).
 pub fn json(data: &[u8], data_type: DataType, shape: &[u64]) -> Vec<u8> {
     let n: u64 = shape.iter().product();
-    let mut out = String::with_capacity(64 + (n * json_bytes_per_element(data_type) / 2) as usize);
-    out.push_str("{\"shape\":[");
-    for (i, d) in shape.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str(itoa::Buffer::new().format(*d));
-    }
-    let _ = write!(out, "],\"data_type\":\"{}\",", data_type.name());
-    push_type_details(&mut out, data_type);
-    out.push_str("\"data\":");
+    let mut out = json_head(shape, data_type, 64 + (n * json_bytes_per_element(data_type) / 2) as usize);
     let item = data_type.size();
     let mut elements = data.chunks_exact(item);
     nested(&mut out, shape, &mut |out| write_element(out, elements.next().unwrap_or(&[]), data_type));

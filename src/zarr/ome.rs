@@ -192,24 +192,7 @@ fn non_ome(attributes: &Map<String, Value>) -> Map<String, Value> {
 pub fn to_v04(attributes: &Map<String, Value>) -> Map<String, Value> {
     let Some(ome) = metadata(attributes) else { return attributes.clone() };
     let mut out = non_ome(attributes);
-    for (key, mut value) in ome {
-        if key == "version" {
-            continue;
-        }
-        if key == "multiscales"
-            && let Value::Array(list) = &mut value
-        {
-            for m in list.iter_mut().filter_map(Value::as_object_mut) {
-                m.insert("version".into(), json!("0.4"));
-            }
-        }
-        if VERSIONED.contains(&key.as_str())
-            && let Value::Object(o) = &mut value
-        {
-            o.insert("version".into(), json!("0.4"));
-        }
-        out.insert(key, value);
-    }
+    out.extend(stamped(ome, "0.4"));
     out
 }
 
@@ -220,33 +203,33 @@ pub fn to_v05(attributes: &Map<String, Value>) -> Map<String, Value> {
     let mut out = non_ome(attributes);
     let mut inner = Map::new();
     inner.insert("version".into(), json!("0.5"));
-    for (key, mut value) in ome {
-        if key == "version" {
-            continue;
-        }
-        if key == "multiscales"
-            && let Value::Array(list) = &mut value
-        {
-            for m in list.iter_mut().filter_map(Value::as_object_mut) {
-                m.remove("version");
-            }
-        }
-        if key == "image-label"
-            && let Value::Object(o) = &mut value
-        {
-            o.remove("version");
-        }
-        // ome-zarr-py keeps a `version` in 0.5 plates and wells (ome-zarr-models reads it).
-        if (key == "plate" || key == "well")
-            && let Value::Object(o) = &mut value
-            && o.contains_key("version")
-        {
-            o.insert("version".into(), json!("0.5"));
-        }
-        inner.insert(key, value);
-    }
+    inner.extend(stamped(ome, "0.5"));
     out.insert("ome".into(), Value::Object(inner));
     out
+}
+
+/// The OME entries (their top-level `version` left out) with the version stamps `version`
+/// puts inside them: 0.4 stamps each `multiscales` entry and the [`VERSIONED`] objects;
+/// 0.5 removes those stamps, except in plates and wells that have one (ome-zarr-py keeps a
+/// `version` there in 0.5, and ome-zarr-models reads it).
+fn stamped(ome: Map<String, Value>, version: &'static str) -> impl Iterator<Item = (String, Value)> {
+    let stamp = move |o: &mut Map<String, Value>, keeps: bool| {
+        if version == "0.4" || (keeps && o.contains_key("version")) {
+            o.insert("version".into(), json!(version));
+        } else {
+            o.remove("version");
+        }
+    };
+    ome.into_iter().filter(|(key, _)| key != "version").map(move |(key, mut value)| {
+        match &mut value {
+            Value::Array(list) if key == "multiscales" => {
+                list.iter_mut().filter_map(Value::as_object_mut).for_each(|m| stamp(m, false));
+            }
+            Value::Object(o) if VERSIONED.contains(&key.as_str()) => stamp(o, key != "image-label"),
+            _ => {}
+        }
+        (key, value)
+    })
 }
 
 #[cfg(test)]
@@ -298,5 +281,27 @@ mod tests {
         assert_eq!(to_v04(&a)["image-label"]["version"], "0.4");
         assert_eq!(label_colors(&attrs(json!({"image-label": {}}))), Some(vec![]));
         assert_eq!(label_colors(&attrs(json!({"multiscales": []}))), None);
+    }
+
+    #[test]
+    fn version_stamps_follow_each_version() {
+        let v04 = attrs(json!({
+            "multiscales": [{"version": "0.4", "datasets": []}],
+            "image-label": {"version": "0.4"},
+            "plate": {"version": "0.4", "rows": []},
+            "well": {"images": []},
+        }));
+        let v05 = to_v05(&v04);
+        let ome = &v05["ome"];
+        assert_eq!(ome["version"], "0.5");
+        assert!(ome["multiscales"][0].get("version").is_none() && ome["image-label"].get("version").is_none());
+        // ome-zarr-py keeps a plate's or well's own `version` in 0.5, and adds none.
+        assert_eq!(ome["plate"]["version"], "0.5");
+        assert!(ome["well"].get("version").is_none());
+        let back = to_v04(&v05);
+        for key in ["image-label", "plate", "well"] {
+            assert_eq!(back[key]["version"], "0.4", "{key}");
+        }
+        assert_eq!(back["multiscales"][0]["version"], "0.4");
     }
 }

@@ -21,6 +21,11 @@ fn name_of(names: &[Option<String>], d: usize) -> String {
     names.get(d).cloned().flatten().unwrap_or_else(|| format!("dim {d}"))
 }
 
+/// How an identifier fixes `leading` axes by position: `dataset/path[i,j,…]`.
+fn by_position(id: &Identifier, leading: usize) -> String {
+    format!("{}/{}[i{}]", id.dataset, id.path, ",j".repeat(leading.saturating_sub(1)))
+}
+
 /// Resolves `id`'s fixed axes for an array of `shape` whose dimensions are `names`;
 /// `channel` is the channel axis of an OME-Zarr image (`image`), if it has one.
 pub fn resolve(
@@ -36,11 +41,9 @@ pub fn resolve(
     if !id.indices.is_empty() {
         if id.indices.len() != leading {
             return Err(Error::BadRequest(format!(
-                "`{}` has {rank} dimensions (shape {shape:?}): the identifier must fix the {leading} leading one(s) as {}/{}[i{}] with 0 <= index < extent, or by name as [{}=i,...], got {} index(es)",
+                "`{}` has {rank} dimensions (shape {shape:?}): the identifier must fix the {leading} leading one(s) as {} with 0 <= index < extent, or by name as [{}=i,...], got {} index(es)",
                 id.path,
-                id.dataset,
-                id.path,
-                ",j".repeat(leading.saturating_sub(1)),
+                by_position(id, leading),
                 name_of(names, 0),
                 id.indices.len()
             )));
@@ -67,11 +70,9 @@ pub fn resolve(
     let composite = image && channel.is_some_and(|c| c < leading && indices[c].is_none());
     if !image && let Some(d) = indices.iter().position(Option::is_none) {
         return Err(Error::BadRequest(format!(
-            "`{}` has {rank} dimensions (shape {shape:?}): fix every leading one by position ({}/{}[i{}]) or by name (`{}` is not fixed); leading axes: {}",
+            "`{}` has {rank} dimensions (shape {shape:?}): fix every leading one by position ({}) or by name (`{}` is not fixed); leading axes: {}",
             id.path,
-            id.dataset,
-            id.path,
-            ",j".repeat(leading.saturating_sub(1)),
+            by_position(id, leading),
             name_of(names, d),
             known.join(", ")
         )));
