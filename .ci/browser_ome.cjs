@@ -9,24 +9,10 @@
 // /compat/v2 must work too (ome-zarr.js picks the Zarr format from the OME version).
 // Usage: node browser_ome.cjs ZARRD_BASE_URL
 "use strict";
-const fs = require("node:fs");
-const http = require("node:http");
 const path = require("node:path");
-const puppeteer = require("puppeteer-core");
+const { check, main, readNpy, ZARRITA_IMPORTS, pageOrigin } = require("./browser_common.cjs");
 
 const zarrd = process.argv[2].replace(/\/$/, "");
-const modules = process.env.MODULES;
-
-/// A little-endian uint16 .npy (all the images read here): shape and values.
-function readNpy(file) {
-  const b = fs.readFileSync(file);
-  const headerLen = b.readUInt16LE(8);
-  const header = b.subarray(10, 10 + headerLen).toString("latin1");
-  if (!header.includes("'descr': '<u2'") || !header.includes("'fortran_order': False")) throw new Error(file + ": " + header);
-  const shape = header.match(/'shape': \(([^)]*)\)/)[1].split(",").filter((s) => s.trim()).map(Number);
-  const data = b.subarray(10 + headerLen);
-  return { shape, values: Array.from({ length: data.length / 2 }, (_, i) => data.readUInt16LE(2 * i)) };
-}
 
 /// The values of `plane` (an index or null per dimension) of a C-order array.
 function planeOf({ shape, values }, plane) {
@@ -56,21 +42,7 @@ const expected = JSON.stringify(
   }),
 );
 
-const importMap = {
-  imports: {
-    "ome-zarr.js": "/m/ome-zarr.js/dist/ome-zarr.js",
-    zarrita: "/m/zarrita/dist/src/index.js",
-    "@zarrita/storage": "/m/@zarrita/storage/dist/src/fetch.js",
-    "@zarrita/storage/fetch": "/m/@zarrita/storage/dist/src/fetch.js",
-    numcodecs: "/m/numcodecs/dist/index.js",
-    "numcodecs/blosc": "/m/numcodecs/dist/blosc.js",
-    "numcodecs/gzip": "/m/numcodecs/dist/gzip.js",
-    "numcodecs/lz4": "/m/numcodecs/dist/lz4.js",
-    "numcodecs/zlib": "/m/numcodecs/dist/zlib.js",
-    "numcodecs/zstd": "/m/numcodecs/dist/zstd.js",
-    fflate: "/m/fflate/esm/browser.js",
-  },
-};
+const importMap = { imports: { "ome-zarr.js": "/m/ome-zarr.js/dist/ome-zarr.js", ...ZARRITA_IMPORTS } };
 
 const page = `<!doctype html><meta charset="utf-8"><title>ome-zarr.js in chromium</title>
 <script type="importmap">${JSON.stringify(importMap)}</script>
@@ -109,46 +81,17 @@ window.runAll = async (zarrd) => {
 window.ready = true;
 </script>`;
 
-const types = { ".js": "text/javascript", ".json": "application/json", ".mjs": "text/javascript" };
-const server = http.createServer((req, res) => {
-  const url = new URL(req.url, "http://localhost");
-  if (url.pathname === "/") return res.writeHead(200, { "content-type": "text/html" }).end(page);
-  if (url.pathname === "/expected.json") return res.writeHead(200, { "content-type": "application/json" }).end(expected);
-  if (url.pathname.startsWith("/m/")) {
-    const file = path.join(modules, path.normalize(decodeURIComponent(url.pathname.slice(3))));
-    if (file.startsWith(modules) && fs.existsSync(file) && fs.statSync(file).isFile()) {
-      return res.writeHead(200, { "content-type": types[path.extname(file)] || "application/octet-stream" }).end(fs.readFileSync(file));
-    }
-  }
-  res.writeHead(404).end();
-});
-
-(async () => {
-  await new Promise((r) => server.listen(0, "127.0.0.1", r));
-  const origin = `http://127.0.0.1:${server.address().port}`;
-  const browser = await puppeteer.launch({
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    args: ["--no-sandbox", "--headless=new"],
-  });
-  let failed = 0;
+main(async (browser) => {
+  const { server, origin } = await pageOrigin(page, expected);
   try {
     const tab = await browser.newPage();
     tab.on("pageerror", (e) => console.error("page error:", e.message));
     await tab.goto(origin + "/");
     await tab.waitForFunction("window.ready === true", { timeout: 30000 });
     const results = await tab.evaluate((z) => window.runAll(z), zarrd);
-    for (const r of results) {
-      console.log(`${r.ok ? "ok  " : "FAIL"} ${r.name}${r.ok ? "" : ": " + r.error}`);
-      if (!r.ok) failed++;
-    }
-    console.log(`ome-zarr.js in chromium: ${results.length - failed} passed, ${failed} failed`);
-    if (results.length === 0) failed = 1;
+    for (const r of results) check(r.ok, r.ok ? r.name : `${r.name}: ${r.error}`);
+    check(results.length > 0, `${results.length} images read`);
   } finally {
-    await browser.close();
     server.close();
   }
-  process.exit(failed ? 1 : 0);
-})().catch((e) => {
-  console.error(e);
-  process.exit(1);
-});
+}, "ome-zarr.js in chromium: ");

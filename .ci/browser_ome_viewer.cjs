@@ -12,46 +12,15 @@
 // Usage: node browser_ome_viewer.cjs ZARRD_BASE_URL   (prints "N passed, N failed")
 "use strict";
 const fs = require("node:fs");
-const puppeteer = require("puppeteer-core");
+const { check, part, main, sleep, readNpy, drawn } = require("./browser_common.cjs");
 
 const base = process.argv[2];
 const shots = process.env.SHOTS || "";
 const fixtures = "tests/fixtures/ome/images";
 const image = JSON.parse(fs.readFileSync(`${fixtures}/ozp05_5d.ome.zarr/zarr.json`, "utf8")).attributes.ome;
 const plate = JSON.parse(fs.readFileSync(`${fixtures}/plate04.ome.zarr/.zattrs`, "utf8")).plate;
-let passed = 0, failed = 0;
 
-/// A little-endian uint16 .npy as zarr-python wrote it: shape and values.
-function readNpy(file) {
-  const b = fs.readFileSync(file);
-  const headerLen = b.readUInt16LE(8);
-  const header = b.subarray(10, 10 + headerLen).toString("latin1");
-  if (!header.includes("'descr': '<u2'") || !header.includes("'fortran_order': False")) throw new Error(file + ": " + header);
-  const data = b.subarray(10 + headerLen);
-  return { values: Array.from({ length: data.length / 2 }, (_, i) => data.readUInt16LE(2 * i)) };
-}
-function check(ok, what) {
-  if (ok) { passed++; console.log(`ok   ${what}`); } else { failed++; console.log(`FAIL ${what}`); }
-}
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-// Opaque pixels and distinct colours over every canvas under `selector`.
-function drawn(page, selector) {
-  return page.evaluate((selector) => {
-    let opaque = 0, total = 0, lit = 0;
-    const colours = new Set();
-    for (const c of document.querySelectorAll(`${selector} canvas`)) {
-      if (!c.width || !c.height) continue;
-      const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
-      for (let i = 0; i < d.length; i += 4) {
-        total++;
-        if (d[i + 3] === 255) { opaque++; if (colours.size < 1000) colours.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]); }
-        if (d[i] + d[i + 1] + d[i + 2] > 30) lit++;
-      }
-    }
-    return { opaque, total, lit, colours: colours.size, hasYellow: false };
-  }, selector);
-}
 
 // Pixels of the main canvas that are a mix with yellow (labels' colour 1 is FFFF00).
 function yellowish(page) {
@@ -97,24 +66,10 @@ async function loaded(page, items) {
   await sleep(400);
 }
 
-(async () => {
-  const browser = await puppeteer.launch({
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
-  });
-  const part = async (name, body) => {
-    try { await body(); } catch (e) { console.error(e); check(false, `${name}: ${e.message}`); }
-  };
-  try {
-    await part("the image", () => imageView(browser));
-    await part("the plate", () => plateView(browser));
-  } finally {
-    await browser.close();
-  }
-  console.log(`${passed} passed, ${failed} failed`);
-  process.exit(failed ? 1 : 0);
-})().catch((e) => { console.error(e); console.log("0 passed, 1 failed"); process.exit(1); });
+main(async (browser) => {
+  await part("the image", () => imageView(browser));
+  await part("the plate", () => plateView(browser));
+});
 
 async function imageView(browser) {
   const page = await browser.newPage();

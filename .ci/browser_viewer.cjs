@@ -7,34 +7,13 @@
 // (zarr-python's); the view comes back from its URL; nothing overflows the window.
 // Prints "N passed, N failed" and exits non-zero on any failure.
 "use strict";
-const puppeteer = require("puppeteer-core");
+const { check, part, main, sleep, drawn, screenPoint } = require("./browser_common.cjs");
 
 const base = process.argv[2];
 const map = JSON.parse(process.env.EXPECTED_MAP);
 const shots = process.env.SHOTS || "";
-let passed = 0, failed = 0;
-function check(ok, what) {
-  if (ok) { passed++; console.log(`ok   ${what}`); } else { failed++; console.log(`FAIL ${what}`); }
-}
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const f32 = (v) => (v === null ? null : Math.fround(v));
 
-// Opaque pixels and distinct colours over every canvas under `selector`.
-function drawn(page, selector) {
-  return page.evaluate((selector) => {
-    let opaque = 0, total = 0;
-    const colours = new Set();
-    for (const c of document.querySelectorAll(`${selector} canvas`)) {
-      if (!c.width || !c.height) continue;
-      const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
-      for (let i = 0; i < d.length; i += 4) {
-        total++;
-        if (d[i + 3] === 255) { opaque++; if (colours.size < 1000) colours.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]); }
-      }
-    }
-    return { opaque, total, colours: colours.size };
-  }, selector);
-}
 
 // The page fits the window: no scrolling, and every visible part inside it.
 function fits(page) {
@@ -80,25 +59,11 @@ async function readout(page, prefix) {
   }));
 }
 
-(async () => {
-  const browser = await puppeteer.launch({
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
-  });
+main(async (browser) => {
   // Each view on its own: a failure in one still runs the other.
-  const part = async (name, body) => {
-    try { await body(); } catch (e) { console.error(e); check(false, `${name}: ${e.message}`); }
-  };
-  try {
-    await part("the deep-zoom view", () => deepZoom(browser));
-    await part("the map", () => mapView(browser));
-  } finally {
-    await browser.close();
-  }
-  console.log(`${passed} passed, ${failed} failed`);
-  process.exit(failed ? 1 : 0);
-})().catch((e) => { console.error(e); console.log("0 passed, 1 failed"); process.exit(1); });
+  await part("the deep-zoom view", () => deepZoom(browser));
+  await part("the map", () => mapView(browser));
+});
 
 async function mapView(browser) {
   const page = await browser.newPage();
@@ -234,12 +199,7 @@ async function deepZoom(browser) {
   const d = await drawn(dz, "#osd");
   check(d.opaque > 0.3 * d.total && d.colours > 30, `the deep-zoom canvas is drawn (${d.opaque}/${d.total} opaque pixels, ${d.colours} colours)`);
   const [px, py] = [300, 700];
-  const spot = await dz.evaluate(({ px, py }) => {
-    const v = window.zarrdViewer;
-    const p = v.viewport.imageToViewerElementCoordinates(new OpenSeadragon.Point(px + 0.5, py + 0.5));
-    const r = v.container.getBoundingClientRect();
-    return { x: r.left + p.x, y: r.top + p.y };
-  }, { px, py });
+  const spot = await screenPoint(dz, px, py);
   await dz.mouse.move(spot.x, spot.y);
   const dv = await readout(dz, `[${py},${px}] = `);
   const dslice = await (await fetch(`${base}/v1/slice/sample/terrain/elevation?s=${py},${px}&format=json`)).json();

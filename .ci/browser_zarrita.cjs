@@ -8,29 +8,11 @@
 // failure.
 "use strict";
 const fs = require("node:fs");
-const http = require("node:http");
-const path = require("node:path");
-const puppeteer = require("puppeteer-core");
+const { check, main, ZARRITA_IMPORTS, pageOrigin } = require("./browser_common.cjs");
 
 const zarrd = process.argv[2].replace(/\/$/, "");
-const modules = process.env.MODULES;
 const expected = fs.readFileSync(process.env.EXPECTED_JSON);
-
-// Bare specifiers zarrita's ESM build imports, resolved as the packages' "exports" say.
-const importMap = {
-  imports: {
-    zarrita: "/m/zarrita/dist/src/index.js",
-    "@zarrita/storage": "/m/@zarrita/storage/dist/src/fetch.js",
-    "@zarrita/storage/fetch": "/m/@zarrita/storage/dist/src/fetch.js",
-    numcodecs: "/m/numcodecs/dist/index.js",
-    "numcodecs/blosc": "/m/numcodecs/dist/blosc.js",
-    "numcodecs/gzip": "/m/numcodecs/dist/gzip.js",
-    "numcodecs/lz4": "/m/numcodecs/dist/lz4.js",
-    "numcodecs/zlib": "/m/numcodecs/dist/zlib.js",
-    "numcodecs/zstd": "/m/numcodecs/dist/zstd.js",
-    fflate: "/m/fflate/esm/browser.js",
-  },
-};
+const importMap = { imports: ZARRITA_IMPORTS };
 
 // The page: reads every expected array with zarrita and compares in the browser.
 const page = `<!doctype html><meta charset="utf-8"><title>zarrita in chromium</title>
@@ -91,37 +73,8 @@ window.runAll = async (zarrd) => {
 window.ready = true;
 </script>`;
 
-const types = { ".js": "text/javascript", ".mjs": "text/javascript", ".json": "application/json", ".wasm": "application/wasm" };
-const server = http.createServer((req, res) => {
-  const url = new URL(req.url, "http://x");
-  if (url.pathname === "/") {
-    res.writeHead(200, { "content-type": "text/html" });
-    return res.end(page);
-  }
-  if (url.pathname === "/expected.json") {
-    res.writeHead(200, { "content-type": "application/json" });
-    return res.end(expected);
-  }
-  if (url.pathname.startsWith("/m/")) {
-    const file = path.resolve(modules, decodeURIComponent(url.pathname.slice(3)));
-    if (file.startsWith(path.resolve(modules) + path.sep) && fs.existsSync(file) && fs.statSync(file).isFile()) {
-      res.writeHead(200, { "content-type": types[path.extname(file)] || "application/octet-stream" });
-      return fs.createReadStream(file).pipe(res);
-    }
-  }
-  res.writeHead(404);
-  res.end();
-});
-
-(async () => {
-  await new Promise((r) => server.listen(0, "127.0.0.1", r));
-  const origin = `http://127.0.0.1:${server.address().port}`;
-  const browser = await puppeteer.launch({
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
-  });
-  let failed = 0, passed = 0;
+main(async (browser) => {
+  const { server, origin } = await pageOrigin(page, expected);
   try {
     const tab = await browser.newPage();
     const errors = [];
@@ -148,22 +101,17 @@ const server = http.createServer((req, res) => {
     await tab.waitForFunction(() => window.ready === true, { timeout: 20000 });
     const results = await tab.evaluate((z) => window.runAll(z), zarrd);
     for (const r of results) {
-      if (r.ok) { passed++; console.log(`ok   ${r.name} ${r.dtype}`); } else { failed++; console.log(`FAIL ${r.name}: ${r.error}`); }
+      check(r.ok, r.ok ? `${r.name} ${r.dtype}` : `${r.name}: ${r.error}`);
     }
     // Failed requests are expected only as 404s of missing chunks, which the browser does
     // not report as failed: any failure here (a CORS block, a reset) is an error.
-    for (const e of errors) { failed++; console.log(`FAIL page: ${e}`); }
+    for (const e of errors) check(false, `page: ${e}`);
     // The sharded /zarr reads must have gone through ranges of both kinds.
-    if (toZarrd.ranged === 0 || toZarrd.suffix === 0 || toZarrd.heads === 0) {
-      failed++;
-      console.log(`FAIL the sharded /zarr reads made no bounded/suffix Range or HEAD request: ${JSON.stringify(toZarrd)}`);
-    }
+    check(toZarrd.ranged > 0 && toZarrd.suffix > 0 && toZarrd.heads > 0,
+      `the sharded /zarr reads made bounded and suffix Range requests and HEAD requests: ${JSON.stringify(toZarrd)}`);
     console.log(`requests to zarrd (cross-origin from ${origin}): ${toZarrd.total}, ${toZarrd.ranged} with Range ` +
       `(${toZarrd.suffix} suffix), ${toZarrd.heads} HEAD, ${toZarrd.corsChecked} answers with Access-Control-Allow-Origin`);
   } finally {
-    await browser.close();
     server.close();
   }
-  console.log(`zarrita in chromium: ${passed} passed, ${failed} failed`);
-  process.exit(failed ? 1 : 0);
-})().catch((e) => { console.error(e); process.exit(1); });
+}, "zarrita in chromium: ");

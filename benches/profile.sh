@@ -18,6 +18,8 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
+# shellcheck source=benches/lib.sh
+source "$ROOT/benches/lib.sh"
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 DATA=${BENCH_DATA:-$TARGET/bench-data}
 TOOLS=$TARGET/bench-datagen/release
@@ -30,8 +32,6 @@ NPROC=$(nproc)
 TICK=$(getconf CLK_TCK)
 mkdir -p "$OUTDIR"
 log() { printf '[profile] %s\n' "$*" >&2; }
-calc() { awk "BEGIN { printf \"$1\", $2 }"; }
-kv() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<" $1"; }
 PERF=$(command -v perf || true)
 [[ ${NO_PERF:-0} != 0 ]] && PERF=""
 [[ -n $PERF ]] && ! "$PERF" record -q -e cpu-clock -o /dev/null -- true 2>/dev/null && PERF=""
@@ -42,21 +42,8 @@ source "$DATA/bench.env"
 TMP=$(mktemp -d /tmp/zarrd-profile.XXXXXX)
 PIDS=()
 trap 'kill "${PIDS[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"' EXIT
-conf() { # NAME PORT CACHE_BYTES: the same config as run.sh
-  cat >"$TMP/$1.toml" <<EOF
-listen = "127.0.0.1:$2"
-[limits]
-max_response_bytes = 268435456
-max_chunks_per_request = 100000
-[cache]
-chunk_bytes = $3
-response_bytes = $(($3 > 0 ? 67108864 : 0))
-[log]
-format = "text"
-level = "info"
-[datasets.bench]
-url = "$DATA/data.zarr"
-EOF
+conf() { # NAME PORT CACHE_BYTES: benches/lib.sh's zarrd configuration, started
+  zarrd_conf "$TMP/$1.toml" "$2" "$3" "$DATA"
   "$ZARRD" serve --config "$TMP/$1.toml" >>"$TMP/$1.log" 2>&1 &
   PIDS+=($!)
   for _ in $(seq 100); do curl -fs -o /dev/null "http://127.0.0.1:$2/healthz" && return; sleep 0.1; done
@@ -70,17 +57,11 @@ NCPID=${PIDS[-1]}
 mkdir -p "$TMP/www"
 cp "$DATA/tile.bin" "$TMP/www/"
 chmod -R a+rX "$TMP"
-cat >"$TMP/nginx.conf" <<EOF
-daemon off; worker_processes auto; pid $TMP/nginx.pid; error_log $TMP/nginx-error.log warn;
-events { worker_connections 4096; }
-http { access_log $TMP/nginx-access.log; sendfile on; tcp_nopush on; keepalive_requests 1000000;
-  client_body_temp_path $TMP/b; proxy_temp_path $TMP/p; fastcgi_temp_path $TMP/f; uwsgi_temp_path $TMP/u; scgi_temp_path $TMP/s;
-  server { listen 127.0.0.1:18091; root $TMP/www; } }
-EOF
-"$(command -v nginx || echo /usr/sbin/nginx)" -p "$TMP" -c "$TMP/nginx.conf" &
+nginx_conf "$TMP/nginx.conf" "$TMP" 18091
+"$(command -v nginx || echo /usr/sbin/nginx)" -p "$TMP" -c "$TMP/nginx.conf" 2>>"$TMP/nginx-error.log" &
 PIDS+=($!)
 NPID=${PIDS[-1]}
-sleep 0.5
+wait_http "http://127.0.0.1:18091/tile.bin" || { cat "$TMP/nginx-error.log" >&2; exit 1; }
 TILE="/v1/slice/bench/tiles?s=$TILE_SEL&format=bin"
 declare -A URL=([nginx]="http://127.0.0.1:18091/tile.bin" [default]="http://127.0.0.1:18090$TILE" [nocache]="http://127.0.0.1:18092$TILE")
 procs() { case $1 in nginx) echo "$NPID" $(pgrep -P "$NPID") ;; default) echo "$DPID" ;; nocache) echo "$NCPID" ;; esac; }

@@ -31,6 +31,8 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
+# shellcheck source=benches/lib.sh
+source "$ROOT/benches/lib.sh"
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 DATA=${BENCH_DATA:-$TARGET/bench-data}
 DUR=${BENCH_DURATION:-5}
@@ -104,40 +106,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# zarrd_config NAME CACHE_BYTES: config/default.toml's values, the benchmark dataset; CACHE_BYTES
-# for the decoded-chunk cache, and the response cache unless it is 0 (both off then).
-zarrd_config() {
-  cat >"$TMP/zarrd-$1.toml" <<EOF
-listen = "127.0.0.1:${PORT[$1]}"
-[limits]
-max_response_bytes = 268435456
-max_chunks_per_request = 100000
-request_timeout_secs = 30
-max_in_flight = 512
-[cache]
-shard_index_bytes = 67108864
-shard_index_ttl_secs = 300
-chunk_bytes = $2
-response_bytes = $(($2 > 0 ? 67108864 : 0))
-metadata_ttl_secs = 60
-[log]
-format = "text"
-level = "info"
-[datasets.bench]
-url = "$DATA/data.zarr"
-title = "zarrd benchmark data (benches/datagen)"
-EOF
-}
+# zarrd_config NAME CACHE_BYTES: benches/lib.sh's zarrd configuration on NAME's port.
+zarrd_config() { zarrd_conf "$TMP/zarrd-$1.toml" "${PORT[$1]}" "$2" "$DATA"; }
 zarrd_config default 268435456 # the defaults: 256 MiB decoded-chunk cache, 64 MiB response cache
 zarrd_config nocache 0         # decoded-chunk and response caches off: every read decodes
-
-wait_http() { # URL: up to 15 s
-  for _ in $(seq 150); do
-    curl -fs -o /dev/null "$1" && return 0
-    sleep 0.1
-  done
-  return 1
-}
 
 stop_zarrd() { # NAME
   if [[ -n ${ZPID[$1]} ]]; then
@@ -154,33 +126,10 @@ start_zarrd() {
   wait_http "http://127.0.0.1:${PORT[$1]}/healthz" || { tail -20 "$TMP/zarrd-$1.log" >&2; die "zarrd did not start"; }
 }
 
-mkdir -p "$TMP/nginx-www"
-cp "$DATA/tile.bin" "$TMP/nginx-www/tile.bin"
+mkdir -p "$TMP/www"
+cp "$DATA/tile.bin" "$TMP/www/tile.bin"
 chmod -R a+rX "$TMP"
-cat >"$TMP/nginx.conf" <<EOF
-# Debian's nginx, static file, configured the usual way for static serving.
-daemon off;
-worker_processes auto;
-pid $TMP/nginx.pid;
-error_log $TMP/nginx-error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log $TMP/nginx-access.log;
-  client_body_temp_path $TMP/nginx-body;
-  proxy_temp_path $TMP/nginx-proxy;
-  fastcgi_temp_path $TMP/nginx-fastcgi;
-  uwsgi_temp_path $TMP/nginx-uwsgi;
-  scgi_temp_path $TMP/nginx-scgi;
-  sendfile on;
-  tcp_nopush on;
-  keepalive_requests 1000000;
-  default_type application/octet-stream;
-  server {
-    listen 127.0.0.1:$NPORT;
-    root $TMP/nginx-www;
-  }
-}
-EOF
+nginx_conf "$TMP/nginx.conf" "$TMP" "$NPORT"
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 T_START=$(date +%s)
 "$NGINX" -p "$TMP" -c "$TMP/nginx.conf" 2>>"$TMP/nginx-error.log" &
@@ -204,12 +153,6 @@ snap() {
 # DI shard-index misses in between.
 snap0() { snap "$1"; SR0=$SR; HR0=$HR; IM0=$IM; }
 delta() { snap "$1"; DS=$((SR - SR0)); DH=$((HR - HR0)); DI=$((IM - IM0)); }
-calc() { awk "BEGIN { printf \"$1\", $2 }"; }
-med() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-max() { printf '%s\n' "$@" | sort -g | tail -1; }
-sum() { printf '%s\n' "$@" | awk '{ s += $1 } END { printf "%.0f", s }'; }
-# kv LINE KEY: the value of KEY=VALUE in a line of space-separated pairs.
-kv() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<" $1"; }
 
 # run_wrk CONNS SECONDS URL [PATH...] -> W_REQ W_RPS W_P50 W_P99 (ms)
 run_wrk() {

@@ -14,6 +14,8 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
+# shellcheck source=benches/lib.sh
+source "$ROOT/benches/lib.sh"
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 DATA=${BENCH_DATA:-$TARGET/bench-data}
 DUR=${BENCH_DURATION:-5}
@@ -23,8 +25,6 @@ PORT=${ZARRD_PORT:-18090}
 Z="http://127.0.0.1:$PORT"
 log() { printf '[virtual] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
-calc() { awk "BEGIN { printf \"$1\", $2 }"; }
-med() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
 for t in wrk curl; do command -v "$t" >/dev/null || die "missing $t (apt-get install -y $t)"; done
 if [[ -n ${ZARRD_BIN:-} ]]; then
