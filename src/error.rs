@@ -25,7 +25,7 @@ pub enum Error {
     #[error("{0}")]
     NotAcceptable(String),
     #[error(
-        "the result would be {size} bytes as {what}, more than the limit of {limit} bytes; select a smaller region"
+        "the result would need up to {size} bytes as {what}, more than the limit of {limit} bytes (limits.max_response_bytes); select a smaller region"
     )]
     TooLarge { what: &'static str, size: u128, limit: u64 },
     #[error("{0}")]

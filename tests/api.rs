@@ -100,6 +100,16 @@ async fn formats_are_negotiated() {
     get(&app, "/v1/slice/conf/regular/c8?format=png").await.assert_problem(406);
     get(&app, "/v1/slice/conf/regular/u1_blosc?vmin=0").await.assert_problem(400);
     get(&app, "/v1/slice/conf/regular/u1_blosc?format=png&vmin=abc").await.assert_problem(400);
+    // The window rule of IIIF and map tiles: vmin not above vmax.
+    for uri in [
+        "/v1/slice/conf/regular/u1_blosc?format=png&vmin=10&vmax=5",
+        "/v1/chunk/conf/regular/u1_blosc?c=0,0&decoded=true&format=png&vmin=10&vmax=5",
+    ] {
+        let doc = get(&app, uri).await.assert_problem(400);
+        assert!(doc["detail"].as_str().unwrap().contains("must not be greater than `vmax`"), "{doc}");
+    }
+    let doc = get(&app, "/v1/datasets/conf?x=1").await.assert_problem(400);
+    assert!(doc["detail"].as_str().unwrap().contains("takes no query parameters"), "{doc}");
     get(&app, "/v1/slice/conf/regular/u1_blosc?s=1&s=2").await.assert_problem(400);
     let scalar = get(&app, "/v1/slice/conf/regular/scalar_f8?format=json").await;
     assert_eq!(scalar.header("zarr-shape"), "");

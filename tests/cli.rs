@@ -587,8 +587,9 @@ fn the_cpu_pool_is_started_with_one_thread_per_cpu() {
     assert_eq!(pool.len(), cpus, "{pool:?}");
 }
 
-/// What hyper refuses before zarrd sees it — a URI over 65,534 bytes, a request that does
-/// not parse — is a problem document too, over a real socket.
+/// What hyper refuses before zarrd sees it — a URI over 65,534 bytes, more than 100 header
+/// fields, a request that does not parse — and a request naming no single host are problem
+/// documents too, over a real socket.
 #[test]
 fn requests_hyper_refuses_get_problem_documents() {
     let server = Server::start(&[]);
@@ -601,7 +602,16 @@ fn requests_hyper_refuses_get_problem_documents() {
         String::from_utf8(out).unwrap()
     };
     let long = format!("GET /v1/slice/sample/climate/t2m?s={} HTTP/1.1\r\nHost: x\r\n\r\n", "0".repeat(70_000));
-    for (request, status) in [(long.as_bytes(), 414), (&b"NOT HTTP AT ALL\r\n\r\n"[..], 400)] {
+    let fields = (0..150).map(|i| format!("X-H{i}: v")).collect::<Vec<_>>().join("\r\n");
+    let many = format!("GET /v1/datasets HTTP/1.1\r\nHost: x\r\n{fields}\r\n\r\n");
+    for (request, status) in [
+        (long.as_bytes(), 414),
+        (many.as_bytes(), 431),
+        (&b"NOT HTTP AT ALL\r\n\r\n"[..], 400),
+        // RFC 9112 §3.2: an HTTP/1.1 request names exactly one host.
+        (&b"GET /v1/datasets HTTP/1.1\r\nConnection: close\r\n\r\n"[..], 400),
+        (&b"GET /v1/datasets HTTP/1.1\r\nHost: a\r\nHost: b\r\nConnection: close\r\n\r\n"[..], 400),
+    ] {
         let reply = answer(request);
         let (head, body) = reply.split_once("\r\n\r\n").unwrap_or_else(|| panic!("{reply}"));
         assert!(head.starts_with(&format!("HTTP/1.1 {status} ")), "{head}");

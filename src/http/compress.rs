@@ -7,7 +7,7 @@ use axum::extract::Request;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use tower_http::compression::CompressionLayer;
-use tower_http::compression::predicate::{DefaultPredicate, Predicate};
+use tower_http::compression::predicate::{NotForContentType, Predicate};
 
 /// The compression layer of `middleware::apply`.
 pub fn compression() -> CompressionLayer<Compressible> {
@@ -40,6 +40,9 @@ pub struct NoCompress;
 #[derive(Clone, Copy)]
 pub struct Compressible;
 
+/// Bodies below this size are sent as they are (tower-http's default).
+const MIN_SIZE: u64 = 32;
+
 impl Predicate for Compressible {
     fn should_compress<B>(&self, response: &axum::http::Response<B>) -> bool
     where
@@ -47,6 +50,23 @@ impl Predicate for Compressible {
     {
         response.extensions().get::<NoCompress>().is_none()
             && response.status() != axum::http::StatusCode::PARTIAL_CONTENT
-            && DefaultPredicate::new().should_compress(response)
+            && big_enough(response)
+            && NotForContentType::GRPC
+                .and(NotForContentType::IMAGES)
+                .and(NotForContentType::SSE)
+                .should_compress(response)
     }
+}
+
+/// Whether the body is at least [`MIN_SIZE`] bytes (or of unknown size), by its
+/// `Content-Length` first: a HEAD answer's body is empty but its `Content-Length` is the
+/// GET's, and it must carry the GET's `Content-Encoding` and `Vary` (RFC 9110 §9.3.2) —
+/// tower-http's own size check reads the (empty) body first.
+fn big_enough<B: axum::body::HttpBody>(response: &axum::http::Response<B>) -> bool {
+    let declared = response
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    declared.or_else(|| response.body().size_hint().exact()).is_none_or(|n| n >= MIN_SIZE)
 }

@@ -12,7 +12,7 @@ use object_store::GetRange;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::http::middleware::NoCompress;
+use crate::http::compress::NoCompress;
 
 /// Builds strong `ETag`s by hashing, in order, everything a response depends on.
 pub struct EtagBuilder(xxhash_rust::xxh3::Xxh3);
@@ -142,18 +142,107 @@ pub fn cache_control(config: &Config, any_missing: bool) -> Cow<'_, str> {
 }
 
 /// Whether the entity-tag list in header `name` (`If-Match`, `If-None-Match`; every line of
-/// it) names `etag` or is `*`, by weak comparison as RFC 9110 asks for GET; `None` when the
-/// request has no such header.
+/// it) names `etag` or is `*`; `None` when the request has no such header. `If-None-Match`
+/// compares weakly (RFC 9110 §13.1.2), `If-Match` strongly (§13.1.1): a weak tag on either
+/// side never matches there.
 pub fn tags_match(headers: &HeaderMap, name: &header::HeaderName, etag: &str) -> Option<bool> {
     let mut lists = headers.get_all(name).iter().filter_map(|v| v.to_str().ok()).peekable();
     lists.peek()?;
-    let etag = etag.trim_start_matches("W/");
-    Some(lists.flat_map(|v| v.split(',')).map(str::trim).any(|tag| tag == "*" || tag.trim_start_matches("W/") == etag))
+    let strong = name == header::IF_MATCH;
+    let matches = |tag: &str| {
+        if tag == "*" {
+            return true;
+        }
+        if strong {
+            return !etag.starts_with("W/") && tag == etag;
+        }
+        tag.trim_start_matches("W/") == etag.trim_start_matches("W/")
+    };
+    Some(lists.flat_map(|v| v.split(',')).map(str::trim).any(matches))
+}
+
+/// `If-Match` on every route (RFC 9110 §13.1.1): an answer whose current strong `ETag` the
+/// request's `If-Match` does not name (nor `*`) becomes 412. The `/zarr` store checks it
+/// before reading anything; elsewhere a representation's tag is known only once it is made,
+/// so it is checked here on the answer (a rare header on reads: the work is not saved).
+pub async fn if_match(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    if !request.headers().contains_key(header::IF_MATCH) {
+        return next.run(request).await;
+    }
+    let mut wanted = HeaderMap::new();
+    for v in request.headers().get_all(header::IF_MATCH) {
+        wanted.append(header::IF_MATCH, v.clone());
+    }
+    let response = next.run(request).await;
+    let status = response.status();
+    if !(status.is_success() || status == StatusCode::NOT_MODIFIED) {
+        return response;
+    }
+    let etag = response.headers().get(header::ETAG).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if tags_match(&wanted, &header::IF_MATCH, etag) == Some(true) {
+        return response;
+    }
+    let current = if etag.is_empty() { "no ETag".to_owned() } else { format!("ETag {etag}") };
+    Error::PreconditionFailed(format!(
+        "the representation has {current}, which the request's If-Match does not name (If-Match compares strong tags: a W/ tag never matches)"
+    ))
+    .into_response()
 }
 
 /// Whether `If-None-Match` matches `etag`.
 pub fn not_modified(headers: &HeaderMap, etag: &str) -> bool {
     tags_match(headers, &header::IF_NONE_MATCH, etag) == Some(true)
+}
+
+/// Whether a `Range` may be honoured under the request's `If-Range` (RFC 9110 §13.1.5):
+/// always without one; with an entity tag only when it is strong and equal to `etag`;
+/// with a date only when it is the representation's `Last-Modified` (`last_modified`, Unix
+/// seconds). Otherwise the range is ignored and the whole representation sent, so a client
+/// resuming a download of an object that has changed never stitches two versions together.
+pub fn range_allowed(headers: &HeaderMap, etag: &str, last_modified: Option<i64>) -> bool {
+    let Some(value) = headers.get(header::IF_RANGE) else { return true };
+    let Ok(value) = value.to_str() else { return false };
+    let value = value.trim();
+    if value.starts_with('"') || value.starts_with("W/") {
+        return !value.starts_with("W/") && !etag.starts_with("W/") && value == etag;
+    }
+    let date = chrono::DateTime::parse_from_rfc2822(value).ok().map(|t| t.timestamp());
+    date.is_some() && date == last_modified
+}
+
+/// What a representation's 200 varies on besides the target, which its 304 must repeat
+/// (RFC 9110 §15.4.5: a 304 carries the `Vary` of the 200 it stands for).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Varies {
+    /// The media type was chosen from `Accept` (no `format` parameter).
+    pub accept: bool,
+    /// The body passes the compression layer (which adds `Vary: accept-encoding` to a 200).
+    pub encoding: bool,
+}
+
+impl Varies {
+    fn add_to(self, headers: &mut HeaderMap) {
+        if self.accept {
+            headers.append(header::VARY, HeaderValue::from_static("accept"));
+        }
+        if self.encoding {
+            headers.append(header::VARY, HeaderValue::from_static("accept-encoding"));
+        }
+    }
+}
+
+/// A 304 for the representation with `etag`: its `ETag`, `Cache-Control` and `Vary`.
+pub fn unchanged(etag: &str, cache_control: &str, varies: Varies) -> Response {
+    let mut response = with_validators(StatusCode::NOT_MODIFIED.into_response(), etag, cache_control);
+    varies.add_to(response.headers_mut());
+    response
+}
+
+/// Adds `ETag`, `Cache-Control` and, where the media type was negotiated, `Vary: accept`
+/// (the compression layer adds `accept-encoding`).
+pub fn with_varying_validators(mut response: Response, etag: &str, cache_control: &str, varies: Varies) -> Response {
+    Varies { encoding: false, ..varies }.add_to(response.headers_mut());
+    with_validators(response, etag, cache_control)
 }
 
 /// Adds `ETag` and `Cache-Control`.
@@ -198,10 +287,15 @@ pub fn ranged(
     if matches(header::IF_NONE_MATCH) == Some(true) {
         let mut response = StatusCode::NOT_MODIFIED.into_response();
         set(&mut response);
+        Varies { accept: false, encoding: !no_compress }.add_to(response.headers_mut());
         return Ok(response);
     }
     let size = body.len() as u64;
-    let range = headers.get(header::RANGE).and_then(|v| v.to_str().ok()).and_then(ByteRange::parse);
+    let range = headers
+        .get(header::RANGE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(ByteRange::parse)
+        .filter(|_| range_allowed(headers, etag, None));
     let (status, part) = match range {
         None => (StatusCode::OK, 0..size),
         Some(r) => {

@@ -15,6 +15,30 @@ use tokio::time::Instant as Clock;
 /// else) and close after one response.
 pub const PROBE_RESERVE: usize = 8;
 
+/// A request from a connection that names no single host: an HTTP/1.1 request without a
+/// `Host` header, or with several (RFC 9112 §3.2: answered 400). HTTP/2 names it in the
+/// URI's authority. Marked by the connection layer and answered by the router's outermost
+/// error layer, so the answer is logged and counted like any other.
+#[derive(Debug, Clone, Copy)]
+pub struct HostProblem(&'static str);
+
+impl HostProblem {
+    pub fn of<B>(request: &axum::http::Request<B>) -> Option<Self> {
+        if request.version() != axum::http::Version::HTTP_11 {
+            return None;
+        }
+        match request.headers().get_all(axum::http::header::HOST).iter().count() {
+            0 if request.uri().authority().is_none() => Some(Self("an HTTP/1.1 request must carry a Host header")),
+            0 | 1 => None,
+            _ => Some(Self("an HTTP/1.1 request must carry exactly one Host header, not several")),
+        }
+    }
+
+    pub fn detail(self) -> &'static str {
+        self.0
+    }
+}
+
 /// Marks the requests of a connection over the probes' reserve: the request guard
 /// (`middleware`) answers anything but a probe there with 503, through the same layers
 /// (request id, access log, metrics, CORS) as every other response.

@@ -35,10 +35,12 @@ impl Params {
         let mut map = BTreeMap::new();
         for (k, v) in url::form_urlencoded::parse(raw.unwrap_or("").as_bytes()) {
             if !allowed.contains(&k.as_ref()) {
-                return Err(Error::BadRequest(format!(
-                    "unknown query parameter `{k}`; allowed: {}",
-                    allowed.join(", ")
-                )));
+                let allowed = if allowed.is_empty() {
+                    "this route takes no query parameters".to_owned()
+                } else {
+                    format!("allowed: {}", allowed.join(", "))
+                };
+                return Err(Error::BadRequest(format!("unknown query parameter `{k}`; {allowed}")));
             }
             if map.insert(k.to_string(), v.to_string()).is_some() {
                 return Err(Error::BadRequest(format!("query parameter `{k}` is given more than once")));

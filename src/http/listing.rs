@@ -112,7 +112,7 @@ pub fn respond(path: &str, mut entries: Vec<Entry>, headers: &HeaderMap, cache_c
         cache_control,
         false,
     )?;
-    response.headers_mut().insert(header::VARY, HeaderValue::from_static("accept"));
+    response.headers_mut().append(header::VARY, HeaderValue::from_static("accept"));
     Ok(response)
 }
 

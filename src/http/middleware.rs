@@ -1,7 +1,8 @@
 //! Cross-cutting HTTP behaviour (API.md "Cross-cutting"), outermost first:
 //! request ids, structured access logs and metrics; CORS; access control (`auth`: before
 //! any cache and every route, inside CORS so that its refusals carry CORS headers and
-//! preflights pass); hot responses (`responses`); response compression; and the
+//! preflights pass); `If-Match` on every answer (`conditional::if_match`); hot responses
+//! (`responses`); response compression; and the
 //! guard (`guard`) that bounds in-flight requests (503 + Retry-After) and their duration (504).
 //! Connection-level limits (timeouts, the connection cap, shutdown) are in `server`.
 
@@ -49,6 +50,7 @@ pub fn apply(router: Router, state: &crate::http::state::AppState) -> Router {
         .layer(from_fn_with_state(state.clone(), crate::http::guard::layer::<crate::http::state::AppState>))
         .layer(crate::http::compress::compression())
         .layer(from_fn_with_state(state.clone(), crate::http::responses::layer::<crate::http::state::AppState>))
+        .layer(from_fn(crate::http::conditional::if_match))
         .layer(from_fn_with_state(state.clone(), crate::http::auth::layer))
         .layer(cors(&config.http.cors_origins))
         .layer(from_fn(observe))
@@ -69,6 +71,7 @@ fn cors(origins: &[String]) -> CorsLayer {
             header::RANGE,
             header::IF_NONE_MATCH,
             header::IF_MATCH,
+            header::IF_RANGE,
             header::IF_MODIFIED_SINCE,
             header::IF_UNMODIFIED_SINCE,
             header::ACCEPT,
@@ -93,6 +96,9 @@ fn panic_response(_panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
 /// Errors produced outside the handlers (axum's extractor rejections such as a path that
 /// is not UTF-8, 405 Method Not Allowed) become problem documents too.
 async fn problem_documents(request: Request, next: Next) -> Response {
+    if let Some(problem) = request.extensions().get::<crate::http::connections::HostProblem>() {
+        return Error::BadRequest(format!("{} (RFC 9112 §3.2)", problem.detail())).into_response();
+    }
     let response = next.run(request).await;
     let status = response.status();
     let is_problem = response
@@ -109,9 +115,13 @@ async fn problem_documents(request: Request, next: Next) -> Response {
         .unwrap_or_default();
     let detail = if text.trim().is_empty() {
         match status {
+            // axum sets `Allow` after this layer on some routes (those of one method):
+            // the header, not this text, is what names the methods then.
             axum::http::StatusCode::METHOD_NOT_ALLOWED => {
-                let allow = parts.headers.get(header::ALLOW).and_then(|v| v.to_str().ok()).unwrap_or("GET,HEAD");
-                format!("this route answers only {allow}")
+                match parts.headers.get(header::ALLOW).and_then(|v| v.to_str().ok()) {
+                    Some(allow) => format!("this route answers only {allow}"),
+                    None => "this route does not answer this method; the Allow header names those it does".to_owned(),
+                }
             }
             _ => status.canonical_reason().unwrap_or("error").to_owned(),
         }

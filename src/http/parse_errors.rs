@@ -1,6 +1,6 @@
 //! Problem documents for the requests hyper refuses before zarrd sees them: a request line
-//! longer than the 65,534 bytes a URI may have (414) and a request that does not parse
-//! (400). hyper answers those itself with an empty body and offers no hook, so the
+//! longer than the 65,534 bytes a URI may have (414), a head with too many or too large
+//! header fields (431) and a request that does not parse (400). hyper answers those itself with an empty body and offers no hook, so the
 //! connection's writes are watched for exactly that answer — a head of one of these
 //! statuses with `content-length: 0` and no `content-type`, which zarrd's own responses
 //! never are — and it is replaced by the same head with a problem document, as every
@@ -39,6 +39,12 @@ fn replacement(head: &[u8]) -> Option<Vec<u8>> {
         "414" => (
             StatusCode::URI_TOO_LONG,
             "the request line is longer than the 65534 bytes this server reads: select with ranges (`0:100`) rather than long lists",
+        ),
+        // hyper's limits on the head: at most 100 header fields, and the whole head (request
+        // line included) within its read buffer of 8 KiB + 100 × 4 KiB.
+        "431" => (
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            "the request head is too large: at most 100 header fields, and request line and headers together under 417792 bytes (a request line over 65534 bytes alone gets 414)",
         ),
         "400" => {
             (StatusCode::BAD_REQUEST, "the request is not valid HTTP/1.1 (its request line or a header does not parse)")

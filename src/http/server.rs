@@ -46,7 +46,7 @@ use tokio::task::JoinSet;
 use tower::ServiceExt;
 
 use crate::config::{FD_HEADROOM, HttpConfig, default_max_connections};
-use crate::http::connections::{Activity, Open, PROBE_RESERVE, ProbeOnly, Slot};
+use crate::http::connections::{Activity, HostProblem, Open, PROBE_RESERVE, ProbeOnly, Slot};
 
 /// How long accepting pauses after an accept error that is not about one connection.
 pub const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
@@ -255,6 +255,9 @@ async fn connection(
             let app = routers.here();
             if probe_only {
                 request.extensions_mut().insert(ProbeOnly);
+            }
+            if let Some(problem) = HostProblem::of(&request) {
+                request.extensions_mut().insert(problem);
             }
             async move {
                 let mut response = app.oneshot(request).await?;

@@ -51,7 +51,7 @@ pub enum SelectionError {
     Syntax { item: usize, text: String, why: &'static str },
     #[error("`...` may appear only once in a selection")]
     MultipleEllipsis,
-    #[error("the selection has {items} items but the array has only {rank} dimensions")]
+    #[error("the selection has {items} item(s) but the array has only {rank} dimension(s)")]
     TooManyItems { items: usize, rank: usize },
     #[error("index {index} (selection item {item}) is out of range for dimension {dim} of length {len}; allowed is -{len} to {max}", max = i128::from(*len) - 1)]
     IndexOutOfRange { item: usize, dim: usize, index: i64, len: u64 },

@@ -2,13 +2,12 @@
 //! chunk of the read grid, raw or decoded).
 
 use axum::extract::{RawQuery, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::error::{Error, Result};
-use crate::http::conditional::with_validators;
-use crate::http::conditional::{EtagBuilder, cache_control, not_modified};
+use crate::http::conditional::{EtagBuilder, Varies, cache_control, not_modified, unchanged, with_varying_validators};
 use crate::http::encode::json_response;
 use crate::http::extract::{NodePath, Params};
 use crate::http::middleware::NoCompress;
@@ -78,13 +77,14 @@ pub async fn chunk(
             "`format`, `vmin` and `vmax` apply only with decoded=true; raw chunks are the stored bytes".into(),
         ));
     }
-    // Raw chunks are the stored bytes whatever the client accepts; formats apply only to
-    // decoded chunks.
+    // Raw chunks are the stored bytes whatever the client accepts (one representation,
+    // never compressed); formats apply only to decoded chunks.
     let render = if decoded {
         Render::from_request(&params, &headers)?
     } else {
         Render { format: crate::http::encode::Format::Bin, vmin: None, vmax: None, colormap: None }
     };
+    let varies = if decoded { render.varies(&params) } else { Varies::default() };
     let dataset = &state.catalog.dataset(&ds).await?;
     let array = state.catalog.array(dataset, &path).await?;
     let grid = array.read_grid();
@@ -123,7 +123,7 @@ pub async fn chunk(
     let etag = tag.finish();
     let cache_control = &state.config.http.cache_control;
     if not_modified(&headers, &etag) {
-        return Ok(with_validators(StatusCode::NOT_MODIFIED.into_response(), &etag, cache_control));
+        return Ok(unchanged(&etag, cache_control, varies));
     }
     let mut response = if decoded && text {
         decoded_text(&array, &key, bytes, &grid.chunk_shape(&coords), &data_shape, render, &state, &mut held).await?
@@ -159,22 +159,28 @@ pub async fn chunk(
         .map_err(Error::Internal)??;
         render.respond(data, 0, &array.meta, &data_shape)?
     } else {
-        let mut r = bytes.into_response();
-        r.headers_mut().insert(axum::http::header::CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"));
-        r.extensions_mut().insert(NoCompress);
-        if let Some(range) = &range {
-            let value = format!("{}-{}", range.start, range.end - 1);
-            r.headers_mut()
-                .insert("zarr-byte-range", HeaderValue::from_str(&value).map_err(|e| Error::Internal(e.to_string()))?);
-        }
-        r
+        raw(bytes, range.as_ref())?
     };
     response
         .headers_mut()
         .insert("zarr-chunk-key", HeaderValue::from_str(&key).map_err(|e| Error::Internal(e.to_string()))?);
     let body = std::mem::take(response.body_mut());
     *response.body_mut() = crate::http::budget_body::held(body, held);
-    Ok(with_validators(response, &etag, cache_control))
+    Ok(with_varying_validators(response, &etag, cache_control, varies))
+}
+
+/// A stored chunk's bytes as they are (never compressed again), with the byte range of a
+/// shard they were cut from.
+fn raw(bytes: bytes::Bytes, range: Option<&std::ops::Range<u64>>) -> Result<Response> {
+    let mut r = bytes.into_response();
+    r.headers_mut().insert(axum::http::header::CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"));
+    r.extensions_mut().insert(NoCompress);
+    if let Some(range) = range {
+        let value = format!("{}-{}", range.start, range.end - 1);
+        r.headers_mut()
+            .insert("zarr-byte-range", HeaderValue::from_str(&value).map_err(|e| Error::Internal(e.to_string()))?);
+    }
+    Ok(r)
 }
 
 /// A decoded chunk of a `string` array in `render`'s format (json or npy), clipped to the

@@ -17,8 +17,7 @@ use serde_json::json;
 
 use crate::auth::CapabilityPath;
 use crate::error::{Error, Result};
-use crate::http::conditional::with_validators;
-use crate::http::conditional::{EtagBuilder, cache_control, not_modified};
+use crate::http::conditional::{EtagBuilder, Varies, cache_control, not_modified, unchanged, with_validators};
 use crate::http::extract::Params;
 use crate::http::middleware::NoCompress;
 use crate::http::state::AppState;
@@ -132,20 +131,21 @@ pub async fn info(
             "physicalUnits": units,
         }]);
     }
+    // JSON-LD media type for clients that ask for it (the spec's content negotiation): a
+    // representation of its own, with its own validator.
+    let wants_ld =
+        headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("application/ld+json"));
+    let media = if wants_ld { format!("application/ld+json;profile=\"{CONTEXT}\"") } else { "application/json".into() };
     let mut tag = EtagBuilder::new("iiif-info");
-    tag.text(&id).digest(image.reader.meta.digest);
+    tag.text(&media).text(&id).digest(image.reader.meta.digest);
     for level in &image.levels {
         tag.number(u64::from(level.log2)).digest(level.reader.meta.digest);
     }
     let etag = tag.finish();
     let cache_control = cache_control(&state.config, false);
     if not_modified(&headers, &etag) {
-        return Ok(with_validators(StatusCode::NOT_MODIFIED.into_response(), &etag, &cache_control));
+        return Ok(unchanged(&etag, &cache_control, Varies { accept: true, encoding: true }));
     }
-    // JSON-LD media type for clients that ask for it (the spec's content negotiation).
-    let wants_ld =
-        headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("application/ld+json"));
-    let media = if wants_ld { format!("application/ld+json;profile=\"{CONTEXT}\"") } else { "application/json".into() };
     let mut response = ([(header::CONTENT_TYPE, media)], doc.to_string()).into_response();
     response.headers_mut().append(header::VARY, HeaderValue::from_static("accept"));
     Ok(with_validators(response, &etag, &cache_control))
@@ -296,7 +296,8 @@ fn physical_dimensions(scale: f64, unit: &str) -> Option<(f64, &'static str)> {
 /// `npy` compresses (NaN and repeats), so only it is left to the compression layer.
 pub(crate) fn respond(rendered: &Rendered, headers: &HeaderMap, cache_control: &str) -> Response {
     if not_modified(headers, &rendered.etag) {
-        return with_validators(StatusCode::NOT_MODIFIED.into_response(), &rendered.etag, cache_control);
+        let varies = Varies { accept: false, encoding: rendered.media_type == "application/octet-stream" };
+        return unchanged(&rendered.etag, cache_control, varies);
     }
     let mut response = ([(header::CONTENT_TYPE, rendered.media_type)], rendered.bytes.clone()).into_response();
     if rendered.media_type != "application/octet-stream" {

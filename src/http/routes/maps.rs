@@ -6,13 +6,13 @@
 use axum::Extension;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::auth::CapabilityPath;
 use crate::error::{Error, Result};
-use crate::http::conditional::{EtagBuilder, cache_control, not_modified, with_validators};
+use crate::http::conditional::{EtagBuilder, Varies, cache_control, not_modified, unchanged, with_validators};
 use crate::http::extract::Params;
 use crate::http::routes::iiif::{base_url, deliver, identifier, path_error, respond, window_params};
 use crate::http::state::AppState;
@@ -231,7 +231,7 @@ pub async fn tilejson(
     let etag = tag.finish();
     let cache_control = cache_control(&state.config, false);
     if not_modified(&headers, &etag) {
-        return Ok(with_validators(StatusCode::NOT_MODIFIED.into_response(), &etag, &cache_control));
+        return Ok(unchanged(&etag, &cache_control, Varies { accept: false, encoding: true }));
     }
     let response = ([(header::CONTENT_TYPE, "application/json")], body).into_response();
     Ok(with_validators(response, &etag, &cache_control))

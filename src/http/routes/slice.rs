@@ -3,13 +3,12 @@
 
 use axum::body::{Body, Bytes};
 use axum::extract::{RawQuery, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::error::{Error, Result};
 use crate::http::budget_body;
-use crate::http::conditional::with_validators;
-use crate::http::conditional::{EtagBuilder, cache_control, not_modified};
+use crate::http::conditional::{EtagBuilder, Varies, cache_control, not_modified, unchanged, with_varying_validators};
 use crate::http::encode::{self, Format};
 use crate::http::extract::{NodePath, Params};
 use crate::http::state::AppState;
@@ -30,12 +29,13 @@ pub async fn slice(
 ) -> Result<Response> {
     let params = Params::parse(query.as_deref(), PARAMS)?;
     let render = Render::from_request(&params, &headers)?;
+    let varies = render.varies(&params);
     let dataset = &state.catalog.dataset(&ds).await?;
     let array = state.catalog.array(dataset, &path).await?;
     let selection = Selection::parse(params.get("s").unwrap_or(""))?.resolve(&array.meta.shape)?;
     let shape = result_shape(&selection);
     if array.meta.data_type.is_variable() {
-        return text_slice(&state, &ds, &path, &array, &selection, render, &headers).await;
+        return text_slice(&state, &ds, &path, &array, &selection, (render, varies), &headers).await;
     }
     let render_bytes = render.check(&array.meta, &shape, state.config.limits.max_response_bytes)?;
     // A revalidation is answered before any chunk is fetched or decoded: from cached
@@ -45,7 +45,7 @@ pub async fn slice(
         let etag = etag(&ds, &path, &array.meta, &selection, &render, &versions);
         if not_modified(&headers, &etag) {
             let cache_control = cache_control(&state.config, has_missing(&versions));
-            return Ok(with_validators(StatusCode::NOT_MODIFIED.into_response(), &etag, &cache_control));
+            return Ok(unchanged(&etag, &cache_control, varies));
         }
     }
     // JSON and PNG bodies are built beside the decoded data: their memory is reserved
@@ -57,7 +57,7 @@ pub async fn slice(
     let etag = etag(&ds, &path, &array.meta, &selection, &render, &output.versions);
     let cache_control = cache_control(&state.config, has_missing(&output.versions));
     if not_modified(&headers, &etag) {
-        return Ok(with_validators(StatusCode::NOT_MODIFIED.into_response(), &etag, &cache_control));
+        return Ok(unchanged(&etag, &cache_control, varies));
     }
     let mut response = match output.data {
         Decoded::Whole(data) => render.respond(data, reserve, &array.meta, &shape)?,
@@ -80,7 +80,7 @@ pub async fn slice(
     };
     let body = std::mem::take(response.body_mut());
     *response.body_mut() = budget_body::held(body, held);
-    Ok(with_validators(response, &etag, &cache_control))
+    Ok(with_varying_validators(response, &etag, &cache_control, varies))
 }
 
 /// A slice of a `string` array: read whole (text sizes are known only once read), then
@@ -91,7 +91,7 @@ async fn text_slice(
     path: &str,
     array: &crate::read::ArrayReader,
     selection: &[DimSelection],
-    render: Render,
+    (render, varies): (Render, Varies),
     headers: &HeaderMap,
 ) -> Result<Response> {
     render.check_text(array.meta.data_type)?;
@@ -101,7 +101,7 @@ async fn text_slice(
         let etag = etag(ds, path, &array.meta, selection, &render, &versions);
         if not_modified(headers, &etag) {
             let cache_control = cache_control(&state.config, has_missing(&versions));
-            return Ok(with_validators(StatusCode::NOT_MODIFIED.into_response(), &etag, &cache_control));
+            return Ok(unchanged(&etag, &cache_control, varies));
         }
     }
     let limit = state.config.limits.max_response_bytes;
@@ -109,7 +109,7 @@ async fn text_slice(
     let etag = etag(ds, path, &array.meta, selection, &render, &output.versions);
     let cache_control = cache_control(&state.config, has_missing(&output.versions));
     if not_modified(headers, &etag) {
-        return Ok(with_validators(StatusCode::NOT_MODIFIED.into_response(), &etag, &cache_control));
+        return Ok(unchanged(&etag, &cache_control, varies));
     }
     let mut held = output.reservation;
     let response = render.respond_text(&output.elements, &shape, limit, array, &mut held).await?;
@@ -117,7 +117,7 @@ async fn text_slice(
     let mut response = response;
     let body = std::mem::take(response.body_mut());
     *response.body_mut() = budget_body::held(body, held);
-    Ok(with_validators(response, &etag, &cache_control))
+    Ok(with_varying_validators(response, &etag, &cache_control, varies))
 }
 
 /// How decoded data becomes a response body.
@@ -134,12 +134,20 @@ impl Render {
     /// Parses `format` (or `Accept`), `vmin` and `vmax`.
     pub fn from_request(params: &Params, headers: &HeaderMap) -> Result<Self> {
         let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+        // The same window rule as IIIF and map tiles.
+        let (vmin, vmax) = crate::http::routes::iiif::window_params(params)?;
         Ok(Self {
             format: Format::negotiate(params.get("format"), accept)?,
-            vmin: params.number("vmin")?,
-            vmax: params.number("vmax")?,
+            vmin,
+            vmax,
             colormap: params.get("colormap").map(Colormap::parse).transpose()?,
         })
+    }
+
+    /// What the response varies on: `Accept` when no `format` chose the media type; the
+    /// encoding unless it is a PNG (images are never compressed).
+    pub fn varies(&self, params: &Params) -> Varies {
+        Varies { accept: params.get("format").is_none(), encoding: self.format != Format::Png }
     }
 
     pub fn hash_into(&self, tag: &mut EtagBuilder) {
@@ -182,9 +190,12 @@ impl Render {
         }
         let n: u128 = shape.iter().map(|&d| u128::from(d)).product();
         let (what, per_element) = match self.format {
-            Format::Json => ("JSON", encode::json_bytes_per_element(meta.data_type)),
+            Format::Json => ("JSON (the longest text of each element)", encode::json_bytes_per_element(meta.data_type)),
             // The PNG encoder holds a scaled value and a pixel per element.
-            Format::Png => ("PNG", crate::images::render::PNG_BYTES_PER_ELEMENT),
+            Format::Png => (
+                "PNG (its working memory: a scaled value and a pixel per element)",
+                crate::images::render::PNG_BYTES_PER_ELEMENT,
+            ),
             _ => ("binary data", meta.data_type.size() as u64),
         };
         let size = n * u128::from(per_element);

@@ -11,7 +11,7 @@ use futures::StreamExt;
 use object_store::{GetOptions, ObjectMeta};
 
 use crate::error::{Error, Result};
-use crate::http::conditional::{ByteRange, tags_match};
+use crate::http::conditional::{ByteRange, range_allowed, tags_match};
 use crate::http::listing::{self, Entry};
 use crate::http::middleware::NoCompress;
 use crate::http::state::AppState;
@@ -168,10 +168,11 @@ async fn serve(
     headers: &HeaderMap,
     head_only: bool,
 ) -> Result<Response> {
-    let range = header_str(headers, header::RANGE).and_then(ByteRange::parse);
+    let mut range = header_str(headers, header::RANGE).and_then(ByteRange::parse);
     let conditional = [header::IF_MATCH, header::IF_NONE_MATCH, header::IF_MODIFIED_SINCE, header::IF_UNMODIFIED_SINCE]
         .iter()
-        .any(|h| headers.contains_key(h));
+        .any(|h| headers.contains_key(h))
+        || (range.is_some() && headers.contains_key(header::IF_RANGE));
     // A HEAD, a conditional request or a ranged HEAD needs the metadata first; a plain or
     // ranged GET goes straight to the object in one request.
     let meta =
@@ -181,10 +182,13 @@ async fn serve(
         if let Some(status) = precondition(headers, meta, &etag) {
             if status == StatusCode::PRECONDITION_FAILED {
                 return Err(Error::PreconditionFailed(format!(
-                    "`{key}` has ETag {etag}, which the request's preconditions do not allow"
+                    "`{key}` has ETag {etag}, which the request's preconditions do not allow (If-Match names strong tags: a W/ tag never matches; If-Unmodified-Since a date not before its Last-Modified)"
                 )));
             }
             return Ok(object_headers(StatusCode::NOT_MODIFIED.into_response(), key, meta));
+        }
+        if !range_allowed(headers, &etag, Some(meta.last_modified.timestamp())) {
+            range = None;
         }
         if head_only {
             return head_response(key, meta, range);
@@ -233,7 +237,8 @@ async fn serve(
     };
     set(&mut response, header::CONTENT_LENGTH, &(served.end - served.start).to_string());
     if range.is_some() {
-        if served.start >= served.end && meta.size > 0 {
+        // Nothing of an empty object can be served: every range of it is unsatisfiable.
+        if served.start >= served.end {
             return Err(unsatisfiable(key, meta.size));
         }
         *response.status_mut() = StatusCode::PARTIAL_CONTENT;
