@@ -100,12 +100,13 @@ async fn if_match_compares_strong_tags_on_every_route() {
 async fn vary_follows_negotiation_and_a_304_repeats_it() {
     let app = conformance_app();
     let base = "/v1/slice/conf/regular/u2_dot_separator?s=0:4,0:4";
-    let negotiated = get_with(&app, base, &[("accept", "application/json")]).await;
+    let gzip = ("accept-encoding", "gzip");
+    let negotiated = get_with(&app, base, &[("accept", "application/json"), gzip]).await;
     assert_eq!(negotiated.header("content-type"), "application/json");
     assert_eq!(varies(&negotiated), ["accept", "accept-encoding"]);
-    let named = get(&app, &format!("{base}&format=json")).await;
+    let named = get_with(&app, &format!("{base}&format=json"), &[gzip]).await;
     assert_eq!(varies(&named), ["accept-encoding"], "`format` chose the type: Accept plays no part");
-    let png = get(&app, &format!("{base}&format=png")).await;
+    let png = get_with(&app, &format!("{base}&format=png"), &[gzip]).await;
     assert_eq!(varies(&png), Vec::<String>::new(), "images are never compressed");
     for (uri, accept, reply) in [
         (base.to_owned(), "application/json", &negotiated),
@@ -113,7 +114,7 @@ async fn vary_follows_negotiation_and_a_304_repeats_it() {
         (format!("{base}&format=png"), "*/*", &png),
     ] {
         let etag = reply.header("etag");
-        let r = get_with(&app, &uri, &[("accept", accept), ("accept-encoding", "gzip"), ("if-none-match", etag)]).await;
+        let r = get_with(&app, &uri, &[("accept", accept), gzip, ("if-none-match", etag)]).await;
         assert_eq!(r.status, 304, "{uri}");
         assert_eq!(r.header("etag"), etag, "{uri}");
         assert_eq!(varies(&r), varies(reply), "{uri}: a 304 carries its 200's Vary");
@@ -162,4 +163,29 @@ async fn no_range_of_an_empty_object_is_satisfiable() {
         assert_eq!(r.header("content-range"), "bytes */0", "{range}");
         assert_eq!(head(&app, "/zarr/t/empty", &[("range", range)]).await.status(), 416, "HEAD {range}");
     }
+}
+
+#[tokio::test]
+async fn a_compressed_body_has_a_weak_tag_of_its_own() {
+    let app = conformance_app();
+    let uri = "/v1/slice/conf/regular/u2_dot_separator?s=0:4,0:4&format=json";
+    let plain = get_with(&app, uri, &[("accept-encoding", "identity")]).await;
+    let strong = plain.header("etag").to_owned();
+    assert!(strong.starts_with('"'), "{strong}");
+    for coding in ["gzip", "zstd"] {
+        let packed = get_with(&app, uri, &[("accept-encoding", coding)]).await;
+        assert_eq!(packed.header("content-encoding"), coding);
+        assert_eq!(packed.header("etag"), format!("W/{strong}"), "{coding}: RFC 9110 §8.8.1");
+        // Revalidating it works (weak comparison), and the 304 names it the same way.
+        let again = get_with(&app, uri, &[("accept-encoding", coding), ("if-none-match", packed.header("etag"))]).await;
+        assert_eq!((again.status.as_u16(), again.header("etag")), (304, packed.header("etag")));
+        // A client holding the identity body gets the strong tag on its 304.
+        let same = get_with(&app, uri, &[("accept-encoding", "identity"), ("if-none-match", &strong)]).await;
+        assert_eq!((same.status.as_u16(), same.header("etag")), (304, strong.as_str()));
+        // If-Match compares strongly: the weak tag of a compressed body never matches it.
+        get_with(&app, uri, &[("accept-encoding", coding), ("if-match", &strong)]).await.assert_problem(412);
+    }
+    // Stored bytes are never compressed: their tag stays strong whatever the client accepts.
+    let stored = get_with(&app, &format!("/zarr/conf/{KEY}"), &[("accept-encoding", "gzip, zstd")]).await;
+    assert!(stored.header("etag").starts_with('"'), "{}", stored.header("etag"));
 }

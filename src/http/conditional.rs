@@ -161,25 +161,43 @@ pub fn tags_match(headers: &HeaderMap, name: &header::HeaderName, etag: &str) ->
     Some(lists.flat_map(|v| v.split(',')).map(str::trim).any(matches))
 }
 
-/// `If-Match` on every route (RFC 9110 §13.1.1): an answer whose current strong `ETag` the
-/// request's `If-Match` does not name (nor `*`) becomes 412. The `/zarr` store checks it
-/// before reading anything; elsewhere a representation's tag is known only once it is made,
-/// so it is checked here on the answer (a rare header on reads: the work is not saved).
-pub async fn if_match(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
-    if !request.headers().contains_key(header::IF_MATCH) {
-        return next.run(request).await;
-    }
-    let mut wanted = HeaderMap::new();
-    for v in request.headers().get_all(header::IF_MATCH) {
-        wanted.append(header::IF_MATCH, v.clone());
-    }
-    let response = next.run(request).await;
+/// The validators of every answer, where only the finished response tells (middleware,
+/// outside the compression layer):
+///
+/// - A compressed body is a representation of its own (RFC 9110 §8.8.1: a strong tag names
+///   one representation), so its `ETag` is sent weak, `W/"…"`, as nginx does; `If-None-Match`
+///   compares weakly and still revalidates it. A 304 that stands for a compressed 200 (it
+///   varies on `Accept-Encoding` and the request accepts gzip or zstd) gets the same weak tag.
+/// - `If-Match` (§13.1.1): an answer whose current strong `ETag` the request's `If-Match`
+///   does not name (nor `*`) becomes 412. The `/zarr` store checks it before reading
+///   anything; elsewhere a representation's tag is known only once it is made, so it is
+///   checked here (a rare header on reads: the work is not saved).
+pub async fn validators(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let compresses = accepts_compression(request.headers());
+    let wanted: Vec<HeaderValue> = request.headers().get_all(header::IF_MATCH).iter().cloned().collect();
+    let mut response = next.run(request).await;
     let status = response.status();
     if !(status.is_success() || status == StatusCode::NOT_MODIFIED) {
         return response;
     }
+    let headers = response.headers_mut();
+    let compressed = headers.contains_key(header::CONTENT_ENCODING)
+        || (status == StatusCode::NOT_MODIFIED && compresses && varies_on_encoding(headers));
+    if compressed
+        && let Some(strong) = headers.get(header::ETAG).filter(|t| t.as_bytes().starts_with(b"\""))
+        && let Ok(weak) = HeaderValue::from_bytes(&[b"W/", strong.as_bytes()].concat())
+    {
+        headers.insert(header::ETAG, weak);
+    }
+    if wanted.is_empty() {
+        return response;
+    }
+    let mut asked = HeaderMap::new();
+    for v in wanted {
+        asked.append(header::IF_MATCH, v);
+    }
     let etag = response.headers().get(header::ETAG).and_then(|v| v.to_str().ok()).unwrap_or("");
-    if tags_match(&wanted, &header::IF_MATCH, etag) == Some(true) {
+    if tags_match(&asked, &header::IF_MATCH, etag) == Some(true) {
         return response;
     }
     let current = if etag.is_empty() { "no ETag".to_owned() } else { format!("ETag {etag}") };
@@ -187,6 +205,29 @@ pub async fn if_match(request: axum::extract::Request, next: axum::middleware::N
         "the representation has {current}, which the request's If-Match does not name (If-Match compares strong tags: a W/ tag never matches)"
     ))
     .into_response()
+}
+
+/// Whether `Accept-Encoding` lets the compression layer pick gzip or zstd (named without
+/// `q=0`; like tower-http, `*` picks nothing).
+fn accepts_compression(headers: &HeaderMap) -> bool {
+    headers.get_all(header::ACCEPT_ENCODING).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(
+        |item| {
+            let mut parts = item.split(';');
+            let coding = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            let refused = parts
+                .any(|p| p.trim().strip_prefix("q=").is_some_and(|q| q.trim().parse::<f32>().is_ok_and(|q| q <= 0.0)));
+            matches!(coding.as_str(), "gzip" | "x-gzip" | "zstd") && !refused
+        },
+    )
+}
+
+fn varies_on_encoding(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::VARY)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|v| v.trim().eq_ignore_ascii_case("accept-encoding"))
 }
 
 /// Whether `If-None-Match` matches `etag`.

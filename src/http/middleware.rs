@@ -1,7 +1,8 @@
 //! Cross-cutting HTTP behaviour (API.md "Cross-cutting"), outermost first:
 //! request ids, structured access logs and metrics; CORS; access control (`auth`: before
 //! any cache and every route, inside CORS so that its refusals carry CORS headers and
-//! preflights pass); `If-Match` on every answer (`conditional::if_match`); hot responses
+//! preflights pass); validators of finished answers (`conditional::validators`: weak tags for
+//! compressed bodies, `If-Match`); hot responses
 //! (`responses`); response compression; and the
 //! guard (`guard`) that bounds in-flight requests (503 + Retry-After) and their duration (504).
 //! Connection-level limits (timeouts, the connection cap, shutdown) are in `server`.
@@ -50,7 +51,7 @@ pub fn apply(router: Router, state: &crate::http::state::AppState) -> Router {
         .layer(from_fn_with_state(state.clone(), crate::http::guard::layer::<crate::http::state::AppState>))
         .layer(crate::http::compress::compression())
         .layer(from_fn_with_state(state.clone(), crate::http::responses::layer::<crate::http::state::AppState>))
-        .layer(from_fn(crate::http::conditional::if_match))
+        .layer(from_fn(crate::http::conditional::validators))
         .layer(from_fn_with_state(state.clone(), crate::http::auth::layer))
         .layer(cors(&config.http.cors_origins))
         .layer(from_fn(observe))
