@@ -213,10 +213,10 @@ fn accepts_compression(headers: &HeaderMap) -> bool {
     headers.get_all(header::ACCEPT_ENCODING).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(
         |item| {
             let mut parts = item.split(';');
-            let coding = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            let coding = parts.next().unwrap_or("").trim();
             let refused = parts
                 .any(|p| p.trim().strip_prefix("q=").is_some_and(|q| q.trim().parse::<f32>().is_ok_and(|q| q <= 0.0)));
-            matches!(coding.as_str(), "gzip" | "x-gzip" | "zstd") && !refused
+            ["gzip", "x-gzip", "zstd"].iter().any(|c| coding.eq_ignore_ascii_case(c)) && !refused
         },
     )
 }
@@ -373,6 +373,22 @@ pub fn ranged(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn accepted_compression_is_what_the_compression_layer_would_pick() {
+        let accepts = |value: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(header::ACCEPT_ENCODING, HeaderValue::from_str(value).unwrap());
+            accepts_compression(&h)
+        };
+        for yes in ["gzip, deflate, br, zstd", "GZIP", "x-gzip", "zstd;q=0.5", "br, gzip;q=1"] {
+            assert!(accepts(yes), "{yes}");
+        }
+        for no in ["identity", "gzip;q=0", "gzip; q=0.0, zstd;q=0", "*", "br, deflate", ""] {
+            assert!(!accepts(no), "{no}");
+        }
+        assert!(!accepts_compression(&HeaderMap::new()));
+    }
 
     #[test]
     fn responses_with_missing_objects_expire_with_the_missing_ttl() {
