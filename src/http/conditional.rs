@@ -173,8 +173,14 @@ pub fn tags_match(headers: &HeaderMap, name: &header::HeaderName, etag: &str) ->
 ///   anything; elsewhere a representation's tag is known only once it is made, so it is
 ///   checked here (a rare header on reads: the work is not saved).
 pub async fn validators(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
-    let compresses = accepts_compression(request.headers());
-    let wanted: Vec<HeaderValue> = request.headers().get_all(header::IF_MATCH).iter().cloned().collect();
+    let headers = request.headers();
+    // Only a conditional request can be answered 304: the others need no look at the encodings.
+    let revalidates = headers.contains_key(header::IF_NONE_MATCH) || headers.contains_key(header::IF_MODIFIED_SINCE);
+    let compresses = revalidates && accepts_compression(headers);
+    let mut asked = HeaderMap::new();
+    for v in headers.get_all(header::IF_MATCH) {
+        asked.append(header::IF_MATCH, v.clone());
+    }
     let mut response = next.run(request).await;
     let status = response.status();
     if !(status.is_success() || status == StatusCode::NOT_MODIFIED) {
@@ -189,12 +195,8 @@ pub async fn validators(request: axum::extract::Request, next: axum::middleware:
     {
         headers.insert(header::ETAG, weak);
     }
-    if wanted.is_empty() {
+    if asked.is_empty() {
         return response;
-    }
-    let mut asked = HeaderMap::new();
-    for v in wanted {
-        asked.append(header::IF_MATCH, v);
     }
     let etag = response.headers().get(header::ETAG).and_then(|v| v.to_str().ok()).unwrap_or("");
     if tags_match(&asked, &header::IF_MATCH, etag) == Some(true) {
@@ -247,8 +249,13 @@ pub fn range_allowed(headers: &HeaderMap, etag: &str, last_modified: Option<i64>
     if value.starts_with('"') || value.starts_with("W/") {
         return !value.starts_with("W/") && !etag.starts_with("W/") && value == etag;
     }
-    let date = chrono::DateTime::parse_from_rfc2822(value).ok().map(|t| t.timestamp());
+    let date = parse_http_date(value).map(|t| t.timestamp());
     date.is_some() && date == last_modified
+}
+
+/// An HTTP date (`Sun, 06 Nov 1994 08:49:37 GMT`); `None` when it does not parse.
+pub fn parse_http_date(value: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    chrono::DateTime::parse_from_rfc2822(value.trim()).ok().map(|t| t.with_timezone(&chrono::Utc))
 }
 
 /// What a representation's 200 varies on besides the target, which its 304 must repeat

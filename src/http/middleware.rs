@@ -1,10 +1,9 @@
 //! Cross-cutting HTTP behaviour (API.md "Cross-cutting"), outermost first:
 //! request ids, structured access logs and metrics; CORS; access control (`auth`: before
 //! any cache and every route, inside CORS so that its refusals carry CORS headers and
-//! preflights pass); validators of finished answers (`conditional::validators`: weak tags for
-//! compressed bodies, `If-Match`); hot responses
-//! (`responses`); response compression; and the
-//! guard (`guard`) that bounds in-flight requests (503 + Retry-After) and their duration (504).
+//! preflights pass); validators of finished answers (`conditional::validators`: weak tags
+//! for compressed bodies, `If-Match`); hot responses (`responses`); response compression;
+//! and the guard (`guard`) that bounds in-flight requests (503 + Retry-After) and their duration (504).
 //! Connection-level limits (timeouts, the connection cap, shutdown) are in `server`.
 
 use std::sync::atomic::{AtomicU64, Ordering};

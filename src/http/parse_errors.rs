@@ -1,10 +1,10 @@
 //! Problem documents for the requests hyper refuses before zarrd sees them: a request line
 //! longer than the 65,534 bytes a URI may have (414), a head with too many or too large
-//! header fields (431) and a request that does not parse (400). hyper answers those itself with an empty body and offers no hook, so the
-//! connection's writes are watched for exactly that answer — a head of one of these
-//! statuses with `content-length: 0` and no `content-type`, which zarrd's own responses
-//! never are — and it is replaced by the same head with a problem document, as every
-//! other error is.
+//! header fields (431) and a request that does not parse (400). hyper answers those itself
+//! with an empty body and offers no hook, so the connection's writes are watched for exactly
+//! that answer — a head of one of these statuses with `content-length: 0` and no
+//! `content-type`, which zarrd's own responses never are — and it is replaced by the same
+//! head with a problem document, as every other error is.
 
 use std::io::IoSlice;
 use std::pin::Pin;

@@ -82,9 +82,9 @@ pub async fn chunk(
     let render = if decoded {
         Render::from_request(&params, &headers)?
     } else {
-        Render { format: crate::http::encode::Format::Bin, vmin: None, vmax: None, colormap: None }
+        Render { format: crate::http::encode::Format::Bin, vmin: None, vmax: None, colormap: None, negotiated: false }
     };
-    let varies = if decoded { render.varies(&params) } else { Varies::default() };
+    let varies = if decoded { render.varies() } else { Varies::default() };
     let dataset = &state.catalog.dataset(&ds).await?;
     let array = state.catalog.array(dataset, &path).await?;
     let grid = array.read_grid();

@@ -17,7 +17,9 @@ use serde_json::json;
 
 use crate::auth::CapabilityPath;
 use crate::error::{Error, Result};
-use crate::http::conditional::{EtagBuilder, Varies, cache_control, not_modified, unchanged, with_validators};
+use crate::http::conditional::{
+    EtagBuilder, Varies, cache_control, not_modified, unchanged, with_validators, with_varying_validators,
+};
 use crate::http::extract::Params;
 use crate::http::middleware::NoCompress;
 use crate::http::state::AppState;
@@ -143,12 +145,12 @@ pub async fn info(
     }
     let etag = tag.finish();
     let cache_control = cache_control(&state.config, false);
+    let varies = Varies { accept: true, encoding: true };
     if not_modified(&headers, &etag) {
-        return Ok(unchanged(&etag, &cache_control, Varies { accept: true, encoding: true }));
+        return Ok(unchanged(&etag, &cache_control, varies));
     }
-    let mut response = ([(header::CONTENT_TYPE, media)], doc.to_string()).into_response();
-    response.headers_mut().append(header::VARY, HeaderValue::from_static("accept"));
-    Ok(with_validators(response, &etag, &cache_control))
+    let response = ([(header::CONTENT_TYPE, media)], doc.to_string()).into_response();
+    Ok(with_varying_validators(response, &etag, &cache_control, varies))
 }
 
 /// An image request.

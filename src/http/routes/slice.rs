@@ -29,15 +29,15 @@ pub async fn slice(
 ) -> Result<Response> {
     let params = Params::parse(query.as_deref(), PARAMS)?;
     let render = Render::from_request(&params, &headers)?;
-    let varies = render.varies(&params);
     let dataset = &state.catalog.dataset(&ds).await?;
     let array = state.catalog.array(dataset, &path).await?;
     let selection = Selection::parse(params.get("s").unwrap_or(""))?.resolve(&array.meta.shape)?;
     let shape = result_shape(&selection);
     if array.meta.data_type.is_variable() {
-        return text_slice(&state, &ds, &path, &array, &selection, (render, varies), &headers).await;
+        return text_slice(&state, &ds, &path, &array, &selection, render, &headers).await;
     }
     let render_bytes = render.check(&array.meta, &shape, state.config.limits.max_response_bytes)?;
+    let varies = render.varies();
     // A revalidation is answered before any chunk is fetched or decoded: from cached
     // versions with no storage request, else from shard indexes or HEADs.
     if headers.contains_key(header::IF_NONE_MATCH) {
@@ -91,9 +91,10 @@ async fn text_slice(
     path: &str,
     array: &crate::read::ArrayReader,
     selection: &[DimSelection],
-    (render, varies): (Render, Varies),
+    render: Render,
     headers: &HeaderMap,
 ) -> Result<Response> {
+    let varies = render.varies();
     render.check_text(array.meta.data_type)?;
     let shape = result_shape(selection);
     if headers.contains_key(header::IF_NONE_MATCH) {
@@ -128,6 +129,8 @@ pub struct Render {
     pub vmax: Option<f64>,
     /// PNG in colour through this colormap instead of gray.
     pub colormap: Option<Colormap>,
+    /// The format was chosen from `Accept` (no `format` parameter).
+    pub negotiated: bool,
 }
 
 impl Render {
@@ -141,13 +144,14 @@ impl Render {
             vmin,
             vmax,
             colormap: params.get("colormap").map(Colormap::parse).transpose()?,
+            negotiated: params.get("format").is_none(),
         })
     }
 
-    /// What the response varies on: `Accept` when no `format` chose the media type; the
-    /// encoding unless it is a PNG (images are never compressed).
-    pub fn varies(&self, params: &Params) -> Varies {
-        Varies { accept: params.get("format").is_none(), encoding: self.format != Format::Png }
+    /// What the response varies on: `Accept` when it chose the media type; the encoding
+    /// unless it is a PNG (images are never compressed).
+    pub fn varies(&self) -> Varies {
+        Varies { accept: self.negotiated, encoding: self.format != Format::Png }
     }
 
     pub fn hash_into(&self, tag: &mut EtagBuilder) {

@@ -11,7 +11,7 @@ use futures::StreamExt;
 use object_store::{GetOptions, ObjectMeta};
 
 use crate::error::{Error, Result};
-use crate::http::conditional::{ByteRange, range_allowed, tags_match};
+use crate::http::conditional::{ByteRange, parse_http_date, range_allowed, tags_match};
 use crate::http::listing::{self, Entry};
 use crate::http::middleware::NoCompress;
 use crate::http::state::AppState;
@@ -111,10 +111,6 @@ fn http_etag(meta: &ObjectMeta) -> String {
 
 fn http_date(t: DateTime<Utc>) -> String {
     t.format("%a, %d %b %Y %H:%M:%S GMT").to_string()
-}
-
-fn parse_http_date(value: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc2822(value.trim()).ok().map(|t| t.with_timezone(&Utc))
 }
 
 fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
