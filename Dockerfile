@@ -30,22 +30,24 @@ FROM rust:1.95-bookworm AS builder
 
 WORKDIR /build
 
-# Dependencies first, against stub sources, so this layer is reused until Cargo.toml or
-# Cargo.lock changes.
+# Dependencies first, against stub sources of both workspace members (the server and
+# crates/zarrd-core), so this layer is reused until a manifest or Cargo.lock changes.
 COPY Cargo.toml Cargo.lock ./
-RUN mkdir src \
+COPY crates/zarrd-core/Cargo.toml ./crates/zarrd-core/
+RUN mkdir src crates/zarrd-core/src \
     && printf 'fn main() {}\n' > src/main.rs \
-    && touch src/lib.rs \
+    && touch src/lib.rs crates/zarrd-core/src/lib.rs \
     && cargo build --release --locked \
-    && rm -rf src
+    && rm -rf src crates/zarrd-core/src
 
 # The real sources. config/default.toml is embedded with include_str!, so it is needed here.
 # COPY keeps the files' old modification times: touch the crate roots so cargo rebuilds the
 # crate instead of taking the stub build above as fresh. Stripping the symbols takes the
 # binary from 21 to 17 MB (panic backtraces then show addresses, not function names).
 COPY src ./src
+COPY crates/zarrd-core/src ./crates/zarrd-core/src
 COPY config ./config
-RUN touch src/lib.rs src/main.rs \
+RUN touch src/lib.rs src/main.rs crates/zarrd-core/src/lib.rs \
     && cargo build --release --locked \
     && strip target/release/zarrd
 

@@ -99,7 +99,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Err(e) = zarrd::ops::cpu::start_pool() {
+    if let Err(e) = zarrd_core::ops::cpu::start_pool() {
         eprintln!("zarrd: {e}");
         return ExitCode::FAILURE;
     }
@@ -132,7 +132,7 @@ fn overviews(config: Option<&std::path::Path>, dataset: &str, array: &str, out: 
         let filter = EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new(&config.log.level));
         tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).init();
         let catalog = Catalog::from_config(&config).map_err(|e| e.to_string())?;
-        zarrd::ops::cpu::start_pool()?;
+        zarrd_core::ops::cpu::start_pool()?;
         let options = config.datasets.get(dataset).map(|d| d.options.clone()).unwrap_or_default();
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
@@ -167,9 +167,9 @@ fn overviews(config: Option<&std::path::Path>, dataset: &str, array: &str, out: 
     }
 }
 
-fn init_logging(config: &Config) -> std::io::Result<zarrd::ops::logbuf::Guard> {
+fn init_logging(config: &Config) -> std::io::Result<zarrd_core::ops::logbuf::Guard> {
     let filter = EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new(&config.log.level));
-    let (writer, guard) = zarrd::ops::logbuf::spawn(std::io::stdout(), zarrd::ops::logbuf::MAX_BUFFERED)?;
+    let (writer, guard) = zarrd_core::ops::logbuf::spawn(std::io::stdout(), zarrd_core::ops::logbuf::MAX_BUFFERED)?;
     // Colour codes only for a person at a terminal: under docker, Kubernetes or systemd
     // stdout is a pipe or file and the codes would litter the collected logs. NO_COLOR
     // (no-color.org) turns them off at a terminal too.
@@ -199,7 +199,7 @@ async fn serve(state: AppState) -> std::io::Result<()> {
     // zarrd_dataset_up are current without any request waiting on storage. The metrics
     // recorder is installed first: a check that ends before it (an unopened dataset fails
     // at once) would publish its gauges to no recorder.
-    zarrd::ops::metrics::handle();
+    zarrd_core::ops::metrics::handle();
     tokio::spawn(Arc::clone(&state.health).run(Arc::clone(&state.catalog)));
     // The identity provider's keys are fetched now, so the first JWT does not wait for them
     // and a wrong JWKS URL shows in the log at once.

@@ -264,7 +264,7 @@ async fn unsupported_features_are_422_naming_them() {
         doc[field] = value;
         put_json(&mem, key, &doc).await;
         // Metadata is cached; a fresh app sees the new document.
-        let store = zarrd::store::Store::new(mem.clone(), Path::default());
+        let store = zarrd_core::store::Store::new(mem.clone(), Path::default());
         let app = app_with(vec![("conf", store)], config(""));
         for uri in ["/v1/slice/conf/regular/c8", "/v1/arrays/conf/regular/c8"] {
             let problem = get(&app, uri).await.assert_problem(422);
@@ -275,7 +275,7 @@ async fn unsupported_features_are_422_naming_them() {
     let mut doc = original.clone();
     doc["future_extension"] = json!({"name": "x", "must_understand": false});
     put_json(&mem, key, &doc).await;
-    let store = zarrd::store::Store::new(mem.clone(), Path::default());
+    let store = zarrd_core::store::Store::new(mem.clone(), Path::default());
     assert_eq!(get(&app_with(vec![("conf", store)], config("")), "/v1/slice/conf/regular/c8").await.status, 200);
     drop(app);
 }
@@ -420,7 +420,7 @@ async fn zarr_v2_info_tree_and_errors() {
         let mut doc = original.clone();
         doc[field] = value;
         put_json(&mem, key, &doc).await;
-        let store = zarrd::store::Store::new(mem.clone(), Path::default());
+        let store = zarrd_core::store::Store::new(mem.clone(), Path::default());
         let app = app_with(vec![("conf", store)], config(""));
         for uri in ["/v1/slice/conf/grid/u1_lz4", "/v1/arrays/conf/grid/u1_lz4"] {
             let problem = get(&app, uri).await.assert_problem(422);
@@ -433,7 +433,7 @@ async fn zarr_v2_info_tree_and_errors() {
     let mut bytes = mem.get(&chunk).await.unwrap().bytes().await.unwrap().to_vec();
     bytes[..4].copy_from_slice(&u32::MAX.to_le_bytes());
     mem.put(&chunk, bytes.into()).await.unwrap();
-    let store = zarrd::store::Store::new(mem.clone(), Path::default());
+    let store = zarrd_core::store::Store::new(mem.clone(), Path::default());
     let app = app_with(vec![("conf", store)], config(""));
     let problem = get(&app, "/v1/slice/conf/grid/u1_lz4?s=0,0").await.assert_problem(502);
     assert!(problem["detail"].as_str().unwrap().contains("grid/u1_lz4/0.0"), "{problem}");

@@ -157,7 +157,7 @@ async fn metrics_never_name_a_private_dataset_to_a_caller_who_may_not_read_it() 
     let app = world();
     // Every dataset's gauge exists once a health check has run.
     for ds in ["open", "lab", "closed"] {
-        zarrd::ops::metrics::dataset_up(ds, true);
+        zarrd_core::ops::metrics::dataset_up(ds, true);
     }
     for (who, shown) in
         [(None, vec!["open"]), (Some("alice"), vec!["open", "lab"]), (Some("carol"), vec!["open", "closed"])]

@@ -387,7 +387,7 @@ async fn views_over_a_store_that_cannot_list() {
     let (store, _) = common::memory_store_handle(&dir.join("data.zarr")).await;
     let counting = common::CountingStore::new(store.backend());
     counting.no_listing.store(true, std::sync::atomic::Ordering::SeqCst);
-    let store = zarrd::store::Store::new(counting, object_store::path::Path::default());
+    let store = zarrd_core::store::Store::new(counting, object_store::path::Path::default());
     let app = common::app_with(vec![("conf", store)], common::config(""));
     for path in ["regular/f4_zstd_partial", "rectilinear/u1_months_3d", "sharded/u4_nested"] {
         let want = expected(&dir, path);
@@ -434,7 +434,7 @@ const SERVICE_ARRAYS: [(&str, &str, &[&str]); 3] = [
 /// Reads [`SERVICE_ARRAYS`] through both views of `stores` (one per fixture set, in that
 /// order) and compares them with the fixtures' expected values. `lists`: whether the
 /// backend can list, so the conformance root consolidates its subtree.
-async fn views_over(stores: Vec<zarrd::store::Store>, lists: bool) {
+async fn views_over(stores: Vec<zarrd_core::store::Store>, lists: bool) {
     let named = SERVICE_ARRAYS.iter().zip(stores).map(|((_, ds, _), store)| (*ds, store)).collect();
     let app = common::app_with(named, common::config(""));
     for (set, ds, paths) in SERVICE_ARRAYS {

@@ -14,7 +14,7 @@ use common::{
     CountingStore, app_with, config, conformance_app, conformance_dir, expected, get, get_with, local_store, parse_npy,
 };
 use serde_json::Value;
-use zarrd::store::Store;
+use zarrd_core::store::Store;
 
 fn file(key: &str) -> Vec<u8> {
     std::fs::read(conformance_dir().join("data.zarr").join(key)).unwrap()

@@ -488,7 +488,7 @@ async fn multiscale_images_read_the_matching_level() {
     for version_05 in [true, false] {
         let mem = multiscale_store(version_05).await;
         let counting = common::CountingStore::new(mem);
-        let store = zarrd::store::Store::new(counting.clone(), ObjectPath::default());
+        let store = zarrd_core::store::Store::new(counting.clone(), ObjectPath::default());
         // No decoded-chunk cache, so every chunk a request needs is one storage read.
         let app = common::app_with(vec![("ms", store)], common::config("[cache]\nchunk_bytes = 0"));
         // The omero window (0..400) applies: level value v shows as round(v * 255 / 400).

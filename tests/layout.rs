@@ -1,5 +1,9 @@
-//! The shape of the code (docs/ARCHITECTURE.md), checked on every test run:
+//! The shape of the code (docs/ARCHITECTURE.md) where the compiler cannot see it, checked
+//! on every test run. That the core crate (`crates/zarrd-core`) holds no HTTP is the
+//! compiler's business (it cannot name a crate it does not depend on); what is left here:
 //!
+//! - **The core declares no HTTP crate**: axum, hyper, tower, tower-http, http-body are
+//!   absent from its manifest (`object_store`'s own client may use them, out of our sight).
 //! - **No import cycles** between modules (one module per source file): a module refers to
 //!   another through `crate::`, `super::` or `self::` paths, in `use` items or in code;
 //!   declaring a child (`mod x;`) is not a reference. Test modules are left out.
@@ -7,6 +11,8 @@
 //!   other module of the crate but the leaves listed with them.
 //! - **Parts in layers**: the top-level modules import no cycle either.
 //! - **Small files**: no source file over [`MAX_LINES`] lines.
+//!
+//! Each check runs on both crates of the workspace, each graph within its crate.
 //!
 //! The module graph is read from the source text: a path is resolved to the longest prefix
 //! that names a module file, and a path to an item of the crate root is a reference to
@@ -19,9 +25,16 @@ use std::path::{Path, PathBuf};
 /// The longest source file allowed, in lines (tests included).
 const MAX_LINES: usize = 520;
 
-/// Modules that may refer only to the modules listed with them (besides other crates).
-const LEAVES: &[(&str, &[&str])] = &[
-    ("error", &[]),
+/// The source roots of the workspace's crates.
+const CRATES: &[&str] = &["src", "crates/zarrd-core/src"];
+
+/// Modules that may refer only to the modules listed with them (besides other crates), by
+/// crate root.
+const LEAVES: &[(&str, &[(&str, &[&str])])] = &[("src", SERVER_LEAVES), ("crates/zarrd-core/src", CORE_LEAVES)];
+
+const SERVER_LEAVES: &[(&str, &[&str])] = &[("error", &[])];
+
+const CORE_LEAVES: &[(&str, &[&str])] = &[
     ("ops/cpu", &[]),
     ("ops/metrics", &["ops/tally"]),
     ("ops/tally", &[]),
@@ -33,8 +46,8 @@ const LEAVES: &[(&str, &[&str])] = &[
     ("zarr/codec/error", &["zarr/json"]),
 ];
 
-fn src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
 }
 
 /// Every `.rs` file under `dir`, by module path (`zarr/codec/zstd`; `lib` for the root).
@@ -244,9 +257,10 @@ struct Graph {
     files: BTreeMap<String, PathBuf>,
 }
 
-fn graph() -> Graph {
+/// The module graph of the crate whose source root is `src` (relative to the workspace).
+fn graph(src: &str) -> Graph {
     let mut files = BTreeMap::new();
-    modules(&src(), "", &mut files);
+    modules(&root().join(src), "", &mut files);
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (module, path) in &files {
         let text = std::fs::read_to_string(path).unwrap();
@@ -329,18 +343,42 @@ fn cycles(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
     state.out
 }
 
-/// `cargo test --test layout -- --nocapture print_the_module_graph` prints the graph.
+/// `cargo test layout::print_the_module_graph -- --nocapture` prints the graphs.
 #[test]
 fn print_the_module_graph() {
-    for (module, targets) in &graph().edges {
-        let list: Vec<&str> = targets.iter().map(String::as_str).collect();
-        println!("{module} -> {}", list.join(" "));
+    for src in CRATES {
+        println!("{src}:");
+        for (module, targets) in &graph(src).edges {
+            let list: Vec<&str> = targets.iter().map(String::as_str).collect();
+            println!("  {module} -> {}", list.join(" "));
+        }
+    }
+}
+
+#[test]
+fn the_core_declares_no_http_crate() {
+    let manifest = std::fs::read_to_string(root().join("crates/zarrd-core/Cargo.toml")).unwrap();
+    let manifest: toml::Table = manifest.parse().unwrap();
+    for section in ["dependencies", "dev-dependencies", "build-dependencies"] {
+        let Some(deps) = manifest.get(section).and_then(toml::Value::as_table) else { continue };
+        for http in ["axum", "hyper", "hyper-util", "tower", "tower-http", "http", "http-body", "http-body-util"] {
+            assert!(
+                !deps.contains_key(http),
+                "crates/zarrd-core [{section}] declares `{http}`: HTTP belongs in the server"
+            );
+        }
     }
 }
 
 #[test]
 fn modules_import_no_cycle() {
-    let graph = graph();
+    for src in CRATES {
+        no_cycle_in(src);
+    }
+}
+
+fn no_cycle_in(src: &str) {
+    let graph = graph(src);
     let found = cycles(&graph.edges);
     let describe: Vec<String> = found
         .iter()
@@ -355,7 +393,7 @@ fn modules_import_no_cycle() {
             inside.join("\n    ")
         })
         .collect();
-    assert!(found.is_empty(), "import cycles:\n  {}", describe.join("\n  ---\n  "));
+    assert!(found.is_empty(), "import cycles in {src}:\n  {}", describe.join("\n  ---\n  "));
 }
 
 /// The parts (top-level modules: `http`, `read`, `zarr`…) import no cycle either: the
@@ -363,35 +401,38 @@ fn modules_import_no_cycle() {
 #[test]
 fn parts_import_no_cycle() {
     let part = |m: &str| m.split('/').next().unwrap_or(m).to_owned();
-    let mut parts: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for (module, targets) in graph().edges {
-        let from = part(&module);
-        let entry = parts.entry(from.clone()).or_default();
-        entry.extend(targets.iter().map(|t| part(t)).filter(|t| *t != from));
+    for src in CRATES {
+        let mut parts: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (module, targets) in graph(src).edges {
+            let from = part(&module);
+            let entry = parts.entry(from.clone()).or_default();
+            entry.extend(targets.iter().map(|t| part(t)).filter(|t| *t != from));
+        }
+        let found = cycles(&parts);
+        assert!(found.is_empty(), "the parts of {src} import a cycle: {found:?} ({parts:?})");
     }
-    let found = cycles(&parts);
-    assert!(found.is_empty(), "the parts import a cycle: {found:?} ({parts:?})");
 }
 
 #[test]
 fn leaf_modules_import_only_leaves() {
-    let graph = graph();
-    for (leaf, allowed) in LEAVES {
-        let targets = graph.edges.get(*leaf).unwrap_or_else(|| panic!("no module {leaf}"));
-        let above: Vec<&String> = targets.iter().filter(|t| !allowed.contains(&t.as_str())).collect();
-        assert!(above.is_empty(), "leaf module {leaf} imports {above:?}");
+    for (src, leaves) in LEAVES {
+        let graph = graph(src);
+        for (leaf, allowed) in *leaves {
+            let targets = graph.edges.get(*leaf).unwrap_or_else(|| panic!("no module {leaf} in {src}"));
+            let above: Vec<&String> = targets.iter().filter(|t| !allowed.contains(&t.as_str())).collect();
+            assert!(above.is_empty(), "leaf module {leaf} of {src} imports {above:?}");
+        }
     }
 }
 
 #[test]
 fn no_source_file_is_long() {
-    let graph = graph();
-    let long: Vec<String> = graph
-        .files
-        .values()
+    let long: Vec<String> = CRATES
+        .iter()
+        .flat_map(|src| graph(src).files.into_values())
         .filter_map(|p| {
-            let n = std::fs::read_to_string(p).unwrap().lines().count();
-            (n > MAX_LINES).then(|| format!("{} ({n} lines)", p.strip_prefix(src()).unwrap().display()))
+            let n = std::fs::read_to_string(&p).unwrap().lines().count();
+            (n > MAX_LINES).then(|| format!("{} ({n} lines)", p.strip_prefix(root()).unwrap().display()))
         })
         .collect();
     assert!(long.is_empty(), "source files over {MAX_LINES} lines: {long:?}");

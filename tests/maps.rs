@@ -18,7 +18,7 @@ use object_store::ObjectStoreExt;
 use object_store::memory::InMemory;
 use object_store::path::Path as ObjectPath;
 use serde_json::{Value, json};
-use zarrd::store::Store;
+use zarrd_core::store::Store;
 
 fn dir() -> PathBuf {
     common::fixtures().join("maps")

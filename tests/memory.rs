@@ -17,7 +17,7 @@ use object_store::ObjectStoreExt;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use tower::ServiceExt;
-use zarrd::store::Store;
+use zarrd_core::store::Store;
 
 const ROWS: u64 = 2048;
 const COLS: u64 = 1024;

@@ -10,7 +10,7 @@ mod common;
 use std::time::Duration;
 
 use common::{CountingStore, app_with, config, expected, gather, get, memory_store};
-use zarrd::store::Store;
+use zarrd_core::store::Store;
 
 /// The expected bytes of `s=0:rows,0:cols` of a 2-d conformance array.
 fn corner(path: &str, rows: u64, cols: u64) -> Vec<u8> {

@@ -171,7 +171,7 @@ async fn reduced_sizes_read_the_stored_level() {
     ] {
         let backend = common::memory_store(&ome_dir().join("images").join(image)).await.backend();
         let counting = CountingStore::new(backend);
-        let store = zarrd::store::Store::new(counting.clone(), object_store::path::Path::default());
+        let store = zarrd_core::store::Store::new(counting.clone(), object_store::path::Path::default());
         let app = app_with(vec![(dataset(image), store)], config("[cache]\nchunk_bytes = 0"));
         let id = identifier(image, "", if image.starts_with("ozp") { "t=1,z=1" } else { "" });
         // Metadata first, so only chunk reads are counted.
@@ -280,7 +280,7 @@ async fn a_folder_of_images_is_one_tree_on_every_route() {
 /// An OME-Zarr 0.5 image `z, y, x` (4 x 32 x 32, uint8) whose level `s1` also halves z
 /// (it holds other planes) and `s2` keeps z; each level one constant, so pixels tell which
 /// level was read.
-async fn image_reducing_z() -> zarrd::store::Store {
+async fn image_reducing_z() -> zarrd_core::store::Store {
     use object_store::ObjectStoreExt;
     let mem = std::sync::Arc::new(object_store::memory::InMemory::new());
     let put = |key: String, v: Value| {
@@ -309,7 +309,7 @@ async fn image_reducing_z() -> zarrd::store::Store {
         let n = usize::try_from(shape.iter().product::<u64>()).unwrap();
         mem.put(&object_store::path::Path::from(format!("{path}/c/0/0/0")), vec![value; n].into()).await.unwrap();
     }
-    zarrd::store::Store::new(mem, object_store::path::Path::default())
+    zarrd_core::store::Store::new(mem, object_store::path::Path::default())
 }
 
 #[tokio::test]

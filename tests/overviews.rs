@@ -20,8 +20,8 @@ use zarrd::catalog::Catalog;
 use zarrd::config::Config;
 use zarrd::http::AppState;
 use zarrd::images::overviews::Options;
-use zarrd::read::selection::DimSelection;
-use zarrd::store::Store;
+use zarrd_core::read::selection::DimSelection;
+use zarrd_core::store::Store;
 
 const U1: &str = "regular/u1_blosc"; // 100 x 100 uint8 in 32 x 32 chunks, fill 0
 
@@ -148,7 +148,7 @@ async fn levels_are_area_averages_of_the_valid_values() {
         let config = common::config("");
         let catalog = catalog(vec![("pyr", Store::new(mem, ObjectPath::default()))], &config);
         // The group is OME-NGFF 0.5 with one multiscale over levels 0..n.
-        let zarrd::zarr::metadata::Node::Group(group) =
+        let zarrd_core::zarr::metadata::Node::Group(group) =
             catalog.node(&catalog.dataset("pyr").await.unwrap(), "").await.unwrap()
         else {
             panic!("the pyramid root is not a group")

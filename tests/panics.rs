@@ -61,7 +61,7 @@ async fn body_panics() -> Response {
 }
 
 async fn cpu_panics() -> Response {
-    match zarrd::ops::cpu::run(|| -> u8 { panic!("injected panic on the CPU pool") }).await {
+    match zarrd_core::ops::cpu::run(|| -> u8 { panic!("injected panic on the CPU pool") }).await {
         Ok(_) => "no panic?".into_response(),
         Err(e) => zarrd::error::Error::Internal(e).into_response(),
     }
@@ -77,8 +77,8 @@ fn app() -> Router {
         .route("/boom/cpu/{x}", get(cpu_panics))
         .route("/metrics", get(zarrd::http::routes::ops::metrics))
         .with_state(state);
-    zarrd::ops::metrics::handle();
-    zarrd::ops::panics::install_hook();
+    zarrd_core::ops::metrics::handle();
+    zarrd_core::ops::panics::install_hook();
     zarrd::http::middleware::apply(router, &layered)
 }
 
@@ -126,7 +126,7 @@ async fn injected_panics_are_counted_logged_and_answered() {
     // And again through the server, after the cut: still serving.
     let metrics = common::send(&app, "/metrics", &[]).await;
     assert_eq!(panics_metric(&String::from_utf8_lossy(&metrics.body)), 3, "three panics counted");
-    assert_eq!(zarrd::ops::panics::count(), 3);
+    assert_eq!(zarrd_core::ops::panics::count(), 3);
 
     // Each logged once, with its request id and route.
     let lines = logs.panics();

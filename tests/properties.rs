@@ -10,10 +10,10 @@ use std::path::Path;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use zarrd::http::conditional::ByteRange;
-use zarrd::read::selection::Selection;
-use zarrd::zarr::codec::ShardingCodec;
-use zarrd::zarr::data_type::DataType;
-use zarrd::zarr::metadata::Node;
+use zarrd_core::read::selection::Selection;
+use zarrd_core::zarr::codec::ShardingCodec;
+use zarrd_core::zarr::data_type::DataType;
+use zarrd_core::zarr::metadata::Node;
 
 /// `cases` per property, kept modest so the suite stays fast; `PROPTEST_CASES=100000`
 /// runs a deeper search by hand.

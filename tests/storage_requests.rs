@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 
 use common::{CountingStore, app_with, config, get, get_with, memory_store};
-use zarrd::store::Store;
+use zarrd_core::store::Store;
 
 async fn counting_app(extra: &str) -> (axum::Router, Arc<CountingStore>) {
     let mem = memory_store(&common::conformance_dir().join("data.zarr")).await;

@@ -18,7 +18,7 @@ use common::conformance::read_npy as read_npy_at;
 use common::{CountingStore, app_with, config, gather, get, parse_npy, region_indices};
 use serde_json::Value;
 use zarrd::config::DatasetConfig;
-use zarrd::store::Store;
+use zarrd_core::store::Store;
 
 fn fixtures() -> PathBuf {
     common::fixtures().join("virtual")
@@ -206,8 +206,8 @@ async fn missing_and_short_referenced_files_are_502s_naming_them() {
 
 /// The `kerchunk/air.json` set with its references read through a counting store.
 fn counted_air(window_ms: u64) -> (Router, Arc<CountingStore>) {
-    use zarrd::store::refs::targets::{Opener, Targets, prefix_url};
-    use zarrd::store::refs::{Format, RefStore};
+    use zarrd_core::store::refs::targets::{Opener, Targets, prefix_url};
+    use zarrd_core::store::refs::{Format, RefStore};
     let source = fixtures().join("source").canonicalize().unwrap();
     let counting =
         CountingStore::new(Arc::new(object_store::local::LocalFileSystem::new_with_prefix(&source).unwrap()));

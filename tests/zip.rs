@@ -20,8 +20,8 @@ use object_store::ObjectStoreExt;
 use object_store::memory::InMemory;
 use object_store::path::Path as ObjectPath;
 use serde_json::Value;
-use zarrd::store::Store;
-use zarrd::store::zip::ZipFs;
+use zarrd_core::store::Store;
+use zarrd_core::store::zip::ZipFs;
 
 /// How a test archive is written.
 #[derive(Clone, Copy, Debug)]

@@ -7,8 +7,8 @@
 use serde_json::{Map, Value, json};
 
 use crate::error::Result;
-use crate::store::Store;
-use crate::zarr::ome;
+use zarrd_core::store::Store;
+use zarrd_core::zarr::ome;
 
 /// Folders looked at per level when looking for Zarr roots below a dataset root.
 const MAX_PROBED: usize = 256;

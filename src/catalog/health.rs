@@ -83,7 +83,7 @@ impl Health {
         let now = SystemTime::now();
         let mut snapshot = self.snapshot.write().unwrap_or_else(PoisonError::into_inner);
         for (name, status, error) in results {
-            crate::ops::metrics::dataset_up(&name, status == Status::Ok);
+            zarrd_core::ops::metrics::dataset_up(&name, status == Status::Ok);
             let before = snapshot.datasets.get(&name).map(|h| h.status.clone());
             match (&before, &status) {
                 (Some(Status::Ok) | None, Status::Failing(why)) => {

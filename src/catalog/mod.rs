@@ -23,15 +23,15 @@ use serde_json::{Value, json};
 use crate::compat::{ViewNode, ViewTree, view_chunk_shape};
 use crate::config::{Config, ConfigError};
 use crate::error::{Error, Result};
-use crate::ops::budget::MemoryBudget;
-use crate::read::ArrayReader;
-use crate::read::cache::{ChunkCache, Lifetimes, ObjectKey, ShardIndexCache, VersionCache, ViewChunkCache};
-use crate::store::Store;
-use crate::store::icechunk::Repo;
-use crate::store::unopened::Unopened;
-use crate::zarr::metadata::{GroupMetadata, Node};
-use crate::zarr::v2;
 use nodes::{describe, describe_doc};
+use zarrd_core::ops::budget::MemoryBudget;
+use zarrd_core::read::ArrayReader;
+use zarrd_core::read::cache::{ChunkCache, Lifetimes, ObjectKey, ShardIndexCache, VersionCache, ViewChunkCache};
+use zarrd_core::store::Store;
+use zarrd_core::store::icechunk::Repo;
+use zarrd_core::store::unopened::Unopened;
+use zarrd_core::zarr::metadata::{GroupMetadata, Node};
+use zarrd_core::zarr::v2;
 
 /// Nodes listed (and directories visited) at most per dataset, and group nesting followed
 /// at most, when a dataset has no consolidated metadata and its tree is found by listing.
@@ -72,7 +72,7 @@ pub struct Catalog {
     compat: crate::config::CompatConfig,
     pub budget: MemoryBudget,
     stream_idle: Duration,
-    coalescer: crate::store::coalesce::Coalescer<crate::read::ReadError>,
+    coalescer: zarrd_core::store::coalesce::Coalescer<zarrd_core::read::ReadError>,
     /// The versions of versioned datasets in use, by `NAME@SNAPSHOT`.
     snapshots: Cache<String, Arc<Dataset>>,
 }
@@ -177,7 +177,9 @@ impl Catalog {
                 Duration::from_millis(config.limits.memory_wait_ms),
             ),
             stream_idle: Duration::from_secs(config.limits.request_timeout_secs),
-            coalescer: crate::store::coalesce::Coalescer::new(Duration::from_millis(config.storage.coalesce_window_ms)),
+            coalescer: zarrd_core::store::coalesce::Coalescer::new(Duration::from_millis(
+                config.storage.coalesce_window_ms,
+            )),
             snapshots: Cache::builder().max_capacity(256).build(),
         }
     }
@@ -460,9 +462,9 @@ fn metadata_key(path: &str) -> Result<String> {
 }
 
 /// Metadata that cannot be served: unsupported features are 422, broken documents 502.
-fn metadata_error(key: &str, e: crate::zarr::json::MetadataError) -> Error {
+fn metadata_error(key: &str, e: zarrd_core::zarr::json::MetadataError) -> Error {
     match e {
-        crate::zarr::json::MetadataError::Unsupported(what) => {
+        zarrd_core::zarr::json::MetadataError::Unsupported(what) => {
             Error::Unsupported(format!("`{key}` uses an unsupported feature: {what}"))
         }
         other => Error::Corrupt(format!("stored metadata `{key}` is invalid: {other}")),

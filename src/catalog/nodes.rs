@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::catalog::collection;
-use crate::zarr::metadata::Node;
+use zarrd_core::zarr::metadata::Node;
 
 pub(super) fn describe(path: &str, node: &Node) -> Value {
     match node {

@@ -9,12 +9,12 @@ use std::time::Duration;
 use object_store::path::Path;
 
 use crate::config::{ConfigError, DatasetConfig, DatasetKind};
-use crate::store::Store;
-use crate::store::contained::ContainedFs;
-use crate::store::icechunk::{Location, Repo};
-use crate::store::refs::targets::{Opener, Targets, prefix_url};
-use crate::store::refs::{Format, RefStore};
-use crate::store::zip::ZipFs;
+use zarrd_core::store::Store;
+use zarrd_core::store::contained::ContainedFs;
+use zarrd_core::store::icechunk::{Location, Repo};
+use zarrd_core::store::refs::targets::{Opener, Targets, prefix_url};
+use zarrd_core::store::refs::{Format, RefStore};
+use zarrd_core::store::zip::ZipFs;
 
 /// Opens the store behind a dataset URL: a local path, `file://`, or any URL
 /// `object_store` understands (`s3://`, `gs://`, `az://`, `http(s)://`, `memory:///`).
@@ -198,7 +198,7 @@ pub fn open_url(
         options.insert("allow_http".to_owned(), "true".to_owned());
     }
     let (store, root) = object_store::parse_url_opts(&parsed, &options).map_err(|e| bad(e.to_string()))?;
-    if let Some((archive, inner)) = crate::store::zip::split_archive(&root) {
+    if let Some((archive, inner)) = zarrd_core::store::zip::split_archive(&root) {
         // A zipped dataset, read in place; its members are the dataset's objects.
         let zipped = ZipFs::new(Arc::from(store), archive, (!inner.is_empty()).then_some(inner));
         return Ok(Store::new(Arc::new(zipped), Path::default()));

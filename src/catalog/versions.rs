@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::catalog::{Catalog, Dataset};
 use crate::error::{Error, Result};
-use crate::store::icechunk::VersionError;
+use zarrd_core::store::icechunk::VersionError;
 
 impl Catalog {
     /// A configured dataset, as configured (a versioned one without its version).

@@ -6,16 +6,16 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::read::cache::MISSING;
-use crate::read::locate::Located;
-use crate::read::selection::DimSelection;
-use crate::read::strings::{decode_chunk, decode_cost};
-use crate::read::{ArrayReader, ReadError};
-use crate::zarr::chunk_grid::Dim;
-use crate::zarr::codec::{ArrayToBytes, BytesToBytes, CodecChain, MAX_DECODED_CHUNK_BYTES, element_count};
-use crate::zarr::copy::{Region, copy_region, filled};
-use crate::zarr::data_type::DataType;
-use crate::zarr::metadata::ArrayMetadata;
+use zarrd_core::read::cache::MISSING;
+use zarrd_core::read::locate::Located;
+use zarrd_core::read::selection::DimSelection;
+use zarrd_core::read::strings::{decode_chunk, decode_cost};
+use zarrd_core::read::{ArrayReader, ReadError};
+use zarrd_core::zarr::chunk_grid::Dim;
+use zarrd_core::zarr::codec::{ArrayToBytes, BytesToBytes, CodecChain, MAX_DECODED_CHUNK_BYTES, element_count};
+use zarrd_core::zarr::copy::{Region, copy_region, filled};
+use zarrd_core::zarr::data_type::DataType;
+use zarrd_core::zarr::metadata::ArrayMetadata;
 
 /// The zstd level of re-encoded view chunks: zstd's default, a good speed/ratio balance for
 /// chunks encoded on demand.
@@ -87,7 +87,8 @@ async fn filled_chunk(reader: &ArrayReader, chunk_shape: &[u64]) -> Result<Optio
     let n = chunk_shape.iter().product::<u64>() as usize;
     let _held = reader.budget.reserve((n * reader.meta.data_type.size()) as u64 * 2).await?;
     let meta = Arc::clone(&reader.meta);
-    let bytes = crate::ops::cpu::run(move || encode(&filled(n, &meta.fill_value))).await.map_err(ReadError::Task)??;
+    let bytes =
+        zarrd_core::ops::cpu::run(move || encode(&filled(n, &meta.fill_value))).await.map_err(ReadError::Task)??;
     Ok(Some(ViewChunk { bytes, versions: vec![(String::new(), MISSING.to_owned())], passthrough: false }))
 }
 
@@ -119,7 +120,7 @@ pub async fn view_chunk(
         let decoded_bytes = chunk_shape.iter().product::<u64>() * meta.data_type.size() as u64;
         let _held = reader.budget.reserve(decoded_bytes.saturating_mul(2)).await?;
         let (chain, meta, shape) = (chain.clone(), Arc::clone(meta), chunk_shape.to_vec());
-        let encoded = crate::ops::cpu::run(move || {
+        let encoded = zarrd_core::ops::cpu::run(move || {
             let data = chain
                 .decode(&bytes, &shape, meta.data_type, &meta.fill_value)
                 .map_err(|source| ReadError::Corrupt { key, source })?;
@@ -145,7 +146,7 @@ pub async fn view_chunk(
     let _held = reader.budget.reserve(full_bytes as u64 * 2).await?;
     let (meta, shape) = (Arc::clone(meta), chunk_shape.to_vec());
     let reservation = output.reservation;
-    let encoded = crate::ops::cpu::run(move || {
+    let encoded = zarrd_core::ops::cpu::run(move || {
         let _reservation = reservation;
         if clipped == shape {
             return encode(&data);
@@ -187,7 +188,7 @@ fn view_region(coords: &[u64], chunk_shape: &[u64], shape: &[u64]) -> Vec<DimSel
 /// one stored or inner chunk).
 fn is_read_grid(reader: &ArrayReader, chunk_shape: &[u64]) -> bool {
     let grid = reader.read_grid();
-    grid.kind == crate::zarr::chunk_grid::GridKind::Regular
+    grid.kind == zarrd_core::zarr::chunk_grid::GridKind::Regular
         && grid.dims.iter().zip(chunk_shape).all(|(d, &e)| matches!(d, Dim::Fixed { edge, .. } if *edge == e))
 }
 

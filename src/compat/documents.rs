@@ -4,9 +4,9 @@
 use serde_json::{Map, Value, json};
 
 use crate::compat::tree::{Flavor, ViewNode, ViewTree};
-use crate::zarr::data_type::DataType;
-use crate::zarr::metadata::ArrayMetadata;
-use crate::zarr::ome;
+use zarrd_core::zarr::data_type::DataType;
+use zarrd_core::zarr::metadata::ArrayMetadata;
+use zarrd_core::zarr::ome;
 
 /// Renders one float given as its bits: a number, `"NaN"` for the canonical NaN (the only
 /// one both v2 and v3 name), `"Infinity"`/`"-Infinity"`, and for other NaN payloads the v3
@@ -266,7 +266,8 @@ mod tests {
             let doc = json!({"zarr_format": 3, "node_type": "array", "shape": shape, "data_type": "uint8",
                 "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": vec![1u64; shape.len()]}},
                 "chunk_key_encoding": {"name": "default"}, "fill_value": 0, "codecs": [{"name": "bytes"}]});
-            let crate::zarr::metadata::Node::Array(m) = crate::zarr::metadata::Node::from_value(doc).unwrap() else {
+            let zarrd_core::zarr::metadata::Node::Array(m) = zarrd_core::zarr::metadata::Node::from_value(doc).unwrap()
+            else {
                 panic!()
             };
             m

@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 
 use crate::config::CompatConfig;
-use crate::zarr::chunk_grid::Dim;
-use crate::zarr::metadata::ArrayMetadata;
+use zarrd_core::zarr::chunk_grid::Dim;
+use zarrd_core::zarr::metadata::ArrayMetadata;
 
 /// The most read-grid chunks a grown view chunk holds (counted by the smallest one): each
 /// is a storage request or a range of one, a request may touch only
@@ -95,7 +95,7 @@ mod tests {
     fn the_covering_edge_of_a_rectilinear_dimension() {
         let json = json!({"name": "rectilinear", "configuration": {"kind": "inline",
             "chunk_shapes": [[[31, 1], [28, 1], [31, 1], [30, 1], [31, 1], [30, 1]], [1, 2, 3, 10, 10]]}});
-        let grid = crate::zarr::chunk_grid::ChunkGrid::from_json(&json, &[181, 26]).unwrap();
+        let grid = zarrd_core::zarr::chunk_grid::ChunkGrid::from_json(&json, &[181, 26]).unwrap();
         assert_eq!(covering_edge(&grid.dims[0]), 31);
         assert_eq!(covering_edge(&grid.dims[1]), 10);
     }
@@ -103,7 +103,8 @@ mod tests {
     fn array(shape: &[u64], data_type: &str, grid: &Value, codecs: &Value) -> Arc<ArrayMetadata> {
         let doc = json!({"zarr_format": 3, "node_type": "array", "shape": shape, "data_type": data_type,
             "chunk_grid": grid, "chunk_key_encoding": {"name": "default"}, "fill_value": 0, "codecs": codecs});
-        let crate::zarr::metadata::Node::Array(m) = crate::zarr::metadata::Node::from_value(doc).unwrap() else {
+        let zarrd_core::zarr::metadata::Node::Array(m) = zarrd_core::zarr::metadata::Node::from_value(doc).unwrap()
+        else {
             panic!("not an array")
         };
         m

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::zarr::metadata::ArrayMetadata;
-use crate::zarr::ome;
+use zarrd_core::zarr::metadata::ArrayMetadata;
+use zarrd_core::zarr::ome;
 
 /// Which store layout a view presents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -256,7 +256,7 @@ impl Config {
     /// The memory budget in bytes: configured, or the documented default.
     pub fn memory_budget_bytes(&self) -> u64 {
         self.limits.memory_bytes.unwrap_or_else(|| {
-            crate::ops::budget::default_budget(
+            zarrd_core::ops::budget::default_budget(
                 self.cache.chunk_bytes
                     + self.cache.shard_index_bytes
                     + self.cache.compat_bytes
@@ -321,7 +321,7 @@ impl Config {
                 }
             }
             for prefix in &ds.virtual_refs {
-                crate::store::refs::targets::prefix_url(prefix)
+                zarrd_core::store::refs::targets::prefix_url(prefix)
                     .map_err(|why| invalid(&format!("datasets.{name}.virtual_refs"), why))?;
             }
             for (path, shape) in &ds.compat {
@@ -330,13 +330,14 @@ impl Config {
                 }
             }
         }
-        if self.compat.chunk_bytes == 0 || self.compat.chunk_bytes > crate::zarr::codec::MAX_DECODED_CHUNK_BYTES as u64
+        if self.compat.chunk_bytes == 0
+            || self.compat.chunk_bytes > zarrd_core::zarr::codec::MAX_DECODED_CHUNK_BYTES as u64
         {
             return Err(invalid(
                 "compat.chunk_bytes",
                 format!(
                     "must be between 1 and {} (a view chunk is decoded whole)",
-                    crate::zarr::codec::MAX_DECODED_CHUNK_BYTES
+                    zarrd_core::zarr::codec::MAX_DECODED_CHUNK_BYTES
                 ),
             ));
         }

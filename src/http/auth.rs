@@ -129,7 +129,7 @@ pub async fn refuse(
     caller: Option<&str>,
     dataset: Option<&str>,
 ) -> Response {
-    crate::ops::metrics::auth_denied(denied.reason());
+    zarrd_core::ops::metrics::auth_denied(denied.reason());
     // Set on every request by `middleware::observe`, outside this layer.
     let request_id = parts.headers.get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
     let (caller, dataset_name) = (caller.unwrap_or("-"), dataset.unwrap_or("-"));

@@ -7,8 +7,8 @@ use std::task::{Context, Poll};
 use axum::body::{Body, Bytes, HttpBody};
 use http_body::{Frame, SizeHint};
 
-use crate::ops::budget::Reservation;
-use crate::read::ReadError;
+use zarrd_core::ops::budget::Reservation;
+use zarrd_core::read::ReadError;
 
 /// A body holding a reservation: the memory of a response a slow client has not taken
 /// yet stays counted in the budget, and is given back when hyper drops the body.

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use crate::error::{Error, Result};
-use crate::zarr::data_type::DataType;
+use zarrd_core::zarr::data_type::DataType;
 
 /// The data formats of API.md, with their media types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -345,12 +345,13 @@ fn write_element(out: &mut String, b: &[u8], data_type: DataType) {
         }
         // Text never reaches the fixed-size encoder (see `json_text`).
         DataType::String | DataType::Bytes => out.push_str("null"),
-        DataType::DateTime64(unit) => match crate::zarr::time::datetime_string(i64::from_le_bytes(bytes(8)), unit) {
+        DataType::DateTime64(unit) => match zarrd_core::zarr::time::datetime_string(i64::from_le_bytes(bytes(8)), unit)
+        {
             Some(text) => push_json_string(out, &text),
             None => out.push_str("null"),
         },
         DataType::TimeDelta64(_) => match i64::from_le_bytes(bytes(8)) {
-            crate::zarr::time::NAT => out.push_str("null"),
+            zarrd_core::zarr::time::NAT => out.push_str("null"),
             v => out.push_str(int.format(v)),
         },
         DataType::FixedUtf32(_) => {

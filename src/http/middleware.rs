@@ -197,7 +197,7 @@ async fn observe(mut request: Request, next: Next) -> Response {
         crate::http::body::tracked(body, length, span.clone(), move |sent| {
             let elapsed = started.elapsed();
             let complete = sent.complete || head;
-            crate::ops::metrics::request(&route, status, elapsed.as_secs_f64(), sent.bytes);
+            zarrd_core::ops::metrics::request(&route, status, elapsed.as_secs_f64(), sent.bytes);
             span.in_scope(|| {
                 // Probes and scrapes arrive every few seconds from every load balancer and
                 // kubelet and would drown the access log: at DEBUG unless they fail.

@@ -30,9 +30,9 @@ use axum::routing::{get, post};
 
 /// The zarrd router with all routes of API.md and the cross-cutting layers.
 pub fn app(state: AppState) -> Router {
-    crate::ops::metrics::handle();
+    zarrd_core::ops::metrics::handle();
     // From here a panic anywhere is counted and logged once, with its request id.
-    crate::ops::panics::install_hook();
+    zarrd_core::ops::panics::install_hook();
     let layered = state.clone();
     let router = Router::new()
         .route("/healthz", get(routes::ops::healthz))

@@ -142,12 +142,12 @@ pub async fn layer<S: AsRef<Responses>>(State(state): State<S>, request: Request
         return next.run(request).await;
     };
     if let Some(kept) = cache.get(&key).await {
-        crate::ops::metrics::cache_lookup("response", true);
+        zarrd_core::ops::metrics::cache_lookup("response", true);
         let mut response = Response::new(Body::from(kept.body.clone()));
         *response.headers_mut() = kept.headers.clone();
         return response;
     }
-    crate::ops::metrics::cache_lookup("response", false);
+    zarrd_core::ops::metrics::cache_lookup("response", false);
     let response = next.run(request).await;
     if !responses.keeps(&response) {
         return response;

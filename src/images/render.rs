@@ -7,7 +7,7 @@
 //! it transparent.
 
 use crate::error::{Error, Result};
-use crate::zarr::data_type::{DataType, element_f64};
+use zarrd_core::zarr::data_type::{DataType, element_f64};
 
 use crate::images::iiif::grammar::{ImageFormat, Quality, Rotation};
 

@@ -399,7 +399,7 @@ pub async fn check_text_inner_chunks(app: &Router, set: &str, path: &str, want: 
 
 /// Every check of one fixture set over `store`: values in every format, and the other
 /// routes where the set asks for them.
-pub async fn check_set(store: zarrd::store::Store, set: &str) {
+pub async fn check_set(store: zarrd_core::store::Store, set: &str) {
     let app = super::app_with(vec![("conf", store)], super::config(""));
     if TEXT_SETS.contains(&set) {
         check_text_arrays(&app, set).await;

@@ -21,7 +21,7 @@ use tower::ServiceExt;
 use zarrd::catalog::Catalog;
 use zarrd::config::Config;
 use zarrd::http::AppState;
-use zarrd::store::Store;
+use zarrd_core::store::Store;
 
 pub fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
@@ -46,7 +46,7 @@ pub fn config(extra: &str) -> Config {
 
 /// A local dataset as zarrd opens one (contained: symlinks never lead out of it).
 pub fn local_store(dir: &Path) -> Store {
-    Store::new(Arc::new(zarrd::store::contained::ContainedFs::new(dir).unwrap()), ObjectPath::default())
+    Store::new(Arc::new(zarrd_core::store::contained::ContainedFs::new(dir).unwrap()), ObjectPath::default())
 }
 
 /// Copies every file under `dir` into an in-memory store.
@@ -148,7 +148,8 @@ pub async fn send(app: &Router, uri: &str, headers: &[(&str, &str)]) -> Reply {
 /// The tests' own failed assertions (in `tests/`) are not the server's. Tests that inject
 /// panics live in their own binary (`tests/panics.rs`).
 pub fn assert_no_panics() {
-    let server: Vec<String> = zarrd::ops::panics::recent().into_iter().filter(|p| !p.starts_with("tests/")).collect();
+    let server: Vec<String> =
+        zarrd_core::ops::panics::recent().into_iter().filter(|p| !p.starts_with("tests/")).collect();
     assert!(server.is_empty(), "the server panicked: {server:?}");
 }
 

@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::http::encode::json_response;
 use crate::http::extract::{NodePath, Params};
 use crate::http::state::AppState;
-use crate::zarr::metadata::ArrayMetadata;
+use zarrd_core::zarr::metadata::ArrayMetadata;
 
 pub async fn show(
     State(state): State<AppState>,

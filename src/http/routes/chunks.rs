@@ -13,12 +13,12 @@ use crate::http::extract::{NodePath, Params};
 use crate::http::middleware::NoCompress;
 use crate::http::routes::slice::Render;
 use crate::http::state::AppState;
-use crate::ops::budget::Reservation;
-use crate::read::locate::Located;
-use crate::read::selection::Selection;
-use crate::read::strings;
-use crate::read::{ArrayReader, ReadError};
-use crate::zarr::copy::{Region, copy_region};
+use zarrd_core::ops::budget::Reservation;
+use zarrd_core::read::locate::Located;
+use zarrd_core::read::selection::Selection;
+use zarrd_core::read::strings;
+use zarrd_core::read::{ArrayReader, ReadError};
+use zarrd_core::zarr::copy::{Region, copy_region};
 
 pub const DEFAULT_LIMIT: u64 = 1000;
 pub const MAX_LIMIT: u64 = 10_000;
@@ -133,7 +133,7 @@ pub async fn chunk(
         let chain = array.read_chain().clone();
         let clipped_shape = data_shape.clone();
         let chunk_key = key.clone();
-        let data = crate::ops::cpu::run(move || -> Result<Vec<u8>> {
+        let data = zarrd_core::ops::cpu::run(move || -> Result<Vec<u8>> {
             let full = chain
                 .decode(&bytes, &chunk_shape, meta.data_type, &meta.fill_value)
                 .map_err(|source| Error::from(ReadError::Corrupt { key: chunk_key, source }))?;
@@ -203,7 +203,7 @@ async fn decoded_text(
     let cost = strings::decode_cost(&chain, &bytes, elements, limit.min(array.budget.total() / 4));
     let scratch = array.budget.reserve(cost.reserve).await?;
     let (task_key, task_shape) = (key.to_owned(), chunk_shape.to_vec());
-    let chunk = crate::ops::cpu::run(move || {
+    let chunk = zarrd_core::ops::cpu::run(move || {
         strings::decode_chunk(&chain, &bytes, &task_shape, cost, &task_key).map_err(Error::from)
     })
     .await

@@ -20,8 +20,8 @@ use crate::error::{Error, Result};
 use crate::http::conditional::{EtagBuilder, ranged};
 use crate::http::listing::{self, Entry};
 use crate::http::state::AppState;
-use crate::read::ReadError;
-use crate::read::cache::ViewEntry;
+use zarrd_core::read::ReadError;
+use zarrd_core::read::cache::ViewEntry;
 
 /// The path parameters of a view route: no key for the dataset root.
 #[derive(serde::Deserialize)]

@@ -28,7 +28,7 @@ use crate::images::iiif::grammar::{Identifier, ImageRequest, Quality};
 use crate::images::iiif::source::{Drawing, Image};
 use crate::images::iiif::{self, Rendered, TILE_SIZE};
 use crate::images::render::{Colormap, Style};
-use crate::read::cache::MISSING;
+use zarrd_core::read::cache::MISSING;
 
 const IMAGE_PARAMS: &[&str] = &["vmin", "vmax", "colormap", "channels", "windows", "colors"];
 const CONTEXT: &str = "http://iiif.io/api/image/3/context.json";

@@ -141,7 +141,7 @@ pub async fn tile(
     let plane = pixels.plane;
     let (bytes, media_type) = match (format, style) {
         (Format::Image(image_format), Some(style)) => {
-            let bytes = crate::ops::cpu::run(move || render::encode(&plane, &style, image_format))
+            let bytes = zarrd_core::ops::cpu::run(move || render::encode(&plane, &style, image_format))
                 .await
                 .map_err(Error::Internal)??;
             (bytes, image_format.media_type())
@@ -154,7 +154,7 @@ pub async fn tile(
 
 /// A 256 × 256 float32 `.npy` (rows north to south), NaN where there is no data.
 fn npy(values: &[f64]) -> Vec<u8> {
-    let mut out = crate::http::encode::npy_header(crate::zarr::data_type::DataType::Float32, &[TILE as u64; 2]);
+    let mut out = crate::http::encode::npy_header(zarrd_core::zarr::data_type::DataType::Float32, &[TILE as u64; 2]);
     out.reserve(values.len() * 4);
     for &v in values {
         out.extend_from_slice(&(v as f32).to_le_bytes());

@@ -33,11 +33,11 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
 /// read (`zarrd_dataset_up{dataset="..."}`) are left out, so `/metrics` never names one to
 /// them.
 pub async fn metrics(State(state): State<AppState>, identity: Option<Extension<Identity>>) -> Response {
-    crate::ops::metrics::cache_size("shard_index", state.catalog.indexes.size());
-    crate::ops::metrics::cache_size("chunk", state.catalog.chunks.size());
-    crate::ops::metrics::cache_size("response", state.responses.size());
+    zarrd_core::ops::metrics::cache_size("shard_index", state.catalog.indexes.size());
+    zarrd_core::ops::metrics::cache_size("chunk", state.catalog.chunks.size());
+    zarrd_core::ops::metrics::cache_size("response", state.responses.size());
     let caller = identity.and_then(|Extension(Identity(caller))| caller);
-    let text = crate::ops::metrics::render();
+    let text = zarrd_core::ops::metrics::render();
     let shown = without_datasets(&text, |ds| !state.auth.may_read(caller.as_ref(), ds));
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], shown).into_response()
 }

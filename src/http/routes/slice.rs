@@ -13,11 +13,11 @@ use crate::http::encode::{self, Format};
 use crate::http::extract::{NodePath, Params};
 use crate::http::state::AppState;
 use crate::images::render::Colormap;
-use crate::read::Decoded;
-use crate::read::cache::MISSING;
-use crate::read::selection::{DimSelection, Selection, result_shape};
-use crate::zarr::data_type::DataType;
-use crate::zarr::metadata::ArrayMetadata;
+use zarrd_core::read::Decoded;
+use zarrd_core::read::cache::MISSING;
+use zarrd_core::read::selection::{DimSelection, Selection, result_shape};
+use zarrd_core::zarr::data_type::DataType;
+use zarrd_core::zarr::metadata::ArrayMetadata;
 
 const PARAMS: &[&str] = &["s", "format", "vmin", "vmax", "colormap"];
 
@@ -89,7 +89,7 @@ async fn text_slice(
     state: &AppState,
     ds: &str,
     path: &str,
-    array: &crate::read::ArrayReader,
+    array: &zarrd_core::read::ArrayReader,
     selection: &[DimSelection],
     render: Render,
     headers: &HeaderMap,
@@ -237,8 +237,8 @@ impl Render {
         elements: &[Box<[u8]>],
         shape: &[u64],
         limit: u64,
-        array: &crate::read::ArrayReader,
-        held: &mut crate::ops::budget::Reservation,
+        array: &zarrd_core::read::ArrayReader,
+        held: &mut zarrd_core::ops::budget::Reservation,
     ) -> Result<Response> {
         let data_type = array.meta.data_type;
         let body = if self.format == Format::Json {

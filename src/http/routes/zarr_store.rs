@@ -15,8 +15,8 @@ use crate::http::conditional::{ByteRange, parse_http_date, range_allowed, tags_m
 use crate::http::listing::{self, Entry};
 use crate::http::middleware::NoCompress;
 use crate::http::state::AppState;
-use crate::ops::budget::MemoryBudget;
-use crate::store::{Store, object_version};
+use zarrd_core::ops::budget::MemoryBudget;
+use zarrd_core::store::{Store, object_version};
 
 pub async fn get(
     State(state): State<AppState>,
@@ -213,9 +213,9 @@ async fn serve(
         let held = budget.reserve(length).await?;
         let bytes = result.bytes().await.map_err(|e| {
             tracing::warn!(error = %e, "storage failure while reading an object");
-            Error::from(crate::store::StoreError::Backend { key: key.to_owned(), source: e })
+            Error::from(zarrd_core::store::StoreError::Backend { key: key.to_owned(), source: e })
         })?;
-        crate::ops::metrics::storage_bytes(bytes.len());
+        zarrd_core::ops::metrics::storage_bytes(bytes.len());
         // The bytes stay reserved until the body has been sent.
         crate::http::body::tracked(axum::body::Body::from(bytes), None, tracing::Span::none(), move |_| drop(held))
             .into_response()
@@ -224,7 +224,7 @@ async fn serve(
         // in memory, and a slow client holds only the backend's buffers. A storage failure
         // mid-body aborts the connection (the client sees a short body).
         let stream = result.into_stream().map(|chunk| {
-            chunk.inspect(|b| crate::ops::metrics::storage_bytes(b.len())).map_err(|e| {
+            chunk.inspect(|b| zarrd_core::ops::metrics::storage_bytes(b.len())).map_err(|e| {
                 tracing::warn!(error = %e, "storage failure while streaming an object");
                 std::io::Error::other("storage read failed")
             })

@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::images::composite::default_color;
 use crate::images::iiif::source::{CompositeChannel, Drawing, MAX_CHANNELS};
 use crate::images::render::Window;
-use crate::zarr::ome;
+use zarrd_core::zarr::ome;
 
 /// What the query asks of a composite's channels; all `None` when it asks nothing.
 #[derive(Debug, Default, Clone, PartialEq)]

@@ -15,9 +15,9 @@ use serde_json::{Map, Value};
 
 use crate::catalog::{Catalog, Dataset};
 use crate::error::{Error, Result};
-use crate::read::ArrayReader;
-use crate::zarr::metadata::Node;
-use crate::zarr::ome::{self, Multiscale};
+use zarrd_core::read::ArrayReader;
+use zarrd_core::zarr::metadata::Node;
+use zarrd_core::zarr::ome::{self, Multiscale};
 
 /// How many ancestors of an array are looked at for the image group holding it
 /// (`scale0/image` is two below its group).

@@ -97,7 +97,7 @@ impl Images {
 
     pub async fn cached(&self, key: &str) -> Option<Arc<Rendered>> {
         let hit = self.tiles.as_ref()?.get(key).await;
-        crate::ops::metrics::cache_lookup("tile", hit.is_some());
+        zarrd_core::ops::metrics::cache_lookup("tile", hit.is_some());
         hit
     }
 
@@ -153,7 +153,7 @@ pub async fn render(image: &Image, request: &ImageRequest, style: Style) -> Resu
                 versions.extend(pixels.versions);
                 styles.push(ChannelStyle { color: c.color, window: c.window.unwrap_or(Window { lo: 0.0, hi: 0.0 }) });
             }
-            let bytes = crate::ops::cpu::run(move || {
+            let bytes = zarrd_core::ops::cpu::run(move || {
                 let planes: Vec<render::Plane> = planes.into_iter().map(place).collect();
                 let (w, h) = planes.first().map_or((width as usize, height as usize), |p| (p.width, p.height));
                 let rgba = if planes.is_empty() { vec![0; w * h * 4] } else { composite::composite(&planes, &styles) };
@@ -166,7 +166,7 @@ pub async fn render(image: &Image, request: &ImageRequest, style: Style) -> Resu
         Drawing::Labels { colors } => {
             let pixels = image.reduced(rect, k).await?;
             let colors = colors.clone();
-            let bytes = crate::ops::cpu::run(move || {
+            let bytes = zarrd_core::ops::cpu::run(move || {
                 let plane = place(pixels.plane);
                 render::encode_rgba(&composite::labels(&plane, &colors), plane.width, plane.height, quality, format)
             })
@@ -176,7 +176,7 @@ pub async fn render(image: &Image, request: &ImageRequest, style: Style) -> Resu
         }
     }
     let pixels = image.reduced(rect, k).await?;
-    let bytes = crate::ops::cpu::run(move || {
+    let bytes = zarrd_core::ops::cpu::run(move || {
         let plane = place(pixels.plane);
         render::encode(&plane, &style, format)
     })

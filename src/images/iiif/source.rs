@@ -18,9 +18,9 @@ use crate::images::iiif::axes;
 use crate::images::iiif::grammar::{Identifier, Rect};
 use crate::images::iiif::levels;
 use crate::images::render::{Plane, Reducer, Window};
-use crate::read::selection::DimSelection;
-use crate::read::{ArrayReader, ReadError};
-use crate::zarr::ome;
+use zarrd_core::read::selection::DimSelection;
+use zarrd_core::read::{ArrayReader, ReadError};
+use zarrd_core::zarr::ome;
 
 pub use crate::images::iiif::levels::Level;
 
@@ -359,7 +359,7 @@ pub async fn scan_range(reader: &ArrayReader, no_data: &[f64]) -> Result<Window>
             if element == reader.meta.fill_value.as_slice() {
                 continue;
             }
-            if let Some(v) = crate::zarr::data_type::element_f64(element, reader.meta.data_type)
+            if let Some(v) = zarrd_core::zarr::data_type::element_f64(element, reader.meta.data_type)
                 .filter(|v| !v.is_nan() && !no_data.contains(v))
             {
                 lo = lo.min(v);

@@ -23,8 +23,8 @@ use crate::error::{Error, Result};
 use crate::images::iiif::grammar::Identifier;
 use crate::images::iiif::source::{Image, scan_range};
 use crate::images::render::Window;
-use crate::read::selection::DimSelection;
 use geometry::Grid;
+use zarrd_core::read::selection::DimSelection;
 
 /// An array ready to be tiled: its plane (and overview levels), grid and no-data values.
 pub struct MapSource {
@@ -69,7 +69,7 @@ impl Maps {
         if lo.is_none() || hi.is_none() {
             let key = (Arc::clone(&image.reader.dataset), image.reader.path.clone(), image.reader.meta.digest);
             let scan = async {
-                let whole = |r: &crate::read::ArrayReader| -> Vec<DimSelection> {
+                let whole = |r: &zarrd_core::read::ArrayReader| -> Vec<DimSelection> {
                     r.meta.shape.iter().map(|&n| DimSelection::all(n)).collect()
                 };
                 let mut candidates = vec![&image.reader];

@@ -11,10 +11,10 @@ use serde_json::Value;
 use crate::catalog::{Catalog, Dataset};
 use crate::error::{Error, Result};
 use crate::images::maps::geometry::{Axis, Grid};
-use crate::read::ArrayReader;
-use crate::read::selection::DimSelection;
-use crate::zarr::data_type::{DataType, element_f64};
-use crate::zarr::metadata::ArrayMetadata;
+use zarrd_core::read::ArrayReader;
+use zarrd_core::read::selection::DimSelection;
+use zarrd_core::zarr::data_type::{DataType, element_f64};
+use zarrd_core::zarr::metadata::ArrayMetadata;
 
 /// Names a row (latitude) dimension may have, compared without case.
 pub const LAT_NAMES: [&str; 3] = ["lat", "latitude", "y"];

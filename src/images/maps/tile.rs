@@ -19,10 +19,10 @@ use crate::error::{Error, Result};
 use crate::images::iiif::source::Image;
 use crate::images::maps::geometry::{Lookup, TILE};
 use crate::images::render::Plane;
-use crate::read::ArrayReader;
-use crate::read::selection::DimSelection;
-use crate::zarr::chunk_grid::Dim;
-use crate::zarr::data_type::element_f64;
+use zarrd_core::read::ArrayReader;
+use zarrd_core::read::selection::DimSelection;
+use zarrd_core::zarr::chunk_grid::Dim;
+use zarrd_core::zarr::data_type::element_f64;
 
 /// The longest run read at once along an axis, so one read holds at most
 /// `RUN_MAX²` elements whatever the grid.

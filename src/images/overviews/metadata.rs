@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use crate::compat::{Flavor, fill_json, v3_codecs};
 use crate::images::overviews::shard::SHARD_TILES;
-use crate::read::ArrayReader;
+use zarrd_core::read::ArrayReader;
 
 /// The OME-NGFF axes: the source's dimension names when it has distinct ones, else
 /// `dim_i` for leading dimensions and `y`, `x`; types where the name says it.

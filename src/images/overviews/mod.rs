@@ -35,9 +35,9 @@ use serde_json::json;
 use crate::catalog::open_url;
 use crate::error::{Error, Result};
 use crate::images::render::Reducer;
-use crate::read::selection::DimSelection;
-use crate::read::{ArrayReader, ReadError};
-use crate::store::Store;
+use zarrd_core::read::selection::DimSelection;
+use zarrd_core::read::{ArrayReader, ReadError};
+use zarrd_core::store::Store;
 
 mod metadata;
 mod shard;

@@ -2,7 +2,7 @@
 //! zstd (fill-only chunks left out), and the index with its `crc32c`.
 
 use crate::error::{Error, Result};
-use crate::zarr::data_type::DataType;
+use zarrd_core::zarr::data_type::DataType;
 
 /// Inner chunks per shard along each of the last two dimensions.
 pub const SHARD_TILES: u64 = 4;

@@ -1,8 +1,10 @@
 //! The one application error type and its one mapping to HTTP: an RFC 9457
 //! `application/problem+json` document whose `detail` says what was wrong and what is
 //! allowed. Internal failures are logged with their source chain and answered without
-//! leaking internals. A leaf: the modules whose errors become problem documents say how,
-//! beside those errors (`impl From<…> for Error`).
+//! leaking internals. The core crate's errors become problems in [`core`]; the server's
+//! own modules say how beside their errors (`impl From<…> for Error`).
+
+mod core;
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};

@@ -111,22 +111,6 @@ fn physical_memory() -> Option<u64> {
     Some(kib * 1024)
 }
 
-/// A request beyond the budget is too large (413) or must wait (503 + `Retry-After`).
-impl From<&BudgetError> for crate::error::Error {
-    fn from(e: &BudgetError) -> Self {
-        match e {
-            BudgetError::TooLarge { .. } => crate::error::Error::TooManyChunks(e.to_string()),
-            BudgetError::Busy => crate::error::Error::Unavailable { detail: e.to_string(), retry_after: 1 },
-        }
-    }
-}
-
-impl From<BudgetError> for crate::error::Error {
-    fn from(e: BudgetError) -> Self {
-        crate::error::Error::from(&e)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -56,10 +56,7 @@ impl StoreError {
                     }
                     // A zipped dataset's own findings (a corrupt archive or member) name
                     // members only, never the archive's path or URL: the client is told.
-                    object_store::Error::Generic {
-                        store: ZIP_STORE | REFS_STORE | REFS_DENIED | REFS_LIMIT,
-                        source,
-                    } => {
+                    object_store::Error::Generic { store: ZIP_STORE | REFS_STORE, source } => {
                         return format!("reading `{key}` failed: {source}");
                     }
                     _ => "the storage backend reported an error",
@@ -75,6 +72,19 @@ impl StoreError {
     pub fn is_precondition(&self) -> bool {
         matches!(self, Self::Backend { source: object_store::Error::Precondition { .. }, .. })
     }
+}
+
+/// The kinds of [`StoreError`], as [`StoreError::failure`] tells them apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreFailure {
+    /// A key that cannot name an object of this dataset (`..`, an empty segment, …).
+    InvalidKey,
+    /// A reference outside the dataset's `virtual_refs`: refused, never read.
+    RefusedReference,
+    /// A reference longer than one may read.
+    ReferenceTooLarge,
+    /// The backend failed (or a stored reference set is unusable): possibly transient.
+    Backend,
 }
 
 /// Bytes read from an object, with what the store said about the whole object.
@@ -94,10 +104,6 @@ pub const ZIP_STORE: &str = "zip";
 /// The `store` of reference sets' errors (`refs`), whose messages name keys and references
 /// only (shown to clients).
 pub const REFS_STORE: &str = "refs";
-/// The `store` of a reference outside its dataset's `virtual_refs` (a 403).
-pub const REFS_DENIED: &str = "refs-denied";
-/// The `store` of a reference longer than one may read (a 422).
-pub const REFS_LIMIT: &str = "refs-limit";
 
 /// Longest key segment: a file name on local disks (`NAME_MAX`), well within object
 /// stores' key limits.
@@ -363,34 +369,6 @@ fn merge_ranges(ranges: &[Range<u64>], gap: u64) -> Vec<Range<u64>> {
         }
     }
     merged
-}
-
-/// Storage failures as problem documents: the cause is logged, not sent.
-impl From<StoreError> for crate::error::Error {
-    fn from(e: StoreError) -> Self {
-        crate::error::Error::from(&e)
-    }
-}
-
-impl From<&StoreError> for crate::error::Error {
-    fn from(e: &StoreError) -> Self {
-        match e {
-            StoreError::InvalidKey(_) => crate::error::Error::NotFound(e.public_detail()),
-            // A reference outside the dataset's `virtual_refs`: refused, never read.
-            StoreError::Backend { source: object_store::Error::Generic { store: REFS_DENIED, .. }, .. } => {
-                tracing::warn!(error = %e, "reference refused");
-                crate::error::Error::Forbidden(e.public_detail())
-            }
-            StoreError::Backend { source: object_store::Error::Generic { store: REFS_LIMIT, .. }, .. } => {
-                crate::error::Error::Unsupported(e.public_detail())
-            }
-            StoreError::Backend { source, .. } => {
-                // The full cause (paths, URLs) is logged in the request's span, not sent.
-                tracing::warn!(error = %e, cause = ?source, "storage failure");
-                crate::error::Error::Storage(e.public_detail())
-            }
-        }
-    }
 }
 
 #[cfg(test)]

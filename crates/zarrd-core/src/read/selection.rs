@@ -202,13 +202,6 @@ pub fn result_shape(dims: &[DimSelection]) -> Vec<u64> {
     dims.iter().filter(|d| !d.drop).map(|d| d.count).collect()
 }
 
-/// A selection that cannot be read is the client's mistake: 400.
-impl From<SelectionError> for crate::error::Error {
-    fn from(e: SelectionError) -> Self {
-        crate::error::Error::BadRequest(e.to_string())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

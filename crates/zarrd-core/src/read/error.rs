@@ -62,35 +62,3 @@ impl ReadError {
         }
     }
 }
-
-/// Read failures as problem documents.
-impl From<ReadError> for crate::error::Error {
-    fn from(e: ReadError) -> Self {
-        crate::error::Error::from(&e)
-    }
-}
-
-impl From<&ReadError> for crate::error::Error {
-    fn from(e: &ReadError) -> Self {
-        match e {
-            ReadError::Store(s) => s.into(),
-            ReadError::Shared(inner) => crate::error::Error::from(inner.as_ref()),
-            ReadError::Corrupt {
-                key,
-                source:
-                    source @ (crate::zarr::codec::CodecError::ChunkTooLarge { .. }
-                    | crate::zarr::codec::CodecError::IndexTooLarge { .. }),
-            } => crate::error::Error::Unsupported(format!("`{key}`: {source}")),
-            corrupt @ (ReadError::Corrupt { .. } | ReadError::Changed { .. }) => {
-                tracing::warn!(error = %corrupt, "unreadable stored data");
-                crate::error::Error::Corrupt(corrupt.to_string())
-            }
-            too_many @ ReadError::TooManyChunks { .. } => crate::error::Error::TooManyChunks(too_many.to_string()),
-            ReadError::TooLarge { what, size, limit } => {
-                crate::error::Error::TooLarge { what, size: *size, limit: *limit }
-            }
-            ReadError::Task(detail) => crate::error::Error::Internal(detail.clone()),
-            ReadError::Budget(e) => e.into(),
-        }
-    }
-}
