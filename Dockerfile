@@ -20,7 +20,7 @@
 # CI (.ci/docker.sh) builds this file unchanged, on local stand-ins for the two FROM images
 # (registry images cannot be pulled there): a debootstrap'ed Debian bookworm rootfs as
 # debian:bookworm-slim, and that rootfs plus the host's Rust 1.95.0 toolchain and already
-# compiled dependencies as rust:1.95-bookworm. See README "Deployment".
+# compiled dependencies as rust:1.95-bookworm. See docs/deployment.md.
 
 # ---------------------------------------------------------------------------------------------
 # Builder: compiles the release binary. The C parts (blosc-src, zstd-sys, libz-sys, aws-lc-sys

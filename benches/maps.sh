@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Map tiles against the Python servers people run for them today (titiler-xarray,
-# xpublish-tiles), in one run on the same 0.25 deg ERA5-like data: BENCHMARKS.md "Map tiles".
+# xpublish-tiles), in one run on the same 0.25 deg ERA5-like data: docs/performance.md "Map tiles".
 #
 # The peers, their venvs and the data are set up by the shared tools (maps-peers/README.md:
 # setup_peers.sh, in a Debian trixie chroot, offline once installed); this wrapper builds

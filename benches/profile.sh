@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Where zarrd's CPU goes as cores grow (BENCHMARKS.md "Every core"): for each core count the
+# Where zarrd's CPU goes as cores grow (docs/performance.md "Every core"): for each core count the
 # servers are pinned to the first C cores (taskset) and wrk (2 threads, 64 connections, as in
 # run.sh) to the others; for nginx, zarrd with its default config and zarrd with the caches
 # off it records req/s, CPU µs per request, context switches and system calls per request,

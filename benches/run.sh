@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# zarrd benchmark against references measured in the same run (see BENCHMARKS.md).
+# zarrd benchmark against references measured in the same run (see docs/performance.md).
 # Not part of the test suite: it never decides whether CI passes.
 #
 #   bash benches/run.sh
@@ -17,7 +17,7 @@
 #   BENCH_CORES        core counts for the hot-tile measurements (default "1 N", N = all
 #                      CPUs): the servers are pinned with taskset to the first C cores and
 #                      wrk to the others when there are any. On a bigger machine, e.g.
-#                      BENCH_CORES="1 2 4 8" reproduces the scaling table of BENCHMARKS.md.
+#                      BENCH_CORES="1 2 4 8" gives the per-core tables of docs/performance.md.
 #   TENSORSTORE_PYTHON a Python command with `tensorstore` and `numpy` for the second
 #                      in-process reference of the large slice (default: a virtualenv made
 #                      once in ~/.cache/zarrd-bench/tensorstore with pip; skipped, with a

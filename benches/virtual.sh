@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Virtual and versioned datasets against native Zarr, in one run (see BENCHMARKS.md): the
+# Virtual and versioned datasets against native Zarr, in one run (see docs/performance.md): the
 # `large` array of benches/datagen as native Zarr, as a kerchunk reference set into one
 # concatenated file (as an HDF5/NetCDF4 file holds its chunks), and as Icechunk repositories
 # with virtual and with native chunks — the very same compressed bytes each time. One zarrd
