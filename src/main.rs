@@ -202,7 +202,8 @@ async fn serve(state: AppState) -> std::io::Result<()> {
     zarrd_core::ops::metrics::handle();
     tokio::spawn(Arc::clone(&state.health).run(Arc::clone(&state.catalog)));
     // The identity provider's keys are fetched now, so the first JWT does not wait for them
-    // and a wrong JWKS URL shows in the log at once.
+    // and a wrong JWKS URL shows in the log at once; a provider not up yet is retried with
+    // a backoff of at most a few seconds until it answers.
     let auth = Arc::clone(&state.auth);
     tokio::spawn(async move { auth.warm_up().await });
     let shutting_down = state.shutting_down.clone();

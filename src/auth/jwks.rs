@@ -5,6 +5,11 @@
 //! interval (a minute) however many such tokens arrive, and concurrent misses wait for the
 //! one fetch. When the provider cannot be reached the last good set is kept.
 //!
+//! Until a first set is held (a pod that starts before its network or its provider), the
+//! interval does not apply: attempts are spaced by a backoff from [`FIRST_RETRY`] doubling
+//! to [`MAX_RETRY`], and [`Jwks::warm_up`] keeps trying at that pace from the start, so a
+//! JWT works within seconds of the provider answering rather than a minute later.
+//!
 //! Only RSA keys (RS256) and P-256 EC keys (ES256) are taken; symmetric (`oct`) keys and
 //! keys marked for encryption are left out, so no JWT can be verified as an HMAC.
 
@@ -18,6 +23,10 @@ use crate::auth::denied::Denied;
 
 /// The shortest time between two fetches.
 pub const REFETCH_INTERVAL: Duration = Duration::from_mins(1);
+/// The first wait before another attempt while no set is held.
+pub const FIRST_RETRY: Duration = Duration::from_millis(500);
+/// The longest wait between attempts while no set is held.
+pub const MAX_RETRY: Duration = Duration::from_secs(4);
 /// A set older than this is fetched again when next used.
 pub const MAX_AGE: Duration = Duration::from_hours(1);
 /// The longest a fetch may take.
@@ -65,8 +74,28 @@ pub struct Jwks {
     source: Source,
     interval: Duration,
     held: RwLock<Held>,
-    /// When the last fetch began; the lock makes concurrent misses wait for one fetch.
-    last_attempt: tokio::sync::Mutex<Option<Instant>>,
+    /// The attempts so far; the lock makes concurrent misses wait for one fetch.
+    attempts: tokio::sync::Mutex<Attempts>,
+}
+
+#[derive(Default)]
+struct Attempts {
+    /// When the last fetch began.
+    last: Option<Instant>,
+    /// Failed fetches since the last success (or the start).
+    failures: u32,
+}
+
+impl Attempts {
+    /// How long after the last attempt the next may begin: the interval once a set is
+    /// held, else a backoff that doubles from [`FIRST_RETRY`] to [`MAX_RETRY`].
+    fn gap(&self, holding: bool, interval: Duration) -> Duration {
+        if holding {
+            return interval;
+        }
+        let backoff = FIRST_RETRY.saturating_mul(1 << self.failures.saturating_sub(1).min(8));
+        backoff.min(MAX_RETRY).min(interval)
+    }
 }
 
 impl Jwks {
@@ -86,7 +115,7 @@ impl Jwks {
             source,
             interval,
             held: RwLock::new(Held { keys: Arc::default(), fetched: None }),
-            last_attempt: tokio::sync::Mutex::new(None),
+            attempts: tokio::sync::Mutex::default(),
         }
     }
 
@@ -121,25 +150,52 @@ impl Jwks {
         }
     }
 
-    /// Fetches the set unless a fetch began less than an interval ago; keeps the last
-    /// good set when the fetch fails.
+    /// Fetches the set unless the last attempt began too recently ([`Attempts::gap`]);
+    /// keeps the last good set when the fetch fails.
     pub async fn refresh(&self) {
-        let mut last = self.last_attempt.lock().await;
-        if last.is_some_and(|t| t.elapsed() < self.interval) {
+        let mut attempts = self.attempts.lock().await;
+        let holding = self.held().1.is_some();
+        if attempts.last.is_some_and(|t| t.elapsed() < attempts.gap(holding, self.interval)) {
             return;
         }
-        *last = Some(Instant::now());
+        attempts.last = Some(Instant::now());
         match self.fetch().await {
             Ok(keys) => {
                 tracing::debug!(jwks = %self.location(), keys = keys.len(), "fetched the identity provider's keys");
                 let mut held = self.held.write().unwrap_or_else(std::sync::PoisonError::into_inner);
                 *held = Held { keys: Arc::new(keys), fetched: Some(Instant::now()) };
+                attempts.failures = 0;
             }
-            Err(e) => tracing::warn!(
-                jwks = %self.location(),
-                error = %e,
-                "cannot fetch the identity provider's keys; keeping the last good set"
-            ),
+            Err(e) => {
+                attempts.failures = attempts.failures.saturating_add(1);
+                // A provider that stays away is retried every few seconds: warn at the 1st,
+                // 2nd, 4th, 8th… failure, not at each.
+                if attempts.failures.is_power_of_two() {
+                    tracing::warn!(
+                        jwks = %self.location(),
+                        error = %e,
+                        failures = attempts.failures,
+                        "cannot fetch the identity provider's keys; keeping the last good set"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Fetches the set at start, and while none is held tries again at the backoff's pace
+    /// (run in a task of its own: it returns once a set is held).
+    pub async fn warm_up(&self) {
+        loop {
+            self.refresh().await;
+            if self.held().1.is_some() {
+                return;
+            }
+            let wait = {
+                let attempts = self.attempts.lock().await;
+                let gap = attempts.gap(false, self.interval);
+                attempts.last.map_or(Duration::ZERO, |t| gap.saturating_sub(t.elapsed()))
+            };
+            tokio::time::sleep(wait.max(Duration::from_millis(10))).await;
         }
     }
 

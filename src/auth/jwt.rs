@@ -87,8 +87,8 @@ impl Verifier {
         Ok(Caller { name: name.to_owned(), groups, via: Via::Jwt })
     }
 
-    /// Fetches the provider's keys ahead of the first token.
+    /// Fetches the provider's keys ahead of the first token, retrying until it answers.
     pub async fn warm_up(&self) {
-        self.jwks.refresh().await;
+        self.jwks.warm_up().await;
     }
 }

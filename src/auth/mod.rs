@@ -98,8 +98,8 @@ impl Auth {
         self.policy.may_read(caller, dataset)
     }
 
-    /// Fetches the identity provider's keys once, so the first JWT does not wait for them
-    /// and a wrong JWKS URL is logged at startup.
+    /// Fetches the identity provider's keys, so the first JWT does not wait for them and a
+    /// wrong JWKS URL is logged at startup; retries until the provider answers.
     pub async fn warm_up(&self) {
         if let Some(verifier) = &self.jwt {
             verifier.warm_up().await;

@@ -6,7 +6,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use common::{CountingStore, app_with, config, get, local_store, parse_npy};
 use serde_json::Value;

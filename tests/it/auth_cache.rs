@@ -1,11 +1,12 @@
 //! Access control runs before the response cache is consulted (API.md "Access control":
 //! "nothing is served before the caller's access is checked"): a refused request never
-//! even looks the cache up, an allowed one may be answered from it. One test in its own
-//! binary, so the process-wide cache counters it reads move only with its own requests.
+//! even looks the cache up, an allowed one may be answered from it. The test runs alone in a
+//! process of its own (`common::alone`), so the process-wide cache counters it reads move
+//! only with its own requests.
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use axum::http::Method;
 use common::auth::{ARRAY, mint, request, world};
@@ -22,6 +23,9 @@ async fn lookups(app: &axum::Router) -> (u64, u64) {
 
 #[tokio::test]
 async fn refused_requests_never_reach_the_response_cache() {
+    if !common::alone(concat!(module_path!(), "::refused_requests_never_reach_the_response_cache")) {
+        return;
+    }
     let app = world();
     let url = mint(&app, "Bearer alice-key", "/", 600).await;
     let behind = url.trim_end_matches('/');

@@ -8,7 +8,7 @@
 
 #![allow(clippy::unwrap_used, clippy::float_cmp, clippy::many_single_char_names)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -1,6 +1,6 @@
 //! Shared test helpers: build the app over fixture stores, drive it in-process, and read
 //! `.npy` files independently of the server's own encoder.
-#![allow(dead_code, clippy::unwrap_used)]
+#![allow(clippy::unwrap_used)]
 
 pub mod auth;
 pub mod conformance;
@@ -520,4 +520,28 @@ pub async fn upload_to_s3(dir: &Path, prefix: &str) -> Store {
     .await
     .unwrap();
     store
+}
+
+/// Whether the calling test should run its body here: `true` in a child process of this
+/// test binary started for that one test (`--exact`), where no other test shares the
+/// process; in the parent (every other test alongside) it starts that child, fails when the
+/// child fails, and returns `false`. For tests that read process-wide counters exactly or
+/// install a global log subscriber. `test` is the test's path in the binary, e.g.
+/// `concat!(module_path!(), "::my_test")`.
+pub fn alone(test: &str) -> bool {
+    const VAR: &str = "ZARRD_TEST_ALONE";
+    // `it::auth_cache::x` → `auth_cache::x`, as the harness names it.
+    let name = test.split_once("::").map_or(test, |(_, rest)| rest);
+    if std::env::var(VAR).is_ok_and(|v| v == name) {
+        return true;
+    }
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", name, "--include-ignored", "--nocapture", "--test-threads=1"])
+        .env(VAR, name)
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{name}, alone in its process, failed:\n{text}");
+    assert!(text.contains("1 passed"), "{name} did not run in its process:\n{text}");
+    false
 }

@@ -9,7 +9,7 @@
 
 #![allow(clippy::unwrap_used)] // test helpers panic on broken fixtures by design
 
-mod common;
+use crate::common;
 
 use common::conformance::{
     SETS, TEXT_SETS, assert_same_bits, check_all_arrays, check_set, encode_s, read_npy, set_dir,

@@ -7,7 +7,7 @@
 
 #![allow(clippy::unwrap_used)] // test helpers panic on broken fixtures by design
 
-mod common;
+use crate::common;
 
 use axum::Router;
 use base64::Engine as _;

@@ -12,7 +12,7 @@
 
 #![allow(clippy::unwrap_used, clippy::float_cmp)]
 
-mod common;
+use crate::common;
 
 use common::{Npy, get};
 use serde_json::Value;

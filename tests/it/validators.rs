@@ -7,7 +7,7 @@
 
 #![allow(clippy::unwrap_used)] // test helpers panic on broken fixtures by design
 
-mod common;
+use crate::common;
 
 use common::{app_with, config, conformance_app, conformance_dir, get, get_with, local_store};
 

@@ -6,7 +6,7 @@
 //! real socket with curl, which fails (exit 18) on a body cut short.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::io::Read;
 use std::path::Path;

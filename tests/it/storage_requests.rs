@@ -2,7 +2,7 @@
 
 #![allow(clippy::unwrap_used)] // test helpers panic on broken fixtures by design
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

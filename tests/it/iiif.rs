@@ -8,7 +8,7 @@
 
 #![allow(clippy::unwrap_used, clippy::many_single_char_names, clippy::float_cmp)] // pixel arithmetic reads best as x, y, w, h; fills are exact values
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -7,7 +7,7 @@
 
 #![allow(clippy::unwrap_used, clippy::float_cmp)] // expected values are exact
 
-mod common;
+use crate::common;
 
 use std::io::Read;
 use std::path::PathBuf;

@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used)] // test helpers panic on broken fixtures by design
 
-mod common;
+use crate::common;
 
 use common::{app_with, config, get, local_store};
 use zarrd::catalog::open_store;

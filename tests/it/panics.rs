@@ -4,11 +4,12 @@
 //! with a problem document when no header was sent yet (else the connection is cut, so
 //! the client never takes a short body for a whole one).
 //!
-//! In a binary of its own: the other test binaries fail on any panic of the server
-//! (`common::assert_no_panics`), which these injected ones would trip.
+//! Alone in a process of its own (`common::alone`): the other tests fail on any panic of
+//! the server (`common::assert_no_panics`), which these injected ones would trip, and this
+//! one installs a global log subscriber and reads the panic counter from zero.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -88,6 +89,9 @@ fn panics_metric(text: &str) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn injected_panics_are_counted_logged_and_answered() {
+    if !common::alone(concat!(module_path!(), "::injected_panics_are_counted_logged_and_answered")) {
+        return;
+    }
     let logs = Logs::default();
     let writer = logs.clone();
     let subscriber = tracing_subscriber::fmt().json().with_writer(move || writer.clone()).finish();

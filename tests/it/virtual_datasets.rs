@@ -8,7 +8,7 @@
 
 #![allow(clippy::unwrap_used)] // test helpers panic on broken fixtures by design
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::sync::Arc;

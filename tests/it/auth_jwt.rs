@@ -8,7 +8,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -269,6 +269,59 @@ async fn a_provider_never_reached_makes_jwts_unverifiable_not_accepted() {
     // API keys do not depend on the provider.
     let reply = request(&app, Method::GET, "/v1/datasets", &[("authorization", "Bearer alice-key")], "").await;
     assert_eq!(reply.status, 200);
+}
+
+/// A provider that answers only after zarrd started (a pod up before its network or its
+/// identity provider): the warm-up keeps trying at a backoff of at most a few seconds, not
+/// once a minute, and once a set is held the once-a-minute limit on refetches is back.
+#[tokio::test]
+async fn a_late_provider_is_used_within_seconds_of_answering() {
+    let idp = provider("jwks.json").await;
+    let document = idp.document.lock().unwrap().take();
+    let jwks = Arc::new(Jwks::new(&idp.url, Duration::from_mins(1)));
+    let warm = tokio::spawn({
+        let jwks = Arc::clone(&jwks);
+        async move { jwks.warm_up().await }
+    });
+    tokio::time::sleep(Duration::from_millis(1700)).await;
+    assert_eq!(jwks.candidates(Some("rsa-1"), Algorithm::RS256).await.err(), Some(Denied::KeysUnavailable));
+    let while_down = idp.fetches.load(Ordering::SeqCst);
+    assert!(while_down >= 3, "retried while the provider was down: {while_down} fetches in 1.7 s");
+    *idp.document.lock().unwrap() = document;
+    tokio::time::timeout(Duration::from_secs(5), warm)
+        .await
+        .expect("the keys are held within 5 s of the provider answering")
+        .unwrap();
+    assert_eq!(jwks.candidates(Some("rsa-1"), Algorithm::RS256).await.unwrap().len(), 1);
+    let held = idp.fetches.load(Ordering::SeqCst);
+    for _ in 0..3 {
+        assert_eq!(jwks.candidates(Some("nope"), Algorithm::RS256).await.err(), Some(Denied::UnknownSigner));
+    }
+    assert_eq!(idp.fetches.load(Ordering::SeqCst), held, "an unknown kid right after a fetch waits for the interval");
+}
+
+/// The same through HTTP, without the warm-up: a JWT that arrives while the provider is
+/// down is a 503, and one that arrives a few seconds after it answers is verified.
+#[tokio::test]
+async fn a_jwt_works_within_seconds_of_a_late_provider() {
+    let idp = provider("jwks.json").await;
+    let document = idp.document.lock().unwrap().take();
+    let app = world(&idp);
+    let alice = format!("Bearer {}", sign(Algorithm::RS256, "rsa-1", &rsa(), &claims("alice", |_| {})));
+    let headers = [("authorization", alice.as_str())];
+    let ask = || request(&app, Method::GET, "/v1/datasets/lab", &headers, "");
+    ask().await.assert_problem(503);
+    *idp.document.lock().unwrap() = document;
+    let answered = std::time::Instant::now();
+    loop {
+        let reply = ask().await;
+        if reply.status == 200 {
+            break;
+        }
+        assert_eq!(reply.status, 503, "{}", reply.describe());
+        assert!(answered.elapsed() < Duration::from_secs(5), "still 503 five seconds after the provider answered");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 #[tokio::test]

@@ -7,7 +7,7 @@
 
 #![allow(clippy::unwrap_used)] // test helpers panic on broken fixtures by design
 
-mod common;
+use crate::common;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
