@@ -14,6 +14,7 @@ use zarrd_core::store::contained::ContainedFs;
 use zarrd_core::store::icechunk::{Location, Repo};
 use zarrd_core::store::refs::targets::{Opener, Targets, prefix_url};
 use zarrd_core::store::refs::{Format, RefStore};
+use zarrd_core::store::unranged::Unranged;
 use zarrd_core::store::zip::ZipFs;
 
 /// Opens the store behind a dataset URL: a local path, `file://`, or any URL
@@ -202,6 +203,10 @@ pub fn open_url(
         // A zipped dataset, read in place; its members are the dataset's objects.
         let zipped = ZipFs::new(Arc::from(store), archive, (!inner.is_empty()).then_some(inner));
         return Ok(Store::new(Arc::new(zipped), Path::default()));
+    }
+    if matches!(parsed.scheme(), "http" | "https") {
+        // A plain web server may ignore `Range` (Python's http.server does).
+        return Ok(Store::new(Arc::new(Unranged::new(store)), root));
     }
     Ok(Store::new(Arc::from(store), root))
 }

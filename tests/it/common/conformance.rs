@@ -401,12 +401,18 @@ pub async fn check_text_inner_chunks(app: &Router, set: &str, path: &str, want: 
 /// routes where the set asks for them.
 pub async fn check_set(store: zarrd_core::store::Store, set: &str) {
     let app = super::app_with(vec![("conf", store)], super::config(""));
-    if TEXT_SETS.contains(&set) {
-        check_text_arrays(&app, set).await;
-    } else {
-        check_all_arrays(&app, set).await;
-    }
+    check_reads(&app, set).await;
     if ROUTE_SETS.contains(&set) {
         check_routes(&app, set).await;
+    }
+}
+
+/// Every array of `set` (served as dataset `conf`) read in every format and for many
+/// selections.
+pub async fn check_reads(app: &Router, set: &str) {
+    if TEXT_SETS.contains(&set) {
+        check_text_arrays(app, set).await;
+    } else {
+        check_all_arrays(app, set).await;
     }
 }

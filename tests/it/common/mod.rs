@@ -545,3 +545,36 @@ pub fn alone(test: &str) -> bool {
     assert!(text.contains("1 passed"), "{name} did not run in its process:\n{text}");
     false
 }
+
+/// `python3 -m http.server` over a directory, on a free loopback port: an HTTP origin that
+/// answers a ranged GET with the whole object. Stopped when dropped.
+pub struct PythonHttpServer {
+    pub url: String,
+    child: std::process::Child,
+}
+
+impl PythonHttpServer {
+    pub fn start(dir: &Path) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = std::process::Command::new("python3")
+            .args(["-m", "http.server", &port.to_string(), "--bind", "127.0.0.1", "--directory"])
+            .arg(dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("python3 is installed");
+        let started = std::time::Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(started.elapsed() < std::time::Duration::from_secs(10), "http.server did not start");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        Self { url: format!("http://127.0.0.1:{port}"), child }
+    }
+}
+
+impl Drop for PythonHttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

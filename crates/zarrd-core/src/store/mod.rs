@@ -10,6 +10,7 @@ pub mod contained;
 pub mod icechunk;
 pub mod refs;
 pub mod unopened;
+pub mod unranged;
 pub mod zip;
 
 use std::ops::Range;
