@@ -16,7 +16,7 @@ use zarrd::config::{Config, Overrides};
 /// mimalloc instead of glibc's malloc: per-request buffers (a 256 KiB tile, 2 MiB bands)
 /// are reused from thread-local pages instead of being trimmed back to the kernel with
 /// `madvise` and faulted in again on the next request, which was ≈ 10 % of a cold tile's
-/// CPU (BENCHMARKS.md, "Close to the hardware").
+/// CPU (`docs/performance.md`, "Close to the hardware").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

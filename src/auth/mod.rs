@@ -1,4 +1,4 @@
-//! Access control (API.md "Access control"), with no HTTP in it: who the caller is
+//! Access control (`docs/access-control.md`), with no HTTP in it: who the caller is
 //! (`api_keys`: SHA-256 digests compared in constant time; `jwt` over `jwks`: `OpenID
 //! Connect` tokens, RS256 and ES256 only), which datasets they may read (`policy`), and
 //! capability tokens for clients that cannot send headers (`capability`: HMAC-SHA256,

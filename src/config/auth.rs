@@ -1,6 +1,7 @@
-//! The `[auth]` section (API.md "Access control"): API keys by the SHA-256 digest of the
-//! key, an `OpenID Connect` provider's JWKS, and the signing key of capability URLs, which is
-//! read from the environment (never from a file that might be committed or shown).
+//! The `[auth]` section (`docs/access-control.md` "Configuration"): API keys by the SHA-256
+//! digest of the key, an `OpenID Connect` provider's JWKS, and the signing key of capability
+//! URLs, which is read from the environment (never from a file that might be committed or
+//! shown).
 
 use std::sync::Arc;
 

@@ -27,7 +27,7 @@ pub struct DatasetConfig {
     /// `zarrd overviews`. IIIF reduced sizes of the array read its levels.
     #[serde(default)]
     pub overviews: BTreeMap<String, String>,
-    /// Who may read the dataset (API.md "Access control"): caller names and groups. Absent:
+    /// Who may read the dataset (`docs/access-control.md`): caller names and groups. Absent:
     /// public.
     #[serde(default)]
     pub read: Option<Vec<String>>,

@@ -191,8 +191,8 @@ impl Default for StorageConfig {
     }
 }
 
-/// How the compatibility views (`/compat`) size their chunks for the network (API.md
-/// "Compatibility views"; the rule is `compat::view_chunk_shape`).
+/// How the compatibility views (`/compat`) size their chunks for the network
+/// (`docs/clients.md` "View chunks"; the rule is `compat::view_chunk_shape`).
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct CompatConfig {

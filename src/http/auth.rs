@@ -1,4 +1,4 @@
-//! Access control at the HTTP edge (API.md "Access control"), in one layer in front of the
+//! Access control at the HTTP edge (`docs/access-control.md`), in one layer in front of the
 //! response cache and every route, so no route can forget it:
 //!
 //! 1. Before routing, [`rewrite`] turns `/t/TOKEN/REST` into `/REST` and remembers the token

@@ -5,7 +5,8 @@ use std::fmt::Write as _;
 use crate::error::{Error, Result};
 use zarrd_core::zarr::data_type::DataType;
 
-/// The data formats of API.md, with their media types.
+/// The formats of decoded data (`docs/api.md` "Slices"; `format` in `openapi.yaml`), with
+/// their media types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     Npy,

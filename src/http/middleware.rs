@@ -1,4 +1,4 @@
-//! Cross-cutting HTTP behaviour (API.md "Cross-cutting"), outermost first:
+//! Cross-cutting HTTP behaviour (`docs/api.md` "HTTP behaviour"), outermost first:
 //! request ids, structured access logs and metrics; CORS; access control (`auth`: before
 //! any cache and every route, inside CORS so that its refusals carry CORS headers and
 //! preflights pass); validators of finished answers (`conditional::validators`: weak tags

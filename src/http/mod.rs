@@ -28,7 +28,7 @@ pub use state::AppState;
 use axum::Router;
 use axum::routing::{get, post};
 
-/// The zarrd router with all routes of API.md and the cross-cutting layers.
+/// The zarrd router with all routes of `openapi.yaml` and the cross-cutting layers.
 pub fn app(state: AppState) -> Router {
     zarrd_core::ops::metrics::handle();
     // From here a panic anywhere is counted and logged once, with its request id.

@@ -5,9 +5,9 @@
 //! handler's extractor). Cloning must then write nothing that other cores also write:
 //! with the fields cloned one by one (each moka cache is several reference counts) the
 //! clones and drops were over half of the CPU of a cached tile on 8 cores, every core
-//! bouncing the same cache lines (BENCHMARKS.md "Every core"). So a clone is one count,
-//! and each server thread has a handle of its own ([`AppState::for_thread`]), whose count
-//! only that thread touches.
+//! bouncing the same cache lines (`docs/performance.md` "Every core"). So a clone is one
+//! count, and each server thread has a handle of its own ([`AppState::for_thread`]), whose
+//! count only that thread touches.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;

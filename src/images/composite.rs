@@ -1,5 +1,6 @@
-//! Colour images of microscopy data (API.md "Bioimaging images"): channels composited in
-//! their OME `omero` colours and windows, and label images in their `image-label` colours.
+//! Colour images of microscopy data (`docs/ome-zarr.md`, "Images, not just arrays" and
+//! "Labels"): channels composited in their OME `omero` colours and windows, and label images
+//! in their `image-label` colours.
 //!
 //! Composite: each active channel's value `v` becomes `t = clamp((v - start) / (end -
 //! start), 0, 1)`; the pixel is the sum of `t × colour` over the channels, clipped to

@@ -21,7 +21,7 @@ pub async fn show(
     Ok(json_response(&describe(&path, &array.meta), &state.config.http.cache_control))
 }
 
-/// The array-info document of API.md.
+/// The array-info document (`ArrayInfo` in `openapi.yaml`).
 pub fn describe(path: &str, meta: &ArrayMetadata) -> Value {
     let doc = &meta.document;
     let sharding = meta.sharding().map(|s| {

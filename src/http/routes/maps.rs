@@ -1,5 +1,5 @@
 //! `GET /maps/{identifier}/tilejson.json` and `GET /maps/{identifier}/{z}/{x}/{y}.{png|jpg|npy}`:
-//! Web Mercator tiles of an array on a latitude/longitude grid (API.md "Map tiles"), for
+//! Web Mercator tiles of an array on a latitude/longitude grid (`docs/maps.md`), for
 //! `MapLibre`, `OpenLayers`, `Leaflet` and deck.gl. `identifier` as for IIIF; `colormap`,
 //! `vmin`, `vmax` as for IIIF (PNG / JPEG); `npy` gives the values (float32, NaN: no data).
 

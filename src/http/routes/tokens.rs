@@ -1,7 +1,7 @@
-//! `POST /v1/tokens`: mints a capability URL (API.md "Access control") for the caller's
-//! own rights under a path prefix, for clients that cannot send headers. Only a caller who
-//! sent an API key or a JWT may mint; a capability URL cannot mint another (it would
-//! outlive itself).
+//! `POST /v1/tokens`: mints a capability URL (`docs/access-control.md` "Capability URLs")
+//! for the caller's own rights under a path prefix, for clients that cannot send headers.
+//! Only a caller who sent an API key or a JWT may mint; a capability URL cannot mint another
+//! (it would outlive itself).
 
 use axum::Extension;
 use axum::body::Bytes;

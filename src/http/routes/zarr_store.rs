@@ -32,7 +32,7 @@ pub async fn get(
     }
     match serve(&dataset.store, &state.catalog.budget, &key, &headers, method == Method::HEAD).await {
         // A collection's root has no metadata of its own: it is an empty group holding the
-        // Zarr roots below it (API.md "Bioimaging images").
+        // Zarr roots below it (`docs/ome-zarr.md` "Collections").
         Err(Error::NotFound(detail)) if matches!(key.as_str(), "zarr.json" | ".zgroup" | ".zattrs") => {
             if !state.catalog.is_collection(dataset).await? {
                 return Err(Error::NotFound(detail));

@@ -1,4 +1,4 @@
-//! Web Mercator tile geometry over a latitude/longitude grid (API.md "Map tiles"), pure:
+//! Web Mercator tile geometry over a latitude/longitude grid (`docs/maps.md`), pure:
 //! which grid cell each pixel of a tile shows, the grid's bounds and zooms for `TileJSON`.
 //!
 //! A tile is 256 × 256 pixels of EPSG:3857 (<https://wiki.openstreetmap.org/wiki/Slippy_map_tilenames>);
@@ -12,7 +12,7 @@
 
 /// Pixels on a tile's side.
 pub const TILE: usize = 256;
-/// The deepest zoom served (API.md: z > 24 is a 400).
+/// The deepest zoom served (z > 24 is a 400: `docs/maps.md`, `openapi.yaml`).
 pub const MAX_ZOOM: u8 = 24;
 /// The latitude of Web Mercator's top edge, `atan(sinh(π))` in degrees.
 pub const MAX_LATITUDE: f64 = 85.051_128_779_806_6;

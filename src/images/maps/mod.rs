@@ -1,4 +1,4 @@
-//! Web-map tiles (API.md "Map tiles"): Web Mercator 256 × 256 tiles and `TileJSON` of any
+//! Web-map tiles (`docs/maps.md`): Web Mercator 256 × 256 tiles and `TileJSON` of any
 //! array on a latitude/longitude grid, for `MapLibre`, `OpenLayers`, `Leaflet` and deck.gl.
 //!
 //! [`geometry`] is the pure tile geometry (pixel → cell, bounds, zooms), [`source`] finds

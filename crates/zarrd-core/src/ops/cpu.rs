@@ -3,9 +3,9 @@
 //! One hop: the task is pushed to rayon and the awaiting request is woken when it is done.
 //! `spawn_blocking` would add a second one whenever the work fans out with rayon (a
 //! blocking-pool thread waits on a latch while rayon works), and each hop is a futex wake
-//! and a context switch — measurable next to a 250 µs tile decode (BENCHMARKS.md). Work
-//! started here that uses rayon's parallel iterators joins the pool's work stealing
-//! instead of blocking a thread.
+//! and a context switch — measurable next to a 250 µs tile decode (`docs/performance.md`
+//! "Close to the hardware"). Work started here that uses rayon's parallel iterators joins
+//! the pool's work stealing instead of blocking a thread.
 
 use std::panic::AssertUnwindSafe;
 

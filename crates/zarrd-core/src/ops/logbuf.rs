@@ -5,14 +5,15 @@
 //! A request's access-log line then costs a copy under a lock no other request thread
 //! takes. With a writer thread woken per line (what `tracing_appender::non_blocking` does)
 //! each line also cost a thread wake-up and a `write` system call — about a tenth of the
-//! CPU of serving a cached tile (BENCHMARKS.md). One buffer behind one mutex for every
-//! thread was the next cost as cores grew: every request on every core took the same lock
-//! (and the same cache line), so the buffer is sharded — each thread writes to its own
-//! shard, and the writer thread collects them all. Lines of one thread stay in order;
-//! within a batch, lines of different threads are grouped by thread (each line carries
-//! its own timestamp). Logging never blocks a request: when the output does not keep up
-//! (a stuck pipe) and a shard holds its part of [`MAX_BUFFERED`] bytes, further lines are
-//! dropped, and how many is reported in the output once it moves again.
+//! CPU of serving a cached tile (`docs/performance.md` "Close to the hardware"). One buffer
+//! behind one mutex for every thread was the next cost as cores grew: every request on
+//! every core took the same lock (and the same cache line; "Every core"), so the buffer is
+//! sharded — each thread writes to its own shard, and the writer thread collects them all.
+//! Lines of one thread stay in order; within a batch, lines of different threads are
+//! grouped by thread (each line carries its own timestamp). Logging never blocks a request:
+//! when the output does not keep up (a stuck pipe) and a shard holds its part of
+//! [`MAX_BUFFERED`] bytes, further lines are dropped, and how many is reported in the
+//! output once it moves again.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -1,6 +1,7 @@
-//! Prometheus metrics (API.md "Health and operations"): those every request updates are
-//! counted per thread (`tally`), the rest recorded through the `metrics` facade and
-//! rendered by `metrics-exporter-prometheus`; [`render`] gives both for `GET /metrics`.
+//! Prometheus metrics (`docs/api.md` "Operations: probes, metrics, logs"): those every
+//! request updates are counted per thread (`tally`), the rest recorded through the
+//! `metrics` facade and rendered by `metrics-exporter-prometheus`; [`render`] gives both
+//! for `GET /metrics`.
 
 use std::sync::OnceLock;
 

@@ -1,11 +1,11 @@
-//! No panic goes unseen (API.md "Cross-cutting"). A panic is a bug; wherever it happens —
-//! a handler, a response body being sent, a decode on the CPU pool, a background task — the
-//! process-wide hook installed here counts it in `zarrd_panics_total` and logs it once, at
-//! ERROR with target `zarrd::panic`, inside the span that was current: the request's span
-//! (request id, method, target, route) for handlers and bodies, which the CPU pool and the
-//! read path's band tasks carry along. The places that catch panics (the handler layer, the
-//! response body, `cpu::run`) only turn them into a 500 or an aborted body: they never log
-//! them again.
+//! No panic goes unseen (`docs/api.md` "Operations: probes, metrics, logs"). A panic is a
+//! bug; wherever it happens — a handler, a response body being sent, a decode on the CPU
+//! pool, a background task — the process-wide hook installed here counts it in
+//! `zarrd_panics_total` and logs it once, at ERROR with target `zarrd::panic`, inside the
+//! span that was current: the request's span (request id, method, target, route) for
+//! handlers and bodies, which the CPU pool and the read path's band tasks carry along. The
+//! places that catch panics (the handler layer, the response body, `cpu::run`) only turn
+//! them into a 500 or an aborted body: they never log them again.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};

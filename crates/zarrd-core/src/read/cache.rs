@@ -3,7 +3,8 @@
 //!
 //! Each holds its moka cache behind one `Arc`: a reader is made for every request and
 //! clones these handles, and a moka cache's own clone bumps several shared counts (its
-//! inner state and its channels), which all cores then write (BENCHMARKS.md "Every core").
+//! inner state and its channels), which all cores then write (`docs/performance.md`,
+//! "Every core").
 //!
 //! "This object does not exist" is remembered only briefly (`cache.missing_ttl_secs`): a
 //! transient 404 from storage, or a chunk a writer adds to a live dataset, must not be

@@ -38,7 +38,8 @@ pub(super) struct DecodeJob {
 /// A single chunk of at most this many decoded bytes, with a chain that decodes at
 /// hundreds of MB/s ([`CodecChain::decodes_fast`]), is decoded on the async task: at most
 /// about a quarter of a millisecond, less than the two thread wake-ups of handing it to
-/// rayon and back cost a cold tile in CPU and latency (BENCHMARKS.md).
+/// rayon and back cost a cold tile in CPU and latency (`docs/performance.md`, "Close to
+/// the hardware").
 pub(super) const INLINE_DECODE_MAX: usize = 256 << 10;
 
 /// Whether a chunk of `shape` encoded with `chain` is decoded on the async task

@@ -1,4 +1,5 @@
-//! What can go wrong reading an array, and how each failure becomes a problem document.
+//! What can go wrong reading an array. The status each failure is answered with is the
+//! server's business (`src/error/core.rs`), not the core's.
 
 use std::sync::Arc;
 

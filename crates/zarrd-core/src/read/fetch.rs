@@ -4,7 +4,7 @@
 //! chunks a read needs by one coalesced range read with If-Match (so a rewritten shard is
 //! never mixed with its old index), or, for a few chunks of a hot tile, one at a time
 //! through the cache. Every byte read is reserved from the memory budget first. Inner-chunk
-//! reads of one shard by concurrent requests are merged (`read/coalesce`).
+//! reads of one shard by concurrent requests are merged (`store/coalesce`).
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -250,7 +250,7 @@ impl ArrayReader {
 
     /// Reads inner-chunk ranges of the shard at `key`, merged with concurrent requests'
     /// reads of the same version of it that arrive within the coalescing window (when on;
-    /// `read/coalesce`). Each caller gets exactly its ranges' bytes, which it has reserved.
+    /// `store/coalesce`). Each caller gets exactly its ranges' bytes, which it has reserved.
     async fn read_inner(&self, key: &str, index: &ShardIndex, ranges: &[Range<u64>]) -> Result<Vec<Bytes>, ReadError> {
         if !self.coalescer.enabled() {
             return self.read_ranges(key, index.e_tag.as_deref(), ranges).await;

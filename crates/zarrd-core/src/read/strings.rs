@@ -2,11 +2,12 @@
 //! `variable_length_bytes` ones (v3 `vlen-bytes`, v2 `|O` + `VLenBytes`): elements are kept
 //! as bytes (for text, UTF-8 checked when decoded).
 //!
-//! Text has no fixed element size, so it does not go through the fixed-size engine of
-//! `read.rs`: the read-grid chunks a selection touches are located one by one (through the
-//! cached shard indexes for sharded arrays), decoded into their framed bytes plus element
-//! spans, and the selected elements copied into the output in C order. Missing chunks,
-//! missing shards and empty inner chunks give the fill value (zarr-python's is `""`).
+//! Text has no fixed element size, so it does not go through the fixed-size engine (`plan`
+//! → `fetch` → `decode` → `assemble`): the read-grid chunks a selection touches are located
+//! one by one (through the cached shard indexes for sharded arrays), decoded into their
+//! framed bytes plus element spans, and the selected elements copied into the output in C
+//! order. Missing chunks, missing shards and empty inner chunks give the fill value
+//! (zarr-python's is `""`).
 //!
 //! Memory: nothing says how much text a chunk holds before it is decoded, so every chunk
 //! reserves from the budget what its compressor records as its decoded size (or, when it
