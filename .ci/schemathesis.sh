@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Contract test: holds openapi.yaml and the server together by fuzzing a running zarrd
 # with schemathesis (property-based requests generated from the spec, every response
-# checked against it), plus a few checks of API.md semantics a schema cannot express.
+# checked against it), plus a few checks of the API's semantics (docs/api.md) that a schema
+# cannot express.
 #
 #   .ci/schemathesis.sh [ZARRD_BINARY]      (default: target/release/zarrd)
 #
@@ -379,7 +380,7 @@ def flatmap_case(context, case):
     return steer().map(apply)
 
 
-# --- checks of API.md semantics that a schema cannot express ------------------------------
+# --- checks of the API's semantics (docs/api.md) that a schema cannot express ------------
 NPY_DESCR = {
     "bool": "|b1", "int8": "|i1", "int16": "<i2", "int32": "<i4", "int64": "<i8",
     "uint8": "|u1", "uint16": "<u2", "uint32": "<u4", "uint64": "<u8",
@@ -447,7 +448,7 @@ def zarrd_body_matches_zarr_headers(ctx, response, case):
 
 
 def _parse_range(value):
-    """The server's reading of a Range header (API.md: one byte range; anything else ignored)."""
+    """The server's reading of a Range header (docs/api.md: one byte range; anything else ignored)."""
     value = value.strip()
     if not value.startswith("bytes="):
         return None
@@ -542,11 +543,11 @@ EOF
 #     here depends on the array addressed (an index beyond a dimension, more selection
 #     items than dimensions, `c` outside the read grid, png of 3-D data, vmin without png,
 #     a cursor from another listing, a result above the size limit are 400/406/413 by
-#     API.md), which OpenAPI cannot express per array;
+#     docs/api.md), which OpenAPI cannot express per array;
 #   use_after_free, ensure_resource_availability: need operations that create or delete
 #     resources (the API is read-only);
 #   ignored_auth, object_level_authorization: the server under test has no API keys or
-#     JWTs configured (access control has its own tests: tests/auth*.rs);
+#     JWTs configured (access control has its own tests: tests/it/auth*.rs);
 #   missing_required_header: no operation has a required header.
 # The phases are examples (the spec's examples), coverage (boundary and invalid values of
 # every parameter, undocumented methods) and fuzzing; stateful needs links, which a

@@ -251,7 +251,7 @@ async fn unsupported_features_are_422_naming_them() {
             json!([{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "zfp", "configuration": {}}]),
             "zfp",
         ),
-        // `string` is served (with `vlen-utf8`, see tests/strings.rs); variable-length bytes are not.
+        // `string` is served (with `vlen-utf8`, see tests/it/strings.rs); variable-length bytes are not.
         ("data_type", json!({"name": "raw_bytes", "configuration": {"length_bytes": 8}}), "raw_bytes"),
         ("chunk_grid", json!({"name": "hexagonal", "configuration": {}}), "hexagonal"),
         ("chunk_key_encoding", json!({"name": "suffix", "configuration": {"suffix": ".tif"}}), "suffix"),

@@ -1,4 +1,4 @@
-//! Access control over HTTP (API.md "Access control"): the matrix of callers (anonymous,
+//! Access control over HTTP (`docs/access-control.md`): the matrix of callers (anonymous,
 //! API keys with and without rights, by name and by group, capability URLs) × every route
 //! that names a dataset × public and private datasets; a refused private dataset answers
 //! exactly what an unknown one does; bad credentials are 401 with `WWW-Authenticate:

@@ -1,8 +1,8 @@
-//! Access control runs before the response cache is consulted (API.md "Access control":
-//! "nothing is served before the caller's access is checked"): a refused request never
-//! even looks the cache up, an allowed one may be answered from it. The test runs alone in a
-//! process of its own (`common::alone`), so the process-wide cache counters it reads move
-//! only with its own requests.
+//! Access control runs before the response cache is consulted (`docs/access-control.md`
+//! "What callers see": zarrd's caches "only ever answer a request after its caller's access
+//! is checked"): a refused request never even looks the cache up, an allowed one may be
+//! answered from it. The test runs alone in a process of its own (`common::alone`), so the
+//! process-wide cache counters it reads move only with its own requests.
 
 #![allow(clippy::unwrap_used)]
 

@@ -1,4 +1,4 @@
-//! `OpenID Connect` JWTs (API.md "Access control"), with the provider's JWKS served over real
+//! `OpenID Connect` JWTs (`docs/access-control.md` "JWTs"), with the provider's JWKS served over real
 //! HTTP on loopback: RS256 and ES256 tokens name their caller (`sub`) and groups; every
 //! forgery is a 401 (expired, not yet valid, wrong audience or issuer, unknown signer,
 //! altered payload, `alg: none`, HS256 signed with the public key or with a symmetric key

@@ -1,4 +1,4 @@
-//! Capability URLs (API.md "Access control"): `POST /v1/tokens` mints them for a caller
+//! Capability URLs (`docs/access-control.md` "Capability URLs"): `POST /v1/tokens` mints them for a caller
 //! who sent a credential; `/t/TOKEN/...` serves the owner's rights with no header inside
 //! the prefix, 404 outside it, 401 once expired or altered; redirects and IIIF tile URLs
 //! stay behind the token; and every refusal is counted and logged once, without the

@@ -1,5 +1,5 @@
-//! Every byte to every browser (API.md "Cross-cutting": a body is the same bytes under
-//! every `Accept-Encoding` and is never cut off). Every route family, with a small and a
+//! Every byte to every browser (`docs/api.md` "HTTP behaviour": a body is the same bytes
+//! under every `Accept-Encoding` and is never cut off). Every route family, with a small and a
 //! large body where the family has one, under each content coding, the header browsers
 //! send, q-values and `*`: the decoded body must equal the identity body byte for byte,
 //! and the coding chosen must be one the client accepts. Run in-process (tower) and over a

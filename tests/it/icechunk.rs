@@ -223,7 +223,7 @@ async fn a_branch_moves_within_ref_ttl_and_a_snapshot_never_does() {
 
 #[tokio::test]
 async fn a_private_versioned_dataset_is_private_at_every_version() {
-    // alice's key is `alice-key` (its digest as in tests/common/auth.rs).
+    // alice's key is `alice-key` (its digest as in tests/it/common/auth.rs).
     let repo = fixtures().join("icechunk/native.icechunk");
     let text = format!(
         "listen = \"127.0.0.1:0\"\n[[auth.api_keys]]\nname = \"alice\"\nsha256 = \"72ee9d4355ccb9d3a4c9dbf37382e38e75c1b1a225b5bd1f729ee91bbda30c20\"\n\

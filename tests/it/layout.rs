@@ -343,7 +343,7 @@ fn cycles(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
     state.out
 }
 
-/// `cargo test layout::print_the_module_graph -- --nocapture` prints the graphs.
+/// `cargo test --test it layout::print_the_module_graph -- --nocapture` prints the graphs.
 #[test]
 fn print_the_module_graph() {
     for src in CRATES {

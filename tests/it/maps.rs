@@ -1,4 +1,4 @@
-//! Web-map tiles (API.md "Map tiles") over the xarray-written fixtures of
+//! Web-map tiles (`docs/maps.md`) over the xarray-written fixtures of
 //! `tests/fixtures/maps` (global 0..360 with descending latitudes, Gaussian latitudes,
 //! a sharded regional grid with `_FillValue`, a grid across the antimeridian with an int16
 //! fill): every tile equals the one `make_maps_fixtures.py` computed from the formulas in

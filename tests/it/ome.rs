@@ -2,7 +2,7 @@
 //! and 5-D; levels at `s0` and at `scale0/image`; labels; a plate; a bioformats2raw
 //! layout), from `tests/fixtures/ome` (`make_ome_fixtures.py`). Expected values are
 //! zarr-python's reads; expected tiles are computed by that script from the composite and
-//! label formulas of API.md, never from zarrd's output.
+//! label formulas of `docs/ome-zarr.md`, never from zarrd's output.
 
 #![allow(clippy::unwrap_used)]
 

@@ -225,7 +225,7 @@ fn id() -> String {
 
 #[tokio::test]
 async fn reduced_tiles_read_the_configured_pyramid_not_the_full_resolution() {
-    // The limit that makes the reduced request 413 without overviews (see tests/iiif.rs),
+    // The limit that makes the reduced request 413 without overviews (see tests/it/iiif.rs),
     // and no decoded-chunk cache, so every chunk needed is a storage request.
     let (app, source, levels) =
         app_with_overviews("[limits]\nmax_chunks_per_request = 4\n[cache]\nchunk_bytes = 0").await;

@@ -1,8 +1,8 @@
-//! No panic goes unseen (API.md "Cross-cutting"): a panic injected into a handler, into a
-//! response body after its headers were sent, and into a decode on the CPU pool is counted
-//! in `zarrd_panics_total`, logged once with the request id and route, and answered 500
-//! with a problem document when no header was sent yet (else the connection is cut, so
-//! the client never takes a short body for a whole one).
+//! No panic goes unseen (`docs/api.md` "Operations: probes, metrics, logs"): a panic
+//! injected into a handler, into a response body after its headers were sent, and into a
+//! decode on the CPU pool is counted in `zarrd_panics_total`, logged once with the request
+//! id and route, and answered 500 with a problem document when no header was sent yet (else
+//! the connection is cut, so the client never takes a short body for a whole one).
 //!
 //! Alone in a process of its own (`common::alone`): the other tests fail on any panic of
 //! the server (`common::assert_no_panics`), which these injected ones would trip, and this

@@ -1,7 +1,7 @@
 //! String arrays when the stored bytes are wrong or the result is too large: every failure
 //! is a problem document (502 naming the chunk, 413 giving the sizes), never a panic, and
 //! no length read from storage is trusted before it is checked against the bytes present.
-//! The values themselves are checked against zarr-python's in tests/conformance.rs.
+//! The values themselves are checked against zarr-python's in `tests/it/conformance.rs`.
 
 #![allow(clippy::unwrap_used)] // test helpers panic on broken fixtures by design
 
@@ -121,5 +121,5 @@ async fn text_formats_and_parameters() {
     let all = get(&app, "/v1/slice/s/words_1d_zstd?format=json").await;
     let text = String::from_utf8(all.body.to_vec()).unwrap();
     assert!(!text.bytes().any(|b| b < 0x20), "control characters are escaped");
-    // (Their values are compared with zarr-python's in tests/conformance.rs.)
+    // (Their values are compared with zarr-python's in tests/it/conformance.rs.)
 }

@@ -20,7 +20,8 @@ group `groups/a/b` (values compared with its expected .npy) and the sample's `cl
 `terrain` groups (variables and sizes; `terrain/elevation` compared with zarr-python reading
 data/sample.zarr from disk). zarr-python's `members()` over /zarr (listing, no consolidated
 metadata) must see the sample's tree. The HTTP requests each way of opening the sample makes
-are counted (aiohttp trace hooks) and printed for BENCHMARKS.md.
+are counted (aiohttp trace hooks) and printed for docs/performance.md ("Compatibility views:
+requests to open and to read").
 
 Prints "compat-clients: N passed, N failed" and exits 1 on any failure.
 """
@@ -241,7 +242,7 @@ def main() -> int:
     return 1 if failures else 0
 
 
-# View chunks are sized for the network (API.md "Compatibility views"; zarrd's defaults).
+# View chunks are sized for the network (docs/clients.md "View chunks"; zarrd's defaults).
 MIN_CHUNK_BYTES = 256 * 1024
 CHUNK_BYTES = 1024 * 1024
 # Metadata documents a client may read before the chunks (zarr.json, or .zarray, .zattrs,

@@ -1,7 +1,8 @@
 //! The conformance checks, shared by the tests that serve the fixture sets from different
-//! stores (`tests/conformance.rs`: local files, memory, S3, HTTP; `tests/zip.rs`: zipped):
-//! every array read through the HTTP API, in every format and for many selections,
-//! compared with the expected `.npy` values, and the other routes over the same arrays.
+//! stores (`tests/it/conformance.rs`: local files, memory, S3, HTTP; `tests/it/zip.rs`:
+//! zipped): every array read through the HTTP API, in every format and for many
+//! selections, compared with the expected `.npy` values, and the other routes over the
+//! same arrays.
 
 use axum::Router;
 use serde_json::Value;

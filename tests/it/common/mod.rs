@@ -145,8 +145,8 @@ pub async fn send(app: &Router, uri: &str, headers: &[(&str, &str)]) -> Reply {
 
 /// Fails the test when the server under test panicked anywhere (a handler, a body, the CPU
 /// pool, a background task), even where the panic was turned into a 500 or a cut body.
-/// The tests' own failed assertions (in `tests/`) are not the server's. Tests that inject
-/// panics live in their own binary (`tests/panics.rs`).
+/// The tests' own failed assertions (in `tests/`) are not the server's. The test that
+/// injects panics runs alone in a child process (`tests/it/panics.rs`, [`alone`]).
 pub fn assert_no_panics() {
     let server: Vec<String> =
         zarrd_core::ops::panics::recent().into_iter().filter(|p| !p.starts_with("tests/")).collect();

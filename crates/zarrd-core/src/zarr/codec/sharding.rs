@@ -349,7 +349,7 @@ pub(crate) mod tests {
         assert!(c.chunks_per_shard(&[4, 3]).is_err());
     }
 
-    // Found by tests/properties.rs: the index size of huge shards overflowed (a panic in
+    // Found by tests/it/properties.rs: the index size of huge shards overflowed (a panic in
     // debug builds, a wrapped size in release ones).
     #[test]
     fn huge_shard_indexes_are_errors_not_overflows() {
