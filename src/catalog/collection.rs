@@ -1,4 +1,4 @@
-//! Collections (API.md "Bioimaging images"): a dataset whose root is not itself a Zarr
+//! Collections (docs/ome-zarr.md "Collections"): a dataset whose root is not itself a Zarr
 //! node but holds Zarr roots (`*.zarr`, `*.ome.zarr`) at most two levels down is served as
 //! if its root were a group holding them; and what the tree says about OME-Zarr groups
 //! (images, labels, HCS plates and wells, bioformats2raw layouts), so a person can find
@@ -7,7 +7,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::error::Result;
-use zarrd_core::store::Store;
+use zarrd_core::store::{Store, StoreError};
 use zarrd_core::zarr::ome;
 
 /// Folders looked at per level when looking for Zarr roots below a dataset root.
@@ -18,7 +18,7 @@ fn is_zarr_name(name: &str) -> bool {
     last.len() > 5 && last.to_ascii_lowercase().ends_with(".zarr")
 }
 
-async fn is_root(store: &Store, dir: &str) -> Result<bool> {
+async fn is_root(store: &Store, dir: &str) -> Result<bool, StoreError> {
     for doc in ["zarr.json", ".zgroup", ".zarray"] {
         if store.head(&format!("{dir}/{doc}")).await?.is_some() {
             return Ok(true);
@@ -29,7 +29,7 @@ async fn is_root(store: &Store, dir: &str) -> Result<bool> {
 
 /// Whether the root of a dataset's `store` (which has no metadata of its own) holds a Zarr
 /// root named `*.zarr` one or two levels down.
-pub(super) async fn holds_roots(store: &Store) -> Result<bool> {
+pub(super) async fn holds_roots(store: &Store) -> Result<bool, StoreError> {
     let Ok(children) = store.list_dirs("").await else { return Ok(false) };
     for child in children.iter().filter(|c| is_zarr_name(c)).take(MAX_PROBED) {
         if is_root(store, child).await? {

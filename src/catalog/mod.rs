@@ -4,6 +4,7 @@
 //! mix v2 and v3 nodes.
 
 mod collection;
+mod error;
 pub mod health;
 mod nodes;
 mod open;
@@ -23,6 +24,7 @@ use serde_json::{Value, json};
 use crate::compat::{ViewNode, ViewTree, view_chunk_shape};
 use crate::config::{Config, ConfigError};
 use crate::error::{Error, Result};
+pub use error::{NodeError, NodeKind};
 use nodes::{describe, describe_doc};
 use zarrd_core::ops::budget::MemoryBudget;
 use zarrd_core::read::ArrayReader;
@@ -199,12 +201,17 @@ impl Catalog {
     /// The parsed metadata of the node at `path` ("" for the dataset root): its
     /// `zarr.json`, else its Zarr v2 documents.
     pub async fn node(&self, ds: &Dataset, path: &str) -> Result<Node> {
+        self.find(ds, path).await.map_err(|e| Error::from(e.as_ref()))
+    }
+
+    /// [`Self::node`], failing with what went wrong in the catalog's terms.
+    pub async fn find(&self, ds: &Dataset, path: &str) -> Result<Node, Arc<NodeError>> {
         let key = metadata_key(path)?;
         let cache_key = (Arc::clone(&ds.name), key.clone());
         self.metadata
             .try_get_with(cache_key, async {
                 if let Some(bytes) = ds.store.get(&key).await? {
-                    return Node::parse(&bytes).map_err(|e| metadata_error(&key, e));
+                    return Node::parse(&bytes).map_err(|e| NodeError::metadata(&key, NodeKind::named_in(&bytes), e));
                 }
                 if let Some(node) = v2_node(ds, path).await? {
                     return Ok(node);
@@ -216,7 +223,6 @@ impl Catalog {
                 Err(not_found(&ds.name, path))
             })
             .await
-            .map_err(Arc::unwrap_or_clone)
     }
 
     /// Whether the dataset is a collection: its root has no metadata of its own but holds
@@ -277,9 +283,9 @@ impl Catalog {
                 // The tree's nodes are usually cached already (listing them read them); the
                 // rest are read 16 at a time.
                 let paths: Vec<String> = nodes.iter().filter_map(|n| n["path"].as_str().map(str::to_owned)).collect();
-                let found: Vec<(String, Result<Node>)> = futures::stream::iter(paths)
+                let found: Vec<(String, Result<Node, Arc<NodeError>>)> = futures::stream::iter(paths)
                     .map(|path| async move {
-                        let node = Box::pin(self.node(ds, &path)).await;
+                        let node = Box::pin(self.find(ds, &path)).await;
                         (path, node)
                     })
                     .buffered(16)
@@ -294,9 +300,10 @@ impl Catalog {
                             tree.insert(path, ViewNode::Array { meta, chunk_shape });
                         }
                         Ok(Node::Group(group)) => tree.insert(path, ViewNode::Group(group.attributes.clone())),
-                        // Nodes zarrd cannot serve are left out of the views.
-                        Err(Error::NotFound(_) | Error::Unsupported(_) | Error::Corrupt(_)) => {}
-                        Err(e) => return Err(e),
+                        // Nodes zarrd cannot serve are left out of the views; storage failures
+                        // fail the view.
+                        Err(e) if e.is_missing() || e.unreadable_kind().is_some() => {}
+                        Err(e) => return Err(Error::from(e.as_ref())),
                     }
                 }
                 tree.name_ome_axes();
@@ -314,7 +321,7 @@ impl Catalog {
         let segments: Vec<&str> = key.split('/').filter(|s| !s.is_empty()).collect();
         for end in 0..=segments.len() {
             let path = segments[..end].join("/");
-            match Box::pin(self.node(ds, &path)).await {
+            match Box::pin(self.find(ds, &path)).await {
                 Ok(Node::Array(meta)) => {
                     let chunk_shape = view_chunk_shape(&meta, ds.compat.get(&path).map(Vec::as_slice), &self.compat);
                     tree.insert(path, ViewNode::Array { meta, chunk_shape });
@@ -322,8 +329,8 @@ impl Catalog {
                     break;
                 }
                 Ok(Node::Group(group)) => tree.insert(path, ViewNode::Group(group.attributes.clone())),
-                Err(Error::NotFound(_) | Error::Unsupported(_) | Error::Corrupt(_)) => {}
-                Err(e) => return Err(e),
+                Err(e) if e.is_missing() || e.unreadable_kind().is_some() => {}
+                Err(e) => return Err(Error::from(e.as_ref())),
             }
         }
         tree.name_ome_axes();
@@ -377,11 +384,12 @@ impl Catalog {
             if candidates.is_empty() || nodes.len() >= MAX_LISTED_NODES || visited >= MAX_LISTED_NODES {
                 break;
             }
-            let found: Vec<(String, Result<Node>)> = futures::stream::iter(std::mem::take(&mut candidates))
-                .map(|path| async move { (path.clone(), self.node(ds, &path).await) })
-                .buffered(16)
-                .collect()
-                .await;
+            let found: Vec<(String, Result<Node, Arc<NodeError>>)> =
+                futures::stream::iter(std::mem::take(&mut candidates))
+                    .map(|path| async move { (path.clone(), self.find(ds, &path).await) })
+                    .buffered(16)
+                    .collect()
+                    .await;
             let mut containers = Vec::new();
             for (path, node) in found {
                 match node {
@@ -394,12 +402,15 @@ impl Catalog {
                     // A directory without zarr.json under a group is not a node, but old
                     // writers left implicit groups, so look inside (chunk directories only
                     // exist under arrays, which are never descended).
-                    Err(Error::NotFound(_)) => containers.push(path),
-                    // A node the server cannot serve is still part of the tree.
-                    Err(Error::Unsupported(_) | Error::Corrupt(_)) => {
-                        nodes.push(json!({"path": path, "node_type": "array"}));
-                    }
-                    Err(e) => return Err(e),
+                    Err(e) if e.is_missing() => containers.push(path),
+                    // A node the server cannot serve is still part of the tree, as what its
+                    // document says it is; one whose kind cannot be told is left out.
+                    Err(e) => match e.unreadable_kind() {
+                        Some(Some(kind)) => nodes.push(json!({"path": path, "node_type": kind.name()})),
+                        Some(None) => tracing::warn!(dataset = %ds.name, %path, error = %e, "unreadable node left out"),
+                        // Storage failed: the listing fails (never "absent").
+                        None => return Err(Error::from(e.as_ref())),
+                    },
                 }
                 if nodes.len() >= MAX_LISTED_NODES {
                     return Ok(());
@@ -416,20 +427,23 @@ impl Catalog {
 /// A Zarr v2 node: `.zarray` or `.zgroup`, with `.zattrs` (fetched alongside, since both
 /// kinds need it); at the root, a group's consolidated `.zmetadata` too. `None` when the
 /// path holds neither document.
-async fn v2_node(ds: &Dataset, path: &str) -> Result<Option<Node>> {
+async fn v2_node(ds: &Dataset, path: &str) -> Result<Option<Node>, NodeError> {
     let key = |name: &str| if path.is_empty() { name.to_owned() } else { format!("{path}/{name}") };
     let (zarray_key, zgroup_key, zattrs_key) = (key(v2::ZARRAY), key(v2::ZGROUP), key(v2::ZATTRS));
     let (zarray, zattrs) = futures::try_join!(ds.store.get(&zarray_key), ds.store.get(&zattrs_key))?;
     if let Some(zarray) = zarray {
-        let meta = v2::parse_array(&zarray, zattrs.as_deref()).map_err(|e| metadata_error(&zarray_key, e))?;
+        let meta = v2::parse_array(&zarray, zattrs.as_deref())
+            .map_err(|e| NodeError::metadata(&zarray_key, Some(NodeKind::Array), e))?;
         return Ok(Some(Node::Array(Arc::new(meta))));
     }
     let Some(zgroup) = ds.store.get(&zgroup_key).await? else { return Ok(None) };
-    let mut group = v2::parse_group(&zgroup, zattrs.as_deref()).map_err(|e| metadata_error(&zgroup_key, e))?;
+    let mut group = v2::parse_group(&zgroup, zattrs.as_deref())
+        .map_err(|e| NodeError::metadata(&zgroup_key, Some(NodeKind::Group), e))?;
     if path.is_empty()
         && let Some(zmetadata) = ds.store.get(v2::ZMETADATA).await?
     {
-        let (summaries, nodes) = v2::consolidated(&zmetadata).map_err(|e| metadata_error(v2::ZMETADATA, e))?;
+        let (summaries, nodes) =
+            v2::consolidated(&zmetadata).map_err(|e| NodeError::metadata(v2::ZMETADATA, Some(NodeKind::Group), e))?;
         group.consolidated = Some(summaries);
         group.consolidated_nodes = nodes;
     }
@@ -440,35 +454,23 @@ fn join(parent: &str, name: &str) -> String {
     if parent.is_empty() { name.to_owned() } else { format!("{parent}/{name}") }
 }
 
-fn not_found(dataset: &str, path: &str) -> Error {
+fn not_found(dataset: &Arc<str>, path: &str) -> NodeError {
     if path.is_empty() {
-        Error::NotFound(format!("dataset `{dataset}` has no zarr.json (nor Zarr v2 .zgroup or .zarray) at its root"))
+        NodeError::NoRoot { dataset: Arc::clone(dataset) }
     } else {
-        Error::NotFound(format!("no array or group `{path}` in dataset `{dataset}`"))
+        NodeError::Missing { dataset: Arc::clone(dataset), path: path.to_owned() }
     }
 }
 
 /// The key of a node's `zarr.json`, rejecting paths with empty, `.` or `..` segments.
-fn metadata_key(path: &str) -> Result<String> {
+fn metadata_key(path: &str) -> Result<String, Arc<NodeError>> {
     if path.is_empty() {
         return Ok("zarr.json".to_owned());
     }
     if path.split('/').any(|p| p.is_empty() || p == "." || p == "..") {
-        return Err(Error::NotFound(format!(
-            "`{path}` is not a valid node path (segments must be non-empty and not `.` or `..`)"
-        )));
+        return Err(Arc::new(NodeError::InvalidPath(path.to_owned())));
     }
     Ok(format!("{path}/zarr.json"))
-}
-
-/// Metadata that cannot be served: unsupported features are 422, broken documents 502.
-fn metadata_error(key: &str, e: zarrd_core::zarr::json::MetadataError) -> Error {
-    match e {
-        zarrd_core::zarr::json::MetadataError::Unsupported(what) => {
-            Error::Unsupported(format!("`{key}` uses an unsupported feature: {what}"))
-        }
-        other => Error::Corrupt(format!("stored metadata `{key}` is invalid: {other}")),
-    }
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use zarrd_core::store::contained::ContainedFs;
 use zarrd_core::store::icechunk::{Location, Repo};
 use zarrd_core::store::refs::targets::{Opener, Targets, prefix_url};
 use zarrd_core::store::refs::{Format, RefStore};
-use zarrd_core::store::unranged::Unranged;
+use zarrd_core::store::web_origin::WebOrigin;
 use zarrd_core::store::zip::ZipFs;
 
 /// Opens the store behind a dataset URL: a local path, `file://`, or any URL
@@ -205,8 +205,8 @@ pub fn open_url(
         return Ok(Store::new(Arc::new(zipped), Path::default()));
     }
     if matches!(parsed.scheme(), "http" | "https") {
-        // A plain web server may ignore `Range` (Python's http.server does).
-        return Ok(Store::new(Arc::new(Unranged::new(store)), root));
+        // A plain web server may neither list nor honour `Range` (Python's http.server).
+        return Ok(Store::web(WebOrigin::new(Arc::from(store)), root));
     }
     Ok(Store::new(Arc::from(store), root))
 }

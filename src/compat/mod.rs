@@ -7,8 +7,8 @@
 //! decode it, and it is zarr-python's default chain (`bytes` + `zstd`), so most stored chunks
 //! are already what the view declares and are served as they are, without re-encoding.
 //!
-//! The view chunk shape ([`view_chunk_shape`]) is sized for the network (API.md
-//! "Compatibility views"): a client reading a whole array makes about `⌈bytes ÷ chunk_bytes⌉`
+//! The view chunk shape ([`view_chunk_shape`]) is sized for the network (docs/clients.md
+//! "View chunks"): a client reading a whole array makes about `⌈bytes ÷ chunk_bytes⌉`
 //! requests, never one per tiny stored chunk.
 //! - The read grid (the innermost chunks of a sharded array, the stored chunks otherwise) is
 //!   kept when it is regular and its chunks hold at least `compat.min_chunk_bytes` decoded:

@@ -438,3 +438,53 @@ async fn zarr_v2_info_tree_and_errors() {
     let problem = get(&app, "/v1/slice/conf/grid/u1_lz4?s=0,0").await.assert_problem(502);
     assert!(problem["detail"].as_str().unwrap().contains("grid/u1_lz4/0.0"), "{problem}");
 }
+
+/// A node the server cannot serve stays in the tree as what its document says it is: an
+/// unreadable group is a group (not an array), an array with an unsupported codec an array,
+/// a v2 `.zgroup` that does not parse a group; a document whose kind cannot be told at all
+/// is left out rather than guessed.
+#[tokio::test]
+async fn unreadable_nodes_are_listed_as_what_they_are() {
+    let mem = Arc::new(InMemory::new());
+    let put = |key: &str, body: &str| {
+        let (mem, key, body) = (Arc::clone(&mem), Path::from(key), body.to_owned());
+        async move { mem.put(&key, body.into()).await.unwrap() }
+    };
+    put("zarr.json", r#"{"zarr_format": 3, "node_type": "group", "attributes": {}}"#).await;
+    put("broken_group/zarr.json", r#"{"zarr_format": 3, "node_type": "group", "attributes": 7}"#).await;
+    put("future_group/zarr.json", r#"{"zarr_format": 4, "node_type": "group"}"#).await;
+    put("v2_group/.zgroup", r#"{"zarr_format": 2, "extra": "#).await;
+    put(
+        "odd_array/zarr.json",
+        r#"{"zarr_format": 3, "node_type": "array", "shape": [4], "data_type": "float32",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "no-such-codec"}]}"#,
+    )
+    .await;
+    put("garbage/zarr.json", "{not json").await;
+    let store = zarrd_core::store::Store::new(mem, Path::default());
+    let app = app_with(vec![("odd", store)], config(""));
+    let tree = get(&app, "/v1/datasets/odd").await;
+    assert_eq!(tree.status, 200, "{}", tree.describe());
+    let kinds: std::collections::BTreeMap<String, String> = tree.json()["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["path"].as_str().unwrap().to_owned(), n["node_type"].as_str().unwrap().to_owned()))
+        .collect();
+    let want: std::collections::BTreeMap<String, String> = [
+        ("", "group"),
+        ("broken_group", "group"),
+        ("future_group", "group"),
+        ("v2_group", "group"),
+        ("odd_array", "array"),
+    ]
+    .into_iter()
+    .map(|(p, k)| (p.to_owned(), k.to_owned()))
+    .collect();
+    assert_eq!(kinds, want);
+    // Each is still refused with its reason when asked for.
+    get(&app, "/v1/arrays/odd/odd_array").await.assert_problem(422);
+    get(&app, "/v1/arrays/odd/garbage").await.assert_problem(502);
+}

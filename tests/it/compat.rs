@@ -384,10 +384,9 @@ async fn directory_urls_list_their_entries() {
 #[tokio::test]
 async fn views_over_a_store_that_cannot_list() {
     let dir = common::conformance_dir();
-    let (store, _) = common::memory_store_handle(&dir.join("data.zarr")).await;
-    let counting = common::CountingStore::new(store.backend());
-    counting.no_listing.store(true, std::sync::atomic::Ordering::SeqCst);
-    let store = zarrd_core::store::Store::new(counting, object_store::path::Path::default());
+    let counting = unlisting().await;
+    let origin = zarrd_core::store::web_origin::WebOrigin::new(counting);
+    let store = zarrd_core::store::Store::web(origin, object_store::path::Path::default());
     let app = common::app_with(vec![("conf", store)], common::config(""));
     for path in ["regular/f4_zstd_partial", "rectilinear/u1_months_3d", "sharded/u4_nested"] {
         let want = expected(&dir, path);
@@ -399,6 +398,35 @@ async fn views_over_a_store_that_cannot_list() {
     assert!(root.json().get("consolidated_metadata").is_none(), "an incomplete tree claims no subtree");
     get(&app, "/compat/v2/conf/.zmetadata").await.assert_problem(404);
     assert_eq!(get(&app, "/compat/v2/conf/.zgroup").await.status, 200);
+}
+
+/// The conformance store in memory, its listings failing.
+async fn unlisting() -> std::sync::Arc<common::CountingStore> {
+    let (store, _) = common::memory_store_handle(&common::conformance_dir().join("data.zarr")).await;
+    let counting = common::CountingStore::new(store.backend());
+    counting.no_listing.store(true, std::sync::atomic::Ordering::SeqCst);
+    counting
+}
+
+/// A listing that fails on a store that lists (object storage, not a plain web server) is a
+/// storage failure: the views answer it as one (502) instead of serving a partial tree as
+/// if the store could not list.
+#[tokio::test]
+async fn a_failed_listing_is_a_storage_failure_not_a_store_that_cannot_list() {
+    let counting = unlisting().await;
+    let store = zarrd_core::store::Store::new(counting.clone(), object_store::path::Path::default());
+    let app = common::app_with(vec![("conf", store)], common::config(""));
+    get(&app, "/compat/v3/conf/zarr.json").await.assert_problem(502);
+    get(&app, "/compat/v2/conf/regular/f4_zstd_partial/.zarray").await.assert_problem(502);
+    // Once the store lists again, the views are whole.
+    counting.no_listing.store(false, std::sync::atomic::Ordering::SeqCst);
+    let app = common::app_with(
+        vec![("conf", zarrd_core::store::Store::new(counting, object_store::path::Path::default()))],
+        common::config(""),
+    );
+    let root = get(&app, "/compat/v3/conf/zarr.json").await;
+    assert_eq!(root.status, 200, "{}", root.describe());
+    assert!(root.json().get("consolidated_metadata").is_some());
 }
 
 /// `datasets.NAME.compat` sets an array's view chunk shape.

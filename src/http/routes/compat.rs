@@ -63,10 +63,11 @@ async fn serve(
     let dataset = &state.catalog.dataset(ds).await?;
     let tree = match Box::pin(state.catalog.view_tree(dataset)).await {
         Ok(tree) => tree,
-        // The store cannot list and has no consolidated metadata: serve what the key itself
-        // leads to (documents and chunks of the nodes along it), without subtrees.
-        Err(Error::Storage(detail)) => {
-            tracing::debug!(%detail, "no view tree; serving the nodes along the key");
+        // The store refused to list (a plain web server) and has no consolidated metadata:
+        // serve what the key itself leads to (documents and chunks of the nodes along it),
+        // without subtrees. Any other failure (a transient one too) is the answer.
+        Err(e) if dataset.store.cannot_list() => {
+            tracing::debug!(error = %e, "no view tree; serving the nodes along the key");
             Arc::new(Box::pin(state.catalog.partial_view_tree(dataset, key)).await?)
         }
         Err(e) => return Err(e),

@@ -10,7 +10,7 @@ pub mod contained;
 pub mod icechunk;
 pub mod refs;
 pub mod unopened;
-pub mod unranged;
+pub mod web_origin;
 pub mod zip;
 
 use std::ops::Range;
@@ -117,6 +117,8 @@ pub struct Store {
     /// Whether requests are counted as storage requests here; a store whose objects are
     /// made of other stores' bytes (a reference set) counts the requests those make instead.
     counted: bool,
+    /// The same store when it is a plain web server, for what it found out about itself.
+    web: Option<Arc<web_origin::WebOrigin>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -127,13 +129,25 @@ impl std::fmt::Debug for Store {
 
 impl Store {
     pub fn new(inner: Arc<dyn ObjectStore>, root: Path) -> Self {
-        Self { inner, root, counted: true }
+        Self { inner, root, counted: true, web: None }
+    }
+
+    /// A store over a plain web server (which may neither list nor honour `Range`).
+    pub fn web(origin: web_origin::WebOrigin, root: Path) -> Self {
+        let origin = Arc::new(origin);
+        Self { inner: Arc::clone(&origin) as Arc<dyn ObjectStore>, root, counted: true, web: Some(origin) }
+    }
+
+    /// Whether the store refused to list (a plain web server without WebDAV): then there
+    /// is no tree to be had by listing, and only the keys asked for can be served.
+    pub fn cannot_list(&self) -> bool {
+        self.web.as_ref().is_some_and(|w| w.cannot_list())
     }
 
     /// A store whose objects are read from other (counted) stores: its own requests are
     /// not storage requests.
     pub fn uncounted(inner: Arc<dyn ObjectStore>) -> Self {
-        Self { inner, root: Path::default(), counted: false }
+        Self { inner, root: Path::default(), counted: false, web: None }
     }
 
     fn count(&self, reason: &'static str) {

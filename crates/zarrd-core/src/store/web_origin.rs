@@ -1,4 +1,12 @@
-//! HTTP origins that ignore `Range`: Python's `http.server` (the way many tutorials serve a
+//! Plain web servers as stores: they may not list (no `WebDAV` `PROPFIND`) and may ignore
+//! `Range`.
+//!
+//! Listing: a refused listing (a status, not a failed connection or a timeout) is
+//! remembered as [`WebOrigin::cannot_list`], so the server can serve what a key leads to
+//! instead of a tree; a transport failure is a storage failure like any other, never read
+//! as "cannot list".
+//!
+//! Ranges: Python's `http.server` (the way many tutorials serve a
 //! local store) and some static hosts answer a ranged GET with the whole object and a 200,
 //! which `object_store` refuses (`NotSupported`, having read none of the body). Over such
 //! an origin this wrapper reads the object whole and keeps only the requested bytes as
@@ -7,6 +15,7 @@
 //! Whole-object reads (`Range` absent) are passed through untouched.
 
 use std::ops::Range;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
@@ -23,15 +32,34 @@ const STORE: &str = "HTTP origin without ranges";
 
 /// An HTTP store whose origin may ignore `Range`.
 #[derive(Debug)]
-pub struct Unranged {
-    inner: Box<dyn ObjectStore>,
+pub struct WebOrigin {
+    inner: Arc<dyn ObjectStore>,
     /// Set once the origin answered a ranged read with the whole object.
     ignores_ranges: AtomicBool,
+    /// Set once the origin refused a listing.
+    cannot_list: AtomicBool,
 }
 
-impl Unranged {
-    pub fn new(inner: Box<dyn ObjectStore>) -> Self {
-        Self { inner, ignores_ranges: AtomicBool::new(false) }
+impl WebOrigin {
+    pub fn new(inner: Arc<dyn ObjectStore>) -> Self {
+        Self { inner, ignores_ranges: AtomicBool::new(false), cannot_list: AtomicBool::new(false) }
+    }
+
+    /// Whether this origin refused a listing (it answered, but not with one).
+    pub fn cannot_list(&self) -> bool {
+        self.cannot_list.load(Ordering::Relaxed)
+    }
+
+    /// Remembers a listing the origin refused: any failure that is not the transport's
+    /// (no connection, a timeout, a broken body), which `object_store` has retried already.
+    fn listed<T>(&self, answer: Result<T>) -> Result<T> {
+        if let Err(e) = &answer
+            && !transport_failure(e)
+            && !self.cannot_list.swap(true, Ordering::Relaxed)
+        {
+            tracing::warn!(origin = %self.inner, error = %e, "the HTTP origin cannot list: trees come from consolidated metadata or the keys asked for");
+        }
+        answer
     }
 
     /// Whether this origin was found to ignore `Range`.
@@ -98,18 +126,31 @@ impl Unranged {
     }
 }
 
+/// Whether `e` is a failure of the transport (found by downcasting its source chain to
+/// `object_store`'s `HttpError`) rather than an answer of the origin.
+fn transport_failure(e: &object_store::Error) -> bool {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(error) = current {
+        if error.downcast_ref::<object_store::client::HttpError>().is_some() {
+            return true;
+        }
+        current = error.source();
+    }
+    false
+}
+
 fn error(message: String) -> object_store::Error {
     object_store::Error::Generic { store: STORE, source: message.into() }
 }
 
-impl std::fmt::Display for Unranged {
+impl std::fmt::Display for WebOrigin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Unranged({})", self.inner)
+        write!(f, "WebOrigin({})", self.inner)
     }
 }
 
 #[async_trait]
-impl ObjectStore for Unranged {
+impl ObjectStore for WebOrigin {
     async fn put_opts(&self, location: &Path, payload: PutPayload, options: PutOptions) -> Result<PutResult> {
         self.inner.put_opts(location, payload, options).await
     }
@@ -166,7 +207,12 @@ impl ObjectStore for Unranged {
     }
 
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
-        self.inner.list_with_delimiter(prefix).await
+        // Asked once: a refused listing is refused at once from then on (`object_store`
+        // retries a 501 for seconds before giving up).
+        if self.cannot_list() {
+            return Err(object_store::Error::NotSupported { source: "this web server cannot list".into() });
+        }
+        self.listed(self.inner.list_with_delimiter(prefix).await)
     }
 
     async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
@@ -227,7 +273,7 @@ mod tests {
         let origin = Ignoring(InMemory::new());
         let data: Vec<u8> = (0..=255).collect();
         origin.put(&Path::from("x"), data.clone().into()).await.unwrap();
-        let store = Unranged::new(Box::new(origin));
+        let store = WebOrigin::new(Arc::new(origin));
         let x = Path::from("x");
         assert!(!store.ignores_ranges());
         let parts = store.get_ranges(&x, &[3..7, 250..256, 5..6, 0..0]).await.unwrap();
@@ -254,7 +300,7 @@ mod tests {
     async fn an_origin_that_honours_ranges_is_read_in_ranges() {
         let origin = InMemory::new();
         origin.put(&Path::from("x"), vec![1u8, 2, 3, 4].into()).await.unwrap();
-        let store = Unranged::new(Box::new(origin));
+        let store = WebOrigin::new(Arc::new(origin));
         let parts = store.get_ranges(&Path::from("x"), &[1..3, 0..1]).await.unwrap();
         assert_eq!(parts, [Bytes::from_static(&[2, 3]), Bytes::from_static(&[1])]);
         assert!(!store.ignores_ranges());
