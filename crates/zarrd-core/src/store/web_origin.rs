@@ -38,11 +38,20 @@ pub struct WebOrigin {
     ignores_ranges: AtomicBool,
     /// Set once the origin refused a listing.
     cannot_list: AtomicBool,
+    /// Set once the origin refused a listing with an error `object_store` retries (a 501
+    /// from Python's `http.server`, retried for seconds): later listings fail at once. A
+    /// "not found" (nginx's 405) costs nothing and is asked again, answering as before.
+    refuse_at_once: AtomicBool,
 }
 
 impl WebOrigin {
     pub fn new(inner: Arc<dyn ObjectStore>) -> Self {
-        Self { inner, ignores_ranges: AtomicBool::new(false), cannot_list: AtomicBool::new(false) }
+        Self {
+            inner,
+            ignores_ranges: AtomicBool::new(false),
+            cannot_list: AtomicBool::new(false),
+            refuse_at_once: AtomicBool::new(false),
+        }
     }
 
     /// Whether this origin refused a listing (it answered, but not with one).
@@ -55,9 +64,13 @@ impl WebOrigin {
     fn listed<T>(&self, answer: Result<T>) -> Result<T> {
         if let Err(e) = &answer
             && !transport_failure(e)
-            && !self.cannot_list.swap(true, Ordering::Relaxed)
         {
-            tracing::warn!(origin = %self.inner, error = %e, "the HTTP origin cannot list: trees come from consolidated metadata or the keys asked for");
+            if !matches!(e, object_store::Error::NotFound { .. }) {
+                self.refuse_at_once.store(true, Ordering::Relaxed);
+            }
+            if !self.cannot_list.swap(true, Ordering::Relaxed) {
+                tracing::warn!(origin = %self.inner, error = %e, "the HTTP origin cannot list: trees come from consolidated metadata or the keys asked for");
+            }
         }
         answer
     }
@@ -207,10 +220,8 @@ impl ObjectStore for WebOrigin {
     }
 
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
-        // Asked once: a refused listing is refused at once from then on (`object_store`
-        // retries a 501 for seconds before giving up).
-        if self.cannot_list() {
-            return Err(object_store::Error::NotSupported { source: "this web server cannot list".into() });
+        if self.refuse_at_once.load(Ordering::Relaxed) {
+            return Err(error("this web server cannot list".to_owned()));
         }
         self.listed(self.inner.list_with_delimiter(prefix).await)
     }
