@@ -18,6 +18,7 @@ mod containment;
 mod corpus;
 mod dtypes;
 mod encodings;
+mod etags;
 mod http;
 mod icechunk;
 mod iiif;
