@@ -28,7 +28,7 @@ pub use error::{NodeError, NodeKind};
 use nodes::{describe, describe_doc};
 use zarrd_core::ops::budget::MemoryBudget;
 use zarrd_core::read::ArrayReader;
-use zarrd_core::read::cache::{ChunkCache, Lifetimes, ObjectKey, ShardIndexCache, VersionCache, ViewChunkCache};
+use zarrd_core::read::cache::{ChunkCache, Lifetimes, ObjectKey, ObjectVersionCache, ShardIndexCache, ViewChunkCache};
 use zarrd_core::store::Store;
 use zarrd_core::store::icechunk::Repo;
 use zarrd_core::store::unopened::Unopened;
@@ -67,7 +67,7 @@ pub struct Catalog {
     /// Encoded chunks of the compatibility views.
     pub view_chunks: ViewChunkCache,
     pub indexes: ShardIndexCache,
-    versions: VersionCache,
+    object_versions: ObjectVersionCache,
     pub chunks: ChunkCache,
     max_chunks: u64,
     /// How view chunks of `/compat` are sized.
@@ -170,7 +170,7 @@ impl Catalog {
                 config.cache.shard_index_bytes,
                 Lifetimes { present: Duration::from_secs(config.cache.shard_index_ttl_secs), missing },
             ),
-            versions: VersionCache::new(1_000_000, lifetimes),
+            object_versions: ObjectVersionCache::new(1_000_000, lifetimes),
             chunks: ChunkCache::new(config.cache.chunk_bytes, lifetimes),
             max_chunks: config.limits.max_chunks_per_request,
             compat: config.compat,
@@ -249,7 +249,7 @@ impl Catalog {
                 path: path.to_owned(),
                 meta,
                 indexes: self.indexes.clone(),
-                versions: self.versions.clone(),
+                object_versions: self.object_versions.clone(),
                 chunks: self.chunks.clone(),
                 max_chunks: self.max_chunks,
                 budget: self.budget.clone(),

@@ -6,11 +6,10 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use zarrd_core::read::cache::MISSING;
 use zarrd_core::read::locate::Located;
 use zarrd_core::read::selection::DimSelection;
 use zarrd_core::read::strings::{decode_chunk, decode_cost};
-use zarrd_core::read::{ArrayReader, ReadError};
+use zarrd_core::read::{ArrayReader, ObjectVersion, ReadError};
 use zarrd_core::zarr::chunk_grid::Dim;
 use zarrd_core::zarr::codec::{ArrayToBytes, BytesToBytes, CodecChain, MAX_DECODED_CHUNK_BYTES, element_count};
 use zarrd_core::zarr::copy::{Region, copy_region, filled};
@@ -42,23 +41,26 @@ fn encode(data: &[u8]) -> Result<Bytes, ReadError> {
 pub struct ViewChunk {
     pub bytes: Bytes,
     /// `(store key, version)` of what was read (with a byte range for inner chunks).
-    pub versions: Vec<(String, String)>,
+    pub object_versions: Vec<(String, ObjectVersion)>,
     /// Whether the stored bytes were served as they are.
     pub passthrough: bool,
 }
 
 /// The stored bytes of read-grid chunk `coords` with their key and version; `None` when
 /// missing or empty.
-async fn located_bytes(reader: &ArrayReader, coords: &[u64]) -> Result<Option<(String, Bytes, String)>, ReadError> {
+async fn located_bytes(
+    reader: &ArrayReader,
+    coords: &[u64],
+) -> Result<Option<(String, Bytes, ObjectVersion)>, ReadError> {
     Ok(match reader.locate(coords).await? {
         Located::Object { key } => {
-            reader.store.get_object(&key).await?.map(|object| (key, object.bytes, object.version))
+            reader.store.get_object(&key).await?.map(|object| (key, object.bytes, object.version.into()))
         }
         Located::MissingShard { .. } | Located::Empty { .. } => None,
         Located::InShard { key, range, e_tag, version } => {
             let mut parts = reader.read_ranges(&key, e_tag.as_deref(), std::slice::from_ref(&range)).await?;
             let version = format!("{version}#{}-{}", range.start, range.end);
-            Some((key, parts.pop().unwrap_or_default(), version))
+            Some((key, parts.pop().unwrap_or_default(), version.into()))
         }
     })
 }
@@ -89,7 +91,8 @@ async fn filled_chunk(reader: &ArrayReader, chunk_shape: &[u64]) -> Result<Optio
     let meta = Arc::clone(&reader.meta);
     let bytes =
         zarrd_core::ops::cpu::run(move || encode(&filled(n, &meta.fill_value))).await.map_err(ReadError::Task)??;
-    Ok(Some(ViewChunk { bytes, versions: vec![(String::new(), MISSING.to_owned())], passthrough: false }))
+    let object_versions = vec![(String::new(), ObjectVersion::Missing)];
+    Ok(Some(ViewChunk { bytes, object_versions, passthrough: false }))
 }
 
 /// Reads view chunk `coords` of `reader`'s array, whose view chunk shape is `chunk_shape`:
@@ -113,9 +116,9 @@ pub async fn view_chunk(
         };
         let Some((key, bytes, version)) = found else { return filled_chunk(reader, chunk_shape).await };
         let chain = reader.read_chain();
-        let versions = vec![(key.clone(), version)];
+        let object_versions = vec![(key.clone(), version)];
         if is_view_encoding(chain, &bytes) {
-            return Ok(Some(ViewChunk { bytes, versions, passthrough: true }));
+            return Ok(Some(ViewChunk { bytes, object_versions, passthrough: true }));
         }
         let decoded_bytes = chunk_shape.iter().product::<u64>() * meta.data_type.size() as u64;
         let _held = reader.budget.reserve(decoded_bytes.saturating_mul(2)).await?;
@@ -128,13 +131,13 @@ pub async fn view_chunk(
         })
         .await
         .map_err(ReadError::Task)??;
-        return Ok(Some(ViewChunk { bytes: encoded, versions, passthrough: false }));
+        return Ok(Some(ViewChunk { bytes: encoded, object_versions, passthrough: false }));
     }
     // Otherwise the view chunk is a region of the array, read like any slice and padded to
     // the full chunk shape with the fill value (regular grids store boundary chunks whole).
     let selection = view_region(coords, chunk_shape, &meta.shape);
     let output = Box::pin(reader.read(&selection, 0, false)).await?;
-    if output.versions.iter().all(|(_, v)| v == MISSING) {
+    if output.object_versions.iter().all(|(_, v)| v.is_missing()) {
         return filled_chunk(reader, chunk_shape).await;
     }
     let Some(data) = output.data.into_bytes() else {
@@ -167,7 +170,7 @@ pub async fn view_chunk(
     })
     .await
     .map_err(ReadError::Task)??;
-    Ok(Some(ViewChunk { bytes: encoded, versions: output.versions, passthrough: false }))
+    Ok(Some(ViewChunk { bytes: encoded, object_versions: output.object_versions, passthrough: false }))
 }
 
 /// The region of an array of `shape` that view chunk `coords` covers, clipped to the array
@@ -243,9 +246,9 @@ async fn text_view_chunk(
         // Text fill values are exact in every JSON reader: a missing chunk is a 404.
         let Some((key, bytes, version)) = found else { return Ok(None) };
         let chain = reader.read_chain();
-        let versions = vec![(key.clone(), version)];
+        let object_versions = vec![(key.clone(), version)];
         if is_text_view_encoding(chain, &bytes) {
-            return Ok(Some(ViewChunk { bytes, versions, passthrough: true }));
+            return Ok(Some(ViewChunk { bytes, object_versions, passthrough: true }));
         }
         let cost = decode_cost(chain, &bytes, n as u64, limit);
         let _held = reader.budget.reserve(cost.reserve.saturating_add(cost.bound as u64 * 2)).await?;
@@ -262,11 +265,11 @@ async fn text_view_chunk(
         })
         .await
         .map_err(|e| ReadError::Task(e.to_string()))??;
-        return Ok(Some(ViewChunk { bytes: encoded, versions, passthrough: false }));
+        return Ok(Some(ViewChunk { bytes: encoded, object_versions, passthrough: false }));
     }
     let selection = view_region(coords, chunk_shape, &reader.meta.shape);
     let output = reader.read_strings(&selection, limit).await?;
-    if output.versions.iter().all(|(_, v)| v == MISSING) {
+    if output.object_versions.iter().all(|(_, v)| v.is_missing()) {
         return Ok(None);
     }
     let clipped: Vec<u64> = selection.iter().map(|s| s.count).collect();
@@ -295,5 +298,5 @@ async fn text_view_chunk(
     })
     .await
     .map_err(|e| ReadError::Task(e.to_string()))??;
-    Ok(Some(ViewChunk { bytes: encoded, versions: output.versions, passthrough: false }))
+    Ok(Some(ViewChunk { bytes: encoded, object_versions: output.object_versions, passthrough: false }))
 }

@@ -139,8 +139,8 @@ async fn chunk(
             }
             let (bytes, passthrough) = match chunk {
                 Some(chunk) => {
-                    for (key, version) in &chunk.versions {
-                        tag.text(key).text(version);
+                    for (key, version) in &chunk.object_versions {
+                        tag.text(key).text(version.as_str());
                     }
                     (Some(chunk.bytes), chunk.passthrough)
                 }

@@ -28,7 +28,7 @@ use crate::images::iiif::grammar::{Identifier, ImageRequest, Quality};
 use crate::images::iiif::source::{Drawing, Image};
 use crate::images::iiif::{self, Rendered, TILE_SIZE};
 use crate::images::render::{Colormap, Style};
-use zarrd_core::read::cache::MISSING;
+use zarrd_core::read::ObjectVersion;
 
 const IMAGE_PARAMS: &[&str] = &["vmin", "vmax", "colormap", "channels", "windows", "colors"];
 const CONTEXT: &str = "http://iiif.io/api/image/3/context.json";
@@ -254,16 +254,16 @@ pub(crate) async fn deliver(
     scheme: &str,
     key: String,
     bytes: Vec<u8>,
-    versions: &[(String, String)],
+    versions: &[(String, ObjectVersion)],
     media_type: &'static str,
     headers: &HeaderMap,
 ) -> Response {
     let mut tag = EtagBuilder::new(scheme);
     tag.text(&key);
     for (k, v) in versions {
-        tag.text(k).text(v);
+        tag.text(k).text(v.as_str());
     }
-    let any_missing = versions.iter().any(|(_, v)| v == MISSING);
+    let any_missing = versions.iter().any(|(_, v)| v.is_missing());
     let rendered = Arc::new(Rendered { bytes: bytes.into(), etag: tag.finish(), media_type });
     if !any_missing {
         state.images.remember(key, Arc::clone(&rendered)).await;

@@ -149,7 +149,7 @@ pub async fn tile(
         _ => (npy(&plane.values), "application/octet-stream"),
     };
     drop(held);
-    Ok(deliver(&state, "maps", key, bytes, &pixels.versions, media_type, &headers).await)
+    Ok(deliver(&state, "maps", key, bytes, &pixels.object_versions, media_type, &headers).await)
 }
 
 /// A 256 × 256 float32 `.npy` (rows north to south), NaN where there is no data.

@@ -14,7 +14,7 @@ use crate::http::extract::{NodePath, Params};
 use crate::http::state::AppState;
 use crate::images::render::Colormap;
 use zarrd_core::read::Decoded;
-use zarrd_core::read::cache::MISSING;
+use zarrd_core::read::ObjectVersion;
 use zarrd_core::read::selection::{DimSelection, Selection, result_shape};
 use zarrd_core::zarr::data_type::DataType;
 use zarrd_core::zarr::metadata::ArrayMetadata;
@@ -41,7 +41,7 @@ pub async fn slice(
     // A revalidation is answered before any chunk is fetched or decoded: from cached
     // versions with no storage request, else from shard indexes or HEADs.
     if headers.contains_key(header::IF_NONE_MATCH) {
-        let versions = array.validation_versions(&selection).await?;
+        let versions = array.validation_object_versions(&selection).await?;
         let etag = etag(&ds, &path, &array.meta, &selection, &render, &versions);
         if not_modified(&headers, &etag) {
             let cache_control = cache_control(&state.config, has_missing(&versions));
@@ -54,8 +54,8 @@ pub async fn slice(
     let reserve = render.reserve(array.meta.data_type, &shape);
     let output = array.read(&selection, reserve, render.streams()).await?;
     held.merge(output.reservation);
-    let etag = etag(&ds, &path, &array.meta, &selection, &render, &output.versions);
-    let cache_control = cache_control(&state.config, has_missing(&output.versions));
+    let etag = etag(&ds, &path, &array.meta, &selection, &render, &output.object_versions);
+    let cache_control = cache_control(&state.config, has_missing(&output.object_versions));
     if not_modified(&headers, &etag) {
         return Ok(unchanged(&etag, &cache_control, varies));
     }
@@ -98,7 +98,7 @@ async fn text_slice(
     render.check_text(array.meta.data_type)?;
     let shape = result_shape(selection);
     if headers.contains_key(header::IF_NONE_MATCH) {
-        let versions = array.validation_versions(selection).await?;
+        let versions = array.validation_object_versions(selection).await?;
         let etag = etag(ds, path, &array.meta, selection, &render, &versions);
         if not_modified(headers, &etag) {
             let cache_control = cache_control(&state.config, has_missing(&versions));
@@ -107,8 +107,8 @@ async fn text_slice(
     }
     let limit = state.config.limits.max_response_bytes;
     let output = array.read_strings(selection, limit).await?;
-    let etag = etag(ds, path, &array.meta, selection, &render, &output.versions);
-    let cache_control = cache_control(&state.config, has_missing(&output.versions));
+    let etag = etag(ds, path, &array.meta, selection, &render, &output.object_versions);
+    let cache_control = cache_control(&state.config, has_missing(&output.object_versions));
     if not_modified(headers, &etag) {
         return Ok(unchanged(&etag, &cache_control, varies));
     }
@@ -343,7 +343,7 @@ fn etag(
     meta: &ArrayMetadata,
     selection: &[DimSelection],
     render: &Render,
-    versions: &[(String, String)],
+    versions: &[(String, ObjectVersion)],
 ) -> String {
     let mut tag = EtagBuilder::new("slice");
     tag.text(ds).text(path).digest(meta.digest);
@@ -352,12 +352,12 @@ fn etag(
         tag.number(d.start).number(d.step).number(d.count).number(u64::from(d.drop));
     }
     for (key, version) in versions {
-        tag.text(key).text(version);
+        tag.text(key).text(version.as_str());
     }
     tag.finish()
 }
 
 /// Whether any object a read touched was missing (read as fill).
-fn has_missing(versions: &[(String, String)]) -> bool {
-    versions.iter().any(|(_, v)| v == MISSING)
+fn has_missing(versions: &[(String, ObjectVersion)]) -> bool {
+    versions.iter().any(|(_, v)| v.is_missing())
 }

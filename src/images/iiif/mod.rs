@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use moka::future::Cache;
+use zarrd_core::read::ObjectVersion;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -135,7 +136,11 @@ pub fn max_scale_log2(width: u64, height: u64) -> u32 {
 /// Renders `request` of `image`: region, reduced + resampled size, rotation, style (a
 /// composite's channels in their colours and windows, labels in theirs), encoded. Returns
 /// the bytes and the versions of the objects read.
-pub async fn render(image: &Image, request: &ImageRequest, style: Style) -> Result<(Vec<u8>, Vec<(String, String)>)> {
+pub async fn render(
+    image: &Image,
+    request: &ImageRequest,
+    style: Style,
+) -> Result<(Vec<u8>, Vec<(String, ObjectVersion)>)> {
     let rect = request.region.resolve(image.width, image.height).map_err(|e| Error::BadRequest(e.0))?;
     let (width, height) = request.size.resolve(rect.w, rect.h).map_err(|e| Error::BadRequest(e.0))?;
     let k = reduction(rect, width, height);
@@ -146,11 +151,11 @@ pub async fn render(image: &Image, request: &ImageRequest, style: Style) -> Resu
         Drawing::Composite { axis, channels } => {
             let mut planes = Vec::with_capacity(channels.len());
             let mut styles = Vec::with_capacity(channels.len());
-            let mut versions = Vec::new();
+            let mut object_versions = Vec::new();
             for c in channels {
                 let pixels = image.channel(*axis, c.index, rect, k).await?;
                 planes.push(pixels.plane);
-                versions.extend(pixels.versions);
+                object_versions.extend(pixels.object_versions);
                 styles.push(ChannelStyle { color: c.color, window: c.window.unwrap_or(Window { lo: 0.0, hi: 0.0 }) });
             }
             let bytes = zarrd_core::ops::cpu::run(move || {
@@ -161,7 +166,7 @@ pub async fn render(image: &Image, request: &ImageRequest, style: Style) -> Resu
             })
             .await
             .map_err(Error::Internal)??;
-            return Ok((bytes, versions));
+            return Ok((bytes, object_versions));
         }
         Drawing::Labels { colors } => {
             let pixels = image.reduced(rect, k).await?;
@@ -172,7 +177,7 @@ pub async fn render(image: &Image, request: &ImageRequest, style: Style) -> Resu
             })
             .await
             .map_err(Error::Internal)??;
-            return Ok((bytes, pixels.versions));
+            return Ok((bytes, pixels.object_versions));
         }
     }
     let pixels = image.reduced(rect, k).await?;
@@ -182,7 +187,7 @@ pub async fn render(image: &Image, request: &ImageRequest, style: Style) -> Resu
     })
     .await
     .map_err(Error::Internal)??;
-    Ok((bytes, pixels.versions))
+    Ok((bytes, pixels.object_versions))
 }
 
 #[cfg(test)]

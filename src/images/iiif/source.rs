@@ -19,7 +19,7 @@ use crate::images::iiif::grammar::{Identifier, Rect};
 use crate::images::iiif::levels;
 use crate::images::render::{Plane, Reducer, Window};
 use zarrd_core::read::selection::DimSelection;
-use zarrd_core::read::{ArrayReader, ReadError};
+use zarrd_core::read::{ArrayReader, ObjectVersion, ReadError};
 use zarrd_core::zarr::ome;
 
 pub use crate::images::iiif::levels::Level;
@@ -74,7 +74,7 @@ pub struct Image {
 /// The pixels of a request and the versions of the objects they were read from.
 pub struct Pixels {
     pub plane: Plane,
-    pub versions: Vec<(String, String)>,
+    pub object_versions: Vec<(String, ObjectVersion)>,
 }
 
 impl Image {
@@ -222,7 +222,7 @@ impl Image {
         };
         let item = reader.meta.data_type.size() as u64;
         let band_rows = ((BAND_BYTES / ((x1 - x0) * item).max(1)) / factor).max(1) * factor;
-        let mut versions = Vec::new();
+        let mut object_versions = Vec::new();
         let mut y = y0;
         while y < y1 {
             let end = (y + band_rows).min(y1);
@@ -231,7 +231,7 @@ impl Image {
                 return Err(Error::Internal("an unstreamed read gave bands".into()));
             };
             reducer.add_rows(y - y0, &data, x1 - x0, reader.meta.data_type, &reader.meta.fill_value);
-            versions.extend(output.versions);
+            object_versions.extend(output.object_versions);
             y = end;
         }
         let mut plane = reducer.finish();
@@ -242,9 +242,9 @@ impl Image {
         if level_log2 == 0 && (plane.width != out_w || plane.height != out_h) {
             plane = fit(&plane, out_w, out_h);
         }
-        versions.sort_unstable();
-        versions.dedup();
-        Ok(Pixels { plane, versions })
+        object_versions.sort_unstable();
+        object_versions.dedup();
+        Ok(Pixels { plane, object_versions })
     }
 
     /// The window from the array's (or its multiscales group's) attributes, if any:

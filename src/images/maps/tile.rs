@@ -19,8 +19,8 @@ use crate::error::{Error, Result};
 use crate::images::iiif::source::Image;
 use crate::images::maps::geometry::{Lookup, TILE};
 use crate::images::render::Plane;
-use zarrd_core::read::ArrayReader;
 use zarrd_core::read::selection::DimSelection;
+use zarrd_core::read::{ArrayReader, ObjectVersion};
 use zarrd_core::zarr::chunk_grid::Dim;
 use zarrd_core::zarr::data_type::element_f64;
 
@@ -33,7 +33,7 @@ const FAN_OUT: usize = 4;
 /// A tile's values (NaN: no data) and the versions of the objects read.
 pub struct TilePixels {
     pub plane: Plane,
-    pub versions: Vec<(String, String)>,
+    pub object_versions: Vec<(String, ObjectVersion)>,
 }
 
 /// The needed indices of one axis, cut into runs, and where each pixel's cell lies.
@@ -126,17 +126,17 @@ pub async fn read(image: &Image, lookup: &Lookup, no_data: &[f64]) -> Result<Til
         .buffer_unordered(FAN_OUT)
         .try_collect()
         .await?;
-    let mut versions = Vec::new();
+    let mut object_versions = Vec::new();
     for (r, c, output) in blocks {
         let Some(data) = output.data.into_bytes() else {
             return Err(Error::Internal("an unstreamed read gave bands".into()));
         };
         gather(reader, &data, (&row_plan, r), (&col_plan, c), no_data, &mut values);
-        versions.extend(output.versions);
+        object_versions.extend(output.object_versions);
     }
-    versions.sort_unstable();
-    versions.dedup();
-    Ok(TilePixels { plane: Plane { width: TILE, height: TILE, values }, versions })
+    object_versions.sort_unstable();
+    object_versions.dedup();
+    Ok(TilePixels { plane: Plane { width: TILE, height: TILE, values }, object_versions })
 }
 
 /// The selection of rows `rows` and columns `cols` of the plane fixed by `indices`.

@@ -17,6 +17,7 @@ use moka::Expiry;
 use moka::future::Cache;
 
 use crate::ops::metrics;
+use crate::read::object_version::ObjectVersion;
 use crate::zarr::codec::ShardIndex;
 
 /// `try_get_with` that counts a hit when another caller (or an earlier request) had
@@ -79,14 +80,11 @@ impl MaybeMissing for Arc<DecodedChunk> {
     }
 }
 
-impl MaybeMissing for Arc<str> {
+impl MaybeMissing for ObjectVersion {
     fn is_missing(&self) -> bool {
-        &**self == MISSING
+        ObjectVersion::is_missing(self)
     }
 }
-
-/// The version recorded for an object that does not exist.
-pub const MISSING: &str = "-";
 
 /// Cache key: (dataset name, store key).
 pub type ObjectKey = (Arc<str>, String);
@@ -143,7 +141,7 @@ impl ShardIndexCache {
 #[derive(Debug)]
 pub struct DecodedChunk {
     pub data: Option<bytes::Bytes>,
-    pub version: String,
+    pub version: ObjectVersion,
 }
 
 /// Decoded chunks for hot tiles, weighed in bytes; capacity 0 turns it off. Concurrent
@@ -159,7 +157,8 @@ impl ChunkCache {
             Cache::builder()
                 .max_capacity(capacity_bytes)
                 .weigher(|k: &ObjectKey, v: &Arc<DecodedChunk>| {
-                    let size = k.1.len() + v.version.len() + v.data.as_ref().map_or(0, bytes::Bytes::len) + 96;
+                    let data = v.data.as_ref().map_or(0, bytes::Bytes::len);
+                    let size = k.1.len() + v.version.as_str().len() + data + 96;
                     u32::try_from(size).unwrap_or(u32::MAX)
                 })
                 .expire_after(lifetimes)
@@ -212,25 +211,25 @@ impl ChunkCache {
     }
 }
 
-/// The last seen version of stored chunk objects ("-" when missing), so a conditional
-/// request can be answered 304 without storage reads. Entries expire with the metadata
-/// TTL (missing ones sooner), bounding how long a rewritten chunk can go unnoticed.
+/// The last seen version of stored chunk objects (or that they were missing), so a
+/// conditional request can be answered 304 without storage reads. Entries expire with the
+/// metadata TTL (missing ones sooner), bounding how long a rewritten chunk can go unnoticed.
 #[derive(Clone)]
-pub struct VersionCache {
-    cache: Arc<Cache<ObjectKey, Arc<str>>>,
+pub struct ObjectVersionCache {
+    cache: Arc<Cache<ObjectKey, ObjectVersion>>,
 }
 
-impl VersionCache {
+impl ObjectVersionCache {
     pub fn new(max_entries: u64, lifetimes: Lifetimes) -> Self {
         Self { cache: Arc::new(Cache::builder().max_capacity(max_entries).expire_after(lifetimes).build()) }
     }
 
-    pub async fn get(&self, key: &ObjectKey) -> Option<Arc<str>> {
+    pub async fn get(&self, key: &ObjectKey) -> Option<ObjectVersion> {
         self.cache.get(key).await
     }
 
-    pub async fn insert(&self, key: ObjectKey, version: &str) {
-        self.cache.insert(key, version.into()).await;
+    pub async fn insert(&self, key: ObjectKey, version: ObjectVersion) {
+        self.cache.insert(key, version).await;
     }
 }
 

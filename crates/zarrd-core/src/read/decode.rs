@@ -9,6 +9,7 @@ use bytes::Bytes;
 use crate::read::cache::{DecodedChunk, ObjectKey};
 use crate::read::error::ReadError;
 use crate::read::indexer::Part;
+use crate::read::object_version::ObjectVersion;
 use crate::zarr::codec::CodecChain;
 use crate::zarr::data_type::DataType;
 use crate::zarr::metadata::ArrayMetadata;
@@ -23,7 +24,7 @@ pub(super) enum Source {
         bytes: Bytes,
         chain: Arc<CodecChain>,
         cache_key: Option<ObjectKey>,
-        version: String,
+        version: ObjectVersion,
     },
 }
 

@@ -14,10 +14,11 @@ use futures::{StreamExt, TryStreamExt};
 use object_store::GetOptions;
 
 use crate::ops::budget::Reservation;
-use crate::read::cache::{CachedIndex, DecodedChunk, MISSING, ObjectKey};
+use crate::read::cache::{CachedIndex, DecodedChunk, ObjectKey};
 use crate::read::decode::{DecodeJob, Source, decode_off_runtime};
 use crate::read::error::ReadError;
 use crate::read::indexer::Part;
+use crate::read::object_version::ObjectVersion;
 use crate::read::plan::{Inner, inner_parts, shard_plan};
 use crate::read::reader::ArrayReader;
 use crate::read::selection::DimSelection;
@@ -30,7 +31,7 @@ pub(super) const FETCH_FAN_OUT: usize = 16;
 /// What one stored chunk or shard contributed: its version and the chunks to decode.
 pub(super) struct Fetch {
     pub(super) key: String,
-    pub(super) version: String,
+    pub(super) version: ObjectVersion,
     pub(super) jobs: Vec<DecodeJob>,
 }
 
@@ -59,16 +60,17 @@ impl ArrayReader {
         if !self.chunks.enabled() {
             let Some(object) = self.get_reserved(&key, ledger).await? else {
                 let job = DecodeJob { key: key.as_str().into(), source: Source::Fill, shape, part };
-                return Ok(Fetch { key, version: MISSING.into(), jobs: vec![job] });
+                return Ok(Fetch { key, version: ObjectVersion::Missing, jobs: vec![job] });
             };
+            let version = ObjectVersion::Present(object.version);
             let source = Source::Encoded {
                 bytes: object.bytes,
                 chain: Arc::clone(chain),
                 cache_key: None,
-                version: object.version.clone(),
+                version: version.clone(),
             };
             let job = DecodeJob { key: key.as_str().into(), source, shape, part };
-            return Ok(Fetch { key, version: object.version, jobs: vec![job] });
+            return Ok(Fetch { key, version, jobs: vec![job] });
         }
         // Cached by key: a rewritten chunk is seen once the entry expires (metadata TTL).
         let cache_key = (Arc::clone(&self.dataset), key.clone());
@@ -76,10 +78,10 @@ impl ArrayReader {
             .chunks
             .get_or_load(cache_key, async {
                 let Some(object) = self.get_reserved(&key, ledger).await? else {
-                    return Ok(Arc::new(DecodedChunk { data: None, version: MISSING.into() }));
+                    return Ok(Arc::new(DecodedChunk { data: None, version: ObjectVersion::Missing }));
                 };
                 let data = decode_off_runtime(&self.meta, &key, object.bytes, Arc::clone(chain), shape.clone()).await?;
-                Ok(Arc::new(DecodedChunk { data: Some(Bytes::from(data)), version: object.version }))
+                Ok(Arc::new(DecodedChunk { data: Some(Bytes::from(data)), version: object.version.into() }))
             })
             .await
             .map_err(ReadError::unshare)?;
@@ -171,9 +173,9 @@ impl ArrayReader {
         let Some(index) = self.shard_index(sharding, &key, &shard_shape).await? else {
             let job =
                 DecodeJob { key: key.as_str().into(), source: Source::Fill, shape: Vec::new(), part: part.clone() };
-            return Ok(Fetch { key, version: MISSING.into(), jobs: vec![job] });
+            return Ok(Fetch { key, version: ObjectVersion::Missing, jobs: vec![job] });
         };
-        let version = index.version.clone();
+        let version = ObjectVersion::Present(index.version.clone());
         let inner = inner_parts(&sharding.chunk_shape, &shard_shape, part, steps)
             .map_err(|e| ReadError::Task(e.to_string()))?;
         let shared_key: Arc<str> = key.as_str().into();
@@ -281,23 +283,29 @@ impl ArrayReader {
         }
     }
 
-    /// The versions a read of `selection` would record, found without reading chunk data:
+    /// The object versions a read of `selection` would record, found without reading chunk data:
     /// from the caches when the objects were seen recently (then with no storage request
     /// at all), else from shard indexes (sharded arrays) or HEAD requests. Lets a
     /// conditional request be answered 304 before any chunk is fetched or decoded.
-    pub async fn validation_versions(&self, selection: &[DimSelection]) -> Result<Vec<(String, String)>, ReadError> {
+    pub async fn validation_object_versions(
+        &self,
+        selection: &[DimSelection],
+    ) -> Result<Vec<(String, ObjectVersion)>, ReadError> {
         if selection.iter().any(|s| s.count == 0) {
             return Ok(Vec::new());
         }
         let walk = self.walk(selection)?;
-        self.versions_of(walk.parts().map(|part| part.coords).collect()).await
+        self.object_versions_of(walk.parts().map(|part| part.coords).collect()).await
     }
 
     /// The versions of the stored chunks (shards) at `coords`, sorted by key, without
     /// reading chunk data: a shard's from its index (cached, or read now), an unsharded
-    /// chunk's from the version cache or a HEAD request.
-    pub(super) async fn versions_of(&self, coords: Vec<Vec<u64>>) -> Result<Vec<(String, String)>, ReadError> {
-        let mut versions: Vec<(String, String)> = futures::stream::iter(coords)
+    /// chunk's from the object-version cache or a HEAD request.
+    pub(super) async fn object_versions_of(
+        &self,
+        coords: Vec<Vec<u64>>,
+    ) -> Result<Vec<(String, ObjectVersion)>, ReadError> {
+        let mut versions: Vec<(String, ObjectVersion)> = futures::stream::iter(coords)
             .map(|coords| async move {
                 let key = self.chunk_key(&coords);
                 let cache_key = (Arc::clone(&self.dataset), key.clone());
@@ -305,17 +313,17 @@ impl ArrayReader {
                     Some(sharding) => {
                         let shard_shape = self.grid().chunk_shape(&coords);
                         match self.shard_index(sharding, &key, &shard_shape).await? {
-                            Some(index) => index.version.clone(),
-                            None => MISSING.to_owned(),
+                            Some(index) => ObjectVersion::Present(index.version.clone()),
+                            None => ObjectVersion::Missing,
                         }
                     }
                     None => {
-                        if let Some(v) = self.versions.get(&cache_key).await {
-                            v.to_string()
+                        if let Some(v) = self.object_versions.get(&cache_key).await {
+                            v
                         } else {
                             let head = self.store.head(&key).await?;
-                            let v = head.map_or_else(|| MISSING.to_owned(), |m| object_version(&m));
-                            self.versions.insert(cache_key, &v).await;
+                            let v = head.map_or(ObjectVersion::Missing, |m| ObjectVersion::Present(object_version(&m)));
+                            self.object_versions.insert(cache_key, v.clone()).await;
                             v
                         }
                     }

@@ -14,6 +14,7 @@ mod fetch;
 pub mod indexer;
 pub mod listing;
 pub mod locate;
+pub mod object_version;
 pub mod plan;
 mod reader;
 pub mod selection;
@@ -25,6 +26,7 @@ use std::sync::Arc;
 use futures::{StreamExt, TryStreamExt};
 
 pub use self::error::ReadError;
+pub use self::object_version::ObjectVersion;
 pub use self::reader::{ArrayReader, Decoded, ReadOutput, STREAM_MIN_BYTES};
 use crate::ops::budget::Reservation;
 use crate::read::assemble::{Assembly, INLINE_COPY_MAX};
@@ -56,7 +58,11 @@ impl ArrayReader {
         let out_bytes = reserve + n as usize * self.meta.data_type.size();
         if n == 0 {
             let reservation = self.budget.reserve(out_bytes as u64).await?;
-            return Ok(ReadOutput { data: Decoded::Whole(vec![0u8; out_bytes]), reservation, versions: Vec::new() });
+            return Ok(ReadOutput {
+                data: Decoded::Whole(vec![0u8; out_bytes]),
+                reservation,
+                object_versions: Vec::new(),
+            });
         }
         let walk = self.walk(selection)?;
         let concurrent_decodes = if self.chunks.enabled() {
@@ -93,17 +99,17 @@ impl ArrayReader {
             .buffer_unordered(FETCH_FAN_OUT)
             .try_collect()
             .await?;
-        let mut versions = Vec::with_capacity(fetched.len());
+        let mut object_versions = Vec::with_capacity(fetched.len());
         let mut jobs = Vec::new();
         for f in fetched {
             if self.meta.sharding().is_none() {
-                self.versions.insert((Arc::clone(&self.dataset), f.key.clone()), &f.version).await;
+                self.object_versions.insert((Arc::clone(&self.dataset), f.key.clone()), f.version.clone()).await;
             }
-            versions.push((f.key, f.version));
+            object_versions.push((f.key, f.version));
             jobs.extend(f.jobs);
         }
         // Fetches complete in any order; validators must not depend on it.
-        versions.sort_unstable();
+        object_versions.sort_unstable();
         reservation.merge(ledger.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner));
         let assembly = Assembly::new(Arc::clone(&self.meta), layout, jobs);
         if streams && assembly.bands.len() > 1 {
@@ -113,7 +119,7 @@ impl ArrayReader {
             let group = Group { assembly, _reservation: Reservation::default() };
             let data =
                 Decoded::Bands(self.stream_bands(futures::stream::once(async { Ok(group) }), reservation, in_flight));
-            return Ok(ReadOutput { data, reservation: Reservation::default(), versions });
+            return Ok(ReadOutput { data, reservation: Reservation::default(), object_versions });
         }
         if assembly.is_single_chunk() {
             let Assembly { meta, mut jobs, .. } = assembly;
@@ -137,7 +143,7 @@ impl ArrayReader {
             if let Some(key) = cache_key {
                 self.chunks.insert(key, chunk).await;
             }
-            return Ok(ReadOutput { data: Decoded::Elements(data), reservation, versions });
+            return Ok(ReadOutput { data: Decoded::Elements(data), reservation, object_versions });
         }
         reservation.merge(self.budget.reserve(out_bytes.saturating_sub(assembly_estimate) as u64).await?);
         // Zeroed memory comes from the allocator untouched; every element is then written
@@ -152,6 +158,6 @@ impl ArrayReader {
         for (chunk, cache_key) in decoded {
             self.chunks.insert(cache_key, chunk).await;
         }
-        Ok(ReadOutput { data: Decoded::Whole(data), reservation, versions })
+        Ok(ReadOutput { data: Decoded::Whole(data), reservation, object_versions })
     }
 }

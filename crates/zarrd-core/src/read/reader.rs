@@ -6,9 +6,10 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::ops::budget::{MemoryBudget, Reservation};
-use crate::read::cache::{ChunkCache, ShardIndexCache, VersionCache};
+use crate::read::cache::{ChunkCache, ObjectVersionCache, ShardIndexCache};
 use crate::read::error::ReadError;
 use crate::read::indexer::Walk;
+use crate::read::object_version::ObjectVersion;
 use crate::read::plan::Layout;
 use crate::read::selection::DimSelection;
 use crate::store::Store;
@@ -26,7 +27,7 @@ pub struct ArrayReader {
     pub meta: Arc<ArrayMetadata>,
     pub indexes: ShardIndexCache,
     /// Versions of unsharded chunk objects seen by earlier reads.
-    pub versions: VersionCache,
+    pub object_versions: ObjectVersionCache,
     /// Decoded chunks (hot tiles).
     pub chunks: ChunkCache,
     pub max_chunks: u64,
@@ -45,9 +46,9 @@ pub struct ReadOutput {
     /// The memory budget held for `data`: keep it until the body is sent (a streamed
     /// body holds its own).
     pub reservation: Reservation,
-    /// `(store key, version)` of every stored chunk or shard touched, missing ones as "-",
+    /// `(store key, version)` of every stored chunk or shard touched (missing ones too),
     /// sorted by key.
-    pub versions: Vec<(String, String)>,
+    pub object_versions: Vec<(String, ObjectVersion)>,
 }
 
 /// Outputs at least this large are streamed band by band when the caller allows it.

@@ -2,6 +2,7 @@
 //! sharded array fetched a row at a time ahead of the band being decoded, so the first
 //! byte leaves after one storage round trip, not all of them.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -12,6 +13,7 @@ use crate::read::assemble::Assembly;
 use crate::read::error::ReadError;
 use crate::read::fetch::{FETCH_FAN_OUT, Fetch, Ledger};
 use crate::read::indexer::{Part, Walk};
+use crate::read::object_version::ObjectVersion;
 use crate::read::plan::{Layout, rows};
 use crate::read::reader::{ArrayReader, Decoded, ReadOutput};
 use crate::zarr::codec::ShardingCodec;
@@ -71,8 +73,8 @@ impl ArrayReader {
         assembly_estimate: usize,
     ) -> Result<ReadOutput, ReadError> {
         let parts: Vec<Part> = walk.parts().collect();
-        let versions = self.versions_of(parts.iter().map(|p| p.coords.clone()).collect()).await?;
-        let expected: Arc<std::collections::HashMap<String, String>> = Arc::new(versions.iter().cloned().collect());
+        let object_versions = self.object_versions_of(parts.iter().map(|p| p.coords.clone()).collect()).await?;
+        let expected: Arc<HashMap<String, ObjectVersion>> = Arc::new(object_versions.iter().cloned().collect());
         let (reader, sharding) = (self.clone(), sharding.clone());
         let groups = futures::stream::iter(rows(parts))
             .map(move |row| {
@@ -86,7 +88,7 @@ impl ArrayReader {
             })
             .buffered(PREFETCH_ROWS);
         let data = Decoded::Bands(self.stream_bands(groups, reservation, in_flight));
-        Ok(ReadOutput { data, reservation: Reservation::default(), versions })
+        Ok(ReadOutput { data, reservation: Reservation::default(), object_versions })
     }
 
     /// Fetches one row of shards for [`Self::read_pipelined`] and cuts it into bands,
@@ -96,7 +98,7 @@ impl ArrayReader {
         sharding: &ShardingCodec,
         row: Vec<Part>,
         layout: Layout,
-        expected: &std::collections::HashMap<String, String>,
+        expected: &HashMap<String, ObjectVersion>,
         in_flight: usize,
         assembly_estimate: usize,
     ) -> Result<Group, ReadError> {

@@ -20,10 +20,10 @@ use std::sync::{Arc, Mutex};
 use futures::{StreamExt, TryStreamExt};
 
 use crate::ops::budget::Reservation;
-use crate::read::cache::MISSING;
 use crate::read::error::ReadError;
 use crate::read::indexer::{Part, Walk};
 use crate::read::locate::Located;
+use crate::read::object_version::ObjectVersion;
 use crate::read::reader::ArrayReader;
 use crate::read::selection::DimSelection;
 use crate::zarr::chunk_grid::ChunkGrid;
@@ -43,8 +43,8 @@ pub struct TextOutput {
     pub elements: Vec<Box<[u8]>>,
     /// The budget held for `elements`; keep it until the body is built.
     pub reservation: Reservation,
-    /// `(store key, version)` of every chunk or shard touched, missing ones as "-", sorted.
-    pub versions: Vec<(String, String)>,
+    /// `(store key, version)` of every chunk or shard touched (missing ones too), sorted.
+    pub object_versions: Vec<(String, ObjectVersion)>,
 }
 
 /// Where selected elements come from and go to: a chunk of `shape` (as declared, with any
@@ -180,7 +180,8 @@ pub fn decode_chunk(
 /// Selected text per request part, from one read-grid chunk.
 struct PartText {
     key: String,
-    version: String,
+    /// `None` for an empty inner chunk: its shard's version is recorded per shard.
+    version: Option<ObjectVersion>,
     /// The budget held for the copied text.
     reservation: Reservation,
 }
@@ -203,7 +204,7 @@ impl ArrayReader {
         }
         let mut reservation = self.budget.reserve(table as u64).await?;
         if n == 0 {
-            return Ok(TextOutput { elements: Vec::new(), reservation, versions: Vec::new() });
+            return Ok(TextOutput { elements: Vec::new(), reservation, object_versions: Vec::new() });
         }
         // Counts both the stored chunks and the read-grid chunks against the limit.
         self.walk(selection)?;
@@ -226,32 +227,32 @@ impl ArrayReader {
             .buffer_unordered(TEXT_FAN_OUT)
             .try_collect()
             .await?;
-        let mut versions = Vec::new();
+        let mut object_versions = Vec::new();
         for p in parts {
             reservation.merge(p.reservation);
-            versions.push((p.key, p.version));
+            object_versions.extend(p.version.map(|version| (p.key, version)));
         }
         if let Some(sharding) = self.meta.sharding() {
             // One version per shard, from its index (cached by the reads just done).
-            versions.clear();
+            object_versions.clear();
             let outer = self.walk(selection)?;
             for part in outer.parts() {
                 let key = self.chunk_key(&part.coords);
                 let shard_shape = self.grid().chunk_shape(&part.coords);
                 let version = match self.shard_index(sharding, &key, &shard_shape).await? {
-                    Some(index) => index.version.clone(),
-                    None => MISSING.to_owned(),
+                    Some(index) => ObjectVersion::Present(index.version.clone()),
+                    None => ObjectVersion::Missing,
                 };
-                versions.push((key, version));
+                object_versions.push((key, version));
             }
         }
-        versions.sort_unstable();
-        versions.dedup();
+        object_versions.sort_unstable();
+        object_versions.dedup();
         let elements = Arc::try_unwrap(out)
             .map_err(|_| ReadError::Task("text output still shared".into()))?
             .into_inner()
             .map_err(|e| ReadError::Task(e.to_string()))?;
-        Ok(TextOutput { elements, reservation, versions })
+        Ok(TextOutput { elements, reservation, object_versions })
     }
 
     /// Fetches, decodes and copies out the selected elements of one read-grid chunk.
@@ -263,15 +264,15 @@ impl ArrayReader {
     ) -> Result<PartText, ReadError> {
         let (key, version, bytes) = match self.locate(&part.coords).await? {
             Located::Object { key } => match self.store.get_object(&key).await? {
-                Some(object) => (key, object.version, Some(object.bytes)),
-                None => (key, MISSING.to_owned(), None),
+                Some(object) => (key, Some(ObjectVersion::Present(object.version)), Some(object.bytes)),
+                None => (key, Some(ObjectVersion::Missing), None),
             },
-            Located::MissingShard { key } => (key, MISSING.to_owned(), None),
+            Located::MissingShard { key } => (key, Some(ObjectVersion::Missing), None),
             // The shard's version is recorded per shard by the caller.
-            Located::Empty { key } => (key, String::new(), None),
+            Located::Empty { key } => (key, None, None),
             Located::InShard { key, range, e_tag, version } => {
                 let mut parts = self.read_ranges(&key, e_tag.as_deref(), std::slice::from_ref(&range)).await?;
-                (key, version, Some(parts.pop().unwrap_or_default()))
+                (key, Some(ObjectVersion::Present(version)), Some(parts.pop().unwrap_or_default()))
             }
         };
         let shape = ctx.grid.chunk_shape(&part.coords);
