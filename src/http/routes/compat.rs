@@ -21,7 +21,7 @@ use crate::http::conditional::{EtagBuilder, ranged};
 use crate::http::listing::{self, Entry};
 use crate::http::state::AppState;
 use zarrd_core::read::ReadError;
-use zarrd_core::read::cache::ViewEntry;
+use zarrd_core::read::cache::{ViewChunkKey, ViewEntry};
 
 /// The path parameters of a view route: no key for the dataset root.
 #[derive(serde::Deserialize)]
@@ -124,8 +124,13 @@ async fn chunk(
     if coords.iter().zip(&grid).any(|(c, n)| c >= n) {
         return Err(Error::NotFound(format!("view chunk `{key}` is outside the chunk grid, whose shape is {grid:?}")));
     }
-    let cache_key =
-        (Arc::clone(&dataset.name), format!("{path}\n{:x}\n{chunk_shape:?}\n{coords:?}", array.meta.digest));
+    let cache_key = ViewChunkKey {
+        dataset: Arc::clone(&dataset.name),
+        path: path.to_owned(),
+        digest: array.meta.digest,
+        chunk_shape: chunk_shape.to_vec(),
+        coords: coords.to_vec(),
+    };
     let entry = state
         .catalog
         .view_chunks

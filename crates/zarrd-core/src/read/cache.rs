@@ -10,6 +10,8 @@
 //! transient 404 from storage, or a chunk a writer adds to a live dataset, must not be
 //! served as fill for longer than that.
 
+use std::hash::Hash;
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,13 +24,9 @@ use crate::zarr::codec::ShardIndex;
 
 /// `try_get_with` that counts a hit when another caller (or an earlier request) had
 /// already loaded the value, and a miss when `load` ran here.
-async fn counted_load<V, E, F>(
-    cache: &Cache<ObjectKey, V>,
-    name: &'static str,
-    key: ObjectKey,
-    load: F,
-) -> Result<V, Arc<E>>
+async fn counted_load<K, V, E, F>(cache: &Cache<K, V>, name: &'static str, key: K, load: F) -> Result<V, Arc<E>>
 where
+    K: Hash + Eq + Send + Sync + 'static,
     V: Clone + Send + Sync + 'static,
     E: Send + Sync + 'static,
     F: Future<Output = Result<V, E>>,
@@ -57,13 +55,13 @@ pub trait MaybeMissing {
     fn is_missing(&self) -> bool;
 }
 
-impl<V: MaybeMissing> Expiry<ObjectKey, V> for Lifetimes {
-    fn expire_after_create(&self, _: &ObjectKey, value: &V, _: Instant) -> Option<Duration> {
+impl<K, V: MaybeMissing> Expiry<K, V> for Lifetimes {
+    fn expire_after_create(&self, _: &K, value: &V, _: Instant) -> Option<Duration> {
         Some(if value.is_missing() { self.missing } else { self.present })
     }
 
     // A replaced entry (missing → present after a write, or a new version) starts afresh.
-    fn expire_after_update(&self, key: &ObjectKey, value: &V, now: Instant, _: Option<Duration>) -> Option<Duration> {
+    fn expire_after_update(&self, key: &K, value: &V, now: Instant, _: Option<Duration>) -> Option<Duration> {
         self.expire_after_create(key, value, now)
     }
 }
@@ -88,6 +86,40 @@ impl MaybeMissing for ObjectVersion {
 
 /// Cache key: (dataset name, store key).
 pub type ObjectKey = (Arc<str>, String);
+
+/// The decoded-chunk cache's key: a whole stored chunk (by its object), or an inner chunk
+/// of a shard (by its byte range in one version of the shard, so a rewritten shard never
+/// hits stale entries).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ChunkKey {
+    pub object: ObjectKey,
+    pub inner: Option<InnerChunk>,
+}
+
+/// Where an inner chunk's bytes are in one version of its shard.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct InnerChunk {
+    pub range: Range<u64>,
+    pub shard_version: String,
+}
+
+impl ChunkKey {
+    /// The key of the whole stored chunk `key` of `dataset`.
+    pub fn whole(dataset: &Arc<str>, key: &str) -> Self {
+        Self { object: (Arc::clone(dataset), key.to_owned()), inner: None }
+    }
+
+    /// The key of the inner chunk at `range` of version `shard_version` of shard `key`.
+    pub fn inner(dataset: &Arc<str>, key: &str, range: Range<u64>, shard_version: &str) -> Self {
+        let inner = InnerChunk { range, shard_version: shard_version.to_owned() };
+        Self { object: (Arc::clone(dataset), key.to_owned()), inner: Some(inner) }
+    }
+
+    /// The bytes the key holds, roughly (for the cache's weigher).
+    fn weight(&self) -> usize {
+        self.object.1.len() + self.inner.as_ref().map_or(0, |i| i.shard_version.len() + 16)
+    }
+}
 
 /// A shard index, or `None` for a shard object that does not exist.
 pub type CachedIndex = Option<Arc<ShardIndex>>;
@@ -148,7 +180,7 @@ pub struct DecodedChunk {
 /// misses of one chunk share one storage read and one decode.
 #[derive(Clone)]
 pub struct ChunkCache {
-    cache: Option<Arc<Cache<ObjectKey, Arc<DecodedChunk>>>>,
+    cache: Option<Arc<Cache<ChunkKey, Arc<DecodedChunk>>>>,
 }
 
 impl ChunkCache {
@@ -156,9 +188,9 @@ impl ChunkCache {
         let cache = (capacity_bytes > 0).then(|| {
             Cache::builder()
                 .max_capacity(capacity_bytes)
-                .weigher(|k: &ObjectKey, v: &Arc<DecodedChunk>| {
+                .weigher(|k: &ChunkKey, v: &Arc<DecodedChunk>| {
                     let data = v.data.as_ref().map_or(0, bytes::Bytes::len);
-                    let size = k.1.len() + v.version.as_str().len() + data + 96;
+                    let size = k.weight() + v.version.as_str().len() + data + 96;
                     u32::try_from(size).unwrap_or(u32::MAX)
                 })
                 .expire_after(lifetimes)
@@ -173,7 +205,7 @@ impl ChunkCache {
 
     /// The cached chunk, without loading (a hit is counted; the caller counts a miss when
     /// it loads the chunk itself).
-    pub async fn peek(&self, key: &ObjectKey) -> Option<Arc<DecodedChunk>> {
+    pub async fn peek(&self, key: &ChunkKey) -> Option<Arc<DecodedChunk>> {
         let hit = self.cache.as_ref()?.get(key).await;
         if hit.is_some() {
             metrics::cache_lookup("chunk", true);
@@ -190,7 +222,7 @@ impl ChunkCache {
 
     /// The cached chunk, or the result of `load` shared by concurrent callers. Without a
     /// cache, `load` simply runs.
-    pub async fn get_or_load<E, F>(&self, key: ObjectKey, load: F) -> Result<Arc<DecodedChunk>, Arc<E>>
+    pub async fn get_or_load<E, F>(&self, key: ChunkKey, load: F) -> Result<Arc<DecodedChunk>, Arc<E>>
     where
         E: Send + Sync + 'static,
         F: Future<Output = Result<Arc<DecodedChunk>, E>>,
@@ -199,7 +231,7 @@ impl ChunkCache {
         counted_load(cache, "chunk", key, load).await
     }
 
-    pub async fn insert(&self, key: ObjectKey, chunk: Arc<DecodedChunk>) {
+    pub async fn insert(&self, key: ChunkKey, chunk: Arc<DecodedChunk>) {
         if let Some(cache) = &self.cache {
             cache.insert(key, chunk).await;
         }
@@ -249,13 +281,31 @@ impl MaybeMissing for Arc<ViewEntry> {
     }
 }
 
+/// A view chunk: chunk `coords` of the view of array `path` of `dataset`, whose metadata
+/// document has digest `digest`, cut in chunks of `chunk_shape`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ViewChunkKey {
+    pub dataset: Arc<str>,
+    pub path: String,
+    pub digest: u128,
+    pub chunk_shape: Vec<u64>,
+    pub coords: Vec<u64>,
+}
+
+impl ViewChunkKey {
+    /// The bytes the key holds, roughly (for the cache's weigher).
+    fn weight(&self) -> usize {
+        self.path.len() + 16 + 8 * (self.chunk_shape.len() + self.coords.len())
+    }
+}
+
 /// Encoded view chunks, weighed in bytes, so a chunk assembled and re-encoded once is served
 /// from memory afterwards; capacity 0 turns it off. Entries are keyed by the array's
 /// metadata digest, so a rewritten `zarr.json` never hits old chunks; a rewritten chunk is
 /// seen when its entry expires (the metadata TTL, or the missing TTL for a 404).
 #[derive(Clone)]
 pub struct ViewChunkCache {
-    cache: Option<Arc<Cache<ObjectKey, Arc<ViewEntry>>>>,
+    cache: Option<Arc<Cache<ViewChunkKey, Arc<ViewEntry>>>>,
 }
 
 impl ViewChunkCache {
@@ -263,8 +313,8 @@ impl ViewChunkCache {
         let cache = (capacity_bytes > 0).then(|| {
             Cache::builder()
                 .max_capacity(capacity_bytes)
-                .weigher(|k: &ObjectKey, v: &Arc<ViewEntry>| {
-                    let size = k.1.len() + v.etag.len() + v.bytes.as_ref().map_or(0, bytes::Bytes::len) + 96;
+                .weigher(|k: &ViewChunkKey, v: &Arc<ViewEntry>| {
+                    let size = k.weight() + v.etag.len() + v.bytes.as_ref().map_or(0, bytes::Bytes::len) + 96;
                     u32::try_from(size).unwrap_or(u32::MAX)
                 })
                 .expire_after(lifetimes)
@@ -274,7 +324,7 @@ impl ViewChunkCache {
     }
 
     /// The cached entry, or the result of `load` shared by concurrent callers.
-    pub async fn get_or_load<E, F>(&self, key: ObjectKey, load: F) -> Result<Arc<ViewEntry>, Arc<E>>
+    pub async fn get_or_load<E, F>(&self, key: ViewChunkKey, load: F) -> Result<Arc<ViewEntry>, Arc<E>>
     where
         E: Send + Sync + 'static,
         F: Future<Output = Result<Arc<ViewEntry>, E>>,
@@ -286,5 +336,48 @@ impl ViewChunkCache {
     /// Weighted size in bytes.
     pub fn size(&self) -> u64 {
         self.cache.as_ref().map_or(0, |c| c.weighted_size())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A whole chunk, and an inner chunk of each range and shard version, are entries of
+    /// their own: no store key can be mistaken for another's inner chunk.
+    #[test]
+    fn chunk_keys_tell_whole_and_inner_chunks_apart() {
+        let ds: Arc<str> = "ds".into();
+        let whole = ChunkKey::whole(&ds, "a/c/0");
+        let inner = ChunkKey::inner(&ds, "a/c/0", 0..10, "\"v1\"");
+        assert_ne!(whole, inner);
+        assert_ne!(ChunkKey::whole(&ds, "a/c/0#0-10@\"v1\""), inner, "a key that reads like an inner chunk's");
+        assert_ne!(inner, ChunkKey::inner(&ds, "a/c/0", 0..10, "\"v2\""), "a rewritten shard");
+        assert_ne!(inner, ChunkKey::inner(&ds, "a/c/0", 0..11, "\"v1\""));
+        assert_ne!(whole, ChunkKey::whole(&"other".into(), "a/c/0"));
+        assert_eq!(inner, ChunkKey::inner(&ds, "a/c/0", 0..10, "\"v1\""));
+        let set: std::collections::HashSet<ChunkKey> = [whole.clone(), inner.clone(), whole].into_iter().collect();
+        assert_eq!(set.len(), 2);
+    }
+
+    #[test]
+    fn view_chunk_keys_name_every_part() {
+        let key = |path: &str, digest: u128, shape: &[u64], coords: &[u64]| ViewChunkKey {
+            dataset: "ds".into(),
+            path: path.to_owned(),
+            digest,
+            chunk_shape: shape.to_vec(),
+            coords: coords.to_vec(),
+        };
+        let base = key("a", 1, &[4, 4], &[0, 1]);
+        assert_eq!(base, key("a", 1, &[4, 4], &[0, 1]));
+        for other in [
+            key("b", 1, &[4, 4], &[0, 1]),
+            key("a", 2, &[4, 4], &[0, 1]),
+            key("a", 1, &[4, 2], &[0, 1]),
+            key("a", 1, &[4, 4], &[1, 0]),
+        ] {
+            assert_ne!(base, other);
+        }
     }
 }

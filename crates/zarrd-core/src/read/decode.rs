@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::read::cache::{DecodedChunk, ObjectKey};
+use crate::read::cache::{ChunkKey, DecodedChunk};
 use crate::read::error::ReadError;
 use crate::read::indexer::Part;
 use crate::read::object_version::ObjectVersion;
@@ -23,7 +23,7 @@ pub(super) enum Source {
     Encoded {
         bytes: Bytes,
         chain: Arc<CodecChain>,
-        cache_key: Option<ObjectKey>,
+        cache_key: Option<ChunkKey>,
         version: ObjectVersion,
     },
 }
@@ -51,7 +51,7 @@ pub(super) fn decodes_inline(chain: &CodecChain, shape: &[u64], data_type: DataT
 }
 
 /// Newly decoded chunks to put in the chunk cache.
-pub(super) type Fresh = Vec<(Arc<DecodedChunk>, ObjectKey)>;
+pub(super) type Fresh = Vec<(Arc<DecodedChunk>, ChunkKey)>;
 
 /// The elements of one job, decoding them if needed.
 pub(super) fn elements_of(meta: &ArrayMetadata, job: &DecodeJob) -> Result<Option<Arc<DecodedChunk>>, ReadError> {

@@ -14,7 +14,7 @@ use futures::{StreamExt, TryStreamExt};
 use object_store::GetOptions;
 
 use crate::ops::budget::Reservation;
-use crate::read::cache::{CachedIndex, DecodedChunk, ObjectKey};
+use crate::read::cache::{CachedIndex, ChunkKey, DecodedChunk};
 use crate::read::decode::{DecodeJob, Source, decode_off_runtime};
 use crate::read::error::ReadError;
 use crate::read::indexer::Part;
@@ -73,7 +73,7 @@ impl ArrayReader {
             return Ok(Fetch { key, version, jobs: vec![job] });
         }
         // Cached by key: a rewritten chunk is seen once the entry expires (metadata TTL).
-        let cache_key = (Arc::clone(&self.dataset), key.clone());
+        let cache_key = ChunkKey::whole(&self.dataset, &key);
         let chunk = self
             .chunks
             .get_or_load(cache_key, async {
@@ -182,7 +182,7 @@ impl ArrayReader {
         let chain = Arc::new(sharding.codecs.clone());
         let shape = sharding.chunk_shape.clone();
         let mut jobs = Vec::new();
-        let mut misses: Vec<(Range<u64>, Part, Option<ObjectKey>)> = Vec::new();
+        let mut misses: Vec<(Range<u64>, Part, Option<ChunkKey>)> = Vec::new();
         for needed in shard_plan(inner, |coords| index.chunk(index.linear(coords))) {
             let (range, inner) = match needed {
                 Inner::Empty(inner) => {
@@ -193,10 +193,8 @@ impl ArrayReader {
                 Inner::Stored(range, inner) => (range, inner),
             };
             // The index version is in the key, so a rewritten shard never hits stale entries.
-            let cache_key = self
-                .chunks
-                .enabled()
-                .then(|| (Arc::clone(&self.dataset), format!("{key}#{}-{}@{version}", range.start, range.end)));
+            let cache_key =
+                self.chunks.enabled().then(|| ChunkKey::inner(&self.dataset, &key, range.clone(), &index.version));
             match &cache_key {
                 Some(k) => match self.chunks.peek(k).await {
                     Some(chunk) => jobs.push(DecodeJob {
