@@ -51,8 +51,8 @@ pub async fn slice(
     // JSON and PNG bodies are built beside the decoded data: their memory is reserved
     // first, and held (with the read's) until the body is sent.
     let mut held = array.budget.reserve(render_bytes).await?;
-    let reserve = render.reserve(array.meta.data_type, &shape);
-    let output = array.read(&selection, reserve, render.streams()).await?;
+    let header_room = render.header_room(array.meta.data_type, &shape);
+    let output = array.read(&selection, header_room, render.streams()).await?;
     held.merge(output.reservation);
     let etag = etag(&ds, &path, &array.meta, &selection, &render, &output.object_versions);
     let cache_control = cache_control(&state.config, has_missing(&output.object_versions));
@@ -60,7 +60,7 @@ pub async fn slice(
         return Ok(unchanged(&etag, &cache_control, varies));
     }
     let mut response = match output.data {
-        Decoded::Whole(data) => render.respond(data, reserve, &array.meta, &shape)?,
+        Decoded::Whole(data) => render.respond(data, header_room, &array.meta, &shape)?,
         Decoded::Elements(data) => render.respond_elements(data, &array.meta, &shape)?,
         Decoded::Bands(bands) => {
             let head = if render.format == Format::Npy {
@@ -264,18 +264,18 @@ impl Render {
     }
 
     /// The body and data headers for decoded `data` of `shape`.
-    /// Bytes to reserve in front of the decoded elements: the `.npy` header, so the body
-    /// is built without copying the data again.
-    pub fn reserve(&self, data_type: DataType, shape: &[u64]) -> usize {
+    /// Room to leave in front of the decoded elements: the `.npy` header's bytes, so the
+    /// body is built without copying the data again.
+    pub fn header_room(&self, data_type: DataType, shape: &[u64]) -> usize {
         if self.format == Format::Npy { encode::npy_header(data_type, shape).len() } else { 0 }
     }
 
-    /// The body and data headers for `buffer`: `reserve` free bytes, then the decoded
+    /// The body and data headers for `buffer`: `header_room` free bytes, then the decoded
     /// elements of `shape`.
     pub fn respond(
         &self,
         mut buffer: Vec<u8>,
-        reserve: usize,
+        header_room: usize,
         meta: &ArrayMetadata,
         shape: &[u64],
     ) -> Result<Response> {
@@ -283,16 +283,16 @@ impl Render {
         let body = match self.format {
             Format::Npy => {
                 let header = encode::npy_header(data_type, shape);
-                if reserve == header.len() {
-                    buffer[..reserve].copy_from_slice(&header);
+                if header_room == header.len() {
+                    buffer[..header_room].copy_from_slice(&header);
                     buffer
                 } else {
-                    [header.as_slice(), &buffer[reserve..]].concat()
+                    [header.as_slice(), &buffer[header_room..]].concat()
                 }
             }
-            Format::Bin if reserve == 0 => buffer,
-            Format::Bin => buffer[reserve..].to_vec(),
-            Format::Json | Format::Png => self.rendered(&buffer[reserve..], meta, shape)?,
+            Format::Bin if header_room == 0 => buffer,
+            Format::Bin => buffer[header_room..].to_vec(),
+            Format::Json | Format::Png => self.rendered(&buffer[header_room..], meta, shape)?,
         };
         self.with_data_headers(body.into_response(), data_type, shape)
     }

@@ -191,12 +191,12 @@ impl Assembly {
             && self.contiguous_run(band, job).is_some_and(|run| run.start == 0)
     }
 
-    /// Assembles the whole output after `reserve` bytes of `data`, the bands in parallel,
+    /// Assembles the whole output after `header_room` bytes of `data`, the bands in parallel,
     /// every element written once, so no pass over the whole buffer is serial.
-    pub(super) fn whole(&self, mut data: Vec<u8>, reserve: usize) -> Result<(Vec<u8>, Fresh), ReadError> {
+    pub(super) fn whole(&self, mut data: Vec<u8>, header_room: usize) -> Result<(Vec<u8>, Fresh), ReadError> {
         let row_bytes = self.row_bytes();
         let mut slices: Vec<(&Band, &mut [u8])> = Vec::with_capacity(self.bands.len());
-        let mut rest = &mut data[reserve..];
+        let mut rest = &mut data[header_room..];
         let mut at = 0u64;
         for band in &self.bands {
             let (_, tail) = std::mem::take(&mut rest).split_at_mut(((band.start - at) as usize) * row_bytes);

@@ -38,7 +38,7 @@ use crate::read::stream::Group;
 
 impl ArrayReader {
     /// Reads a resolved selection into little-endian C-order elements: the whole output
-    /// after `reserve` zero bytes (room for a header, so the body needs no second copy),
+    /// after `header_room` zero bytes (room for a header, so the body needs no second copy),
     /// or, when `stream` allows and the output is large, band by band.
     ///
     /// Memory is reserved from the budget before it is used: the decoded chunks (all of
@@ -47,7 +47,7 @@ impl ArrayReader {
     pub async fn read(
         &self,
         selection: &[DimSelection],
-        reserve: usize,
+        header_room: usize,
         stream: bool,
     ) -> Result<ReadOutput, ReadError> {
         if self.meta.data_type.is_variable() {
@@ -55,7 +55,7 @@ impl ArrayReader {
         }
         let layout = Layout::of(selection);
         let n: u64 = layout.shape.iter().product();
-        let out_bytes = reserve + n as usize * self.meta.data_type.size();
+        let out_bytes = header_room + n as usize * self.meta.data_type.size();
         if n == 0 {
             let reservation = self.budget.reserve(out_bytes as u64).await?;
             return Ok(ReadOutput {
@@ -151,9 +151,9 @@ impl ArrayReader {
         let data = vec![0u8; out_bytes];
         let (data, decoded) = if assembly.all_decoded() && out_bytes <= INLINE_COPY_MAX {
             // Cached chunks: a small copy is cheaper here than a hop to rayon.
-            assembly.whole(data, reserve)?
+            assembly.whole(data, header_room)?
         } else {
-            crate::ops::cpu::run(move || assembly.whole(data, reserve)).await.map_err(ReadError::Task)??
+            crate::ops::cpu::run(move || assembly.whole(data, header_room)).await.map_err(ReadError::Task)??
         };
         for (chunk, cache_key) in decoded {
             self.chunks.insert(cache_key, chunk).await;

@@ -56,7 +56,7 @@ pub const STREAM_MIN_BYTES: usize = 4 << 20;
 
 /// Decoded output.
 pub enum Decoded {
-    /// `reserve` header bytes, then the elements.
+    /// `header_room` bytes (for a header), then the elements.
     Whole(Vec<u8>),
     /// The elements alone (no room for a header): the output was exactly one chunk, and
     /// these are its decoded bytes (shared with the chunk cache when it holds them).
@@ -68,7 +68,7 @@ pub enum Decoded {
 }
 
 impl Decoded {
-    /// The elements of a read made without a header reserve and without streaming (a
+    /// The elements of a read made without header room and without streaming (a
     /// stream is `None`): owned or shared, as bytes.
     pub fn into_bytes(self) -> Option<Bytes> {
         match self {
