@@ -14,6 +14,7 @@ use crate::http::middleware::NoCompress;
 use crate::http::routes::slice::Render;
 use crate::http::state::AppState;
 use zarrd_core::ops::budget::Reservation;
+use zarrd_core::read::listing::ChunkState;
 use zarrd_core::read::locate::Located;
 use zarrd_core::read::selection::Selection;
 use zarrd_core::read::strings;
@@ -60,7 +61,7 @@ pub async fn list(
         "chunks": &page.chunks,
         "next": page.next.map(|n| format!("{n:x}.{sig}")),
     });
-    let any_missing = page.chunks.iter().any(|c| c.state == "missing");
+    let any_missing = page.chunks.iter().any(|c| c.state == ChunkState::Missing);
     Ok(json_response(&body, &cache_control(&state.config, any_missing)))
 }
 

@@ -19,13 +19,31 @@ pub const MAX_INNER_PER_PAGE: usize = 100_000;
 /// Objects examined concurrently while listing.
 const LIST_FAN_OUT: usize = 16;
 
+/// Whether a stored chunk (or shard) exists: `"present"` or `"missing"` in listings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChunkState {
+    Present,
+    /// Never written (or deleted): read as the fill value.
+    Missing,
+}
+
+/// Whether an inner chunk of a shard holds bytes: `"present"` or `"empty"` in listings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InnerState {
+    Present,
+    /// Not in the shard (its index says so): read as the fill value.
+    Empty,
+}
+
 #[derive(Debug, Serialize)]
 pub struct ChunkEntry {
     pub coords: Vec<u64>,
     pub key: String,
     pub origin: Vec<u64>,
     pub shape: Vec<u64>,
-    pub state: &'static str,
+    pub state: ChunkState,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -39,7 +57,7 @@ pub struct InnerEntry {
     pub shape: Vec<u64>,
     pub offset: Option<u64>,
     pub nbytes: Option<u64>,
-    pub state: &'static str,
+    pub state: InnerState,
 }
 
 #[derive(Debug)]
@@ -90,7 +108,7 @@ impl ArrayReader {
         let key = self.chunk_key(&coords);
         let origin = self.grid().chunk_origin(&coords);
         let shape = self.grid().data_shape(&coords);
-        let mut entry = ChunkEntry { coords, key, origin, shape, state: "missing", size: None, inner: None };
+        let mut entry = ChunkEntry { coords, key, origin, shape, state: ChunkState::Missing, size: None, inner: None };
         match self.meta.sharding().filter(|_| inner) {
             Some(sharding) => {
                 let shard_shape = self.grid().chunk_shape(&entry.coords);
@@ -106,7 +124,7 @@ impl ArrayReader {
                     return Err(ReadError::TooManyChunks { chunks: count, limit: MAX_INNER_PER_PAGE as u64 });
                 }
                 let Some(index) = self.shard_index(sharding, &entry.key, &shard_shape).await? else { return Ok(entry) };
-                entry.state = "present";
+                entry.state = ChunkState::Present;
                 entry.size = Some(index.shard_len);
                 let mut list = Vec::new();
                 for local in inner_walk.parts().map(|p| p.coords) {
@@ -114,8 +132,10 @@ impl ArrayReader {
                         (0..local.len()).map(|d| entry.origin[d] + local[d] * read_shape[d]).collect();
                     let located = self.locate_in_shard(sharding, &entry.key, &index, &entry.origin, &origin).await?;
                     let (offset, nbytes, state) = match located {
-                        Located::InShard { range, .. } => (Some(range.start), Some(range.end - range.start), "present"),
-                        _ => (None, None, "empty"),
+                        Located::InShard { range, .. } => {
+                            (Some(range.start), Some(range.end - range.start), InnerState::Present)
+                        }
+                        _ => (None, None, InnerState::Empty),
                     };
                     list.push(InnerEntry {
                         coords: origin.iter().zip(&read_shape).map(|(o, r)| o / r).collect(),
@@ -135,11 +155,61 @@ impl ArrayReader {
             }
             None => {
                 if let Some(meta) = self.store.head(&entry.key).await? {
-                    entry.state = "present";
+                    entry.state = ChunkState::Present;
                     entry.size = Some(meta.size);
                 }
             }
         }
         Ok(entry)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `/v1/chunks` contract: a chunk is `"present"` or `"missing"`, an inner chunk
+    /// `"present"` or `"empty"`.
+    #[test]
+    fn states_serialize_as_the_listing_strings() {
+        fn json(v: &impl Serialize) -> String {
+            serde_json::to_string(v).unwrap()
+        }
+        assert_eq!(json(&ChunkState::Present), r#""present""#);
+        assert_eq!(json(&ChunkState::Missing), r#""missing""#);
+        assert_eq!(json(&InnerState::Present), r#""present""#);
+        assert_eq!(json(&InnerState::Empty), r#""empty""#);
+        let inner = |state, offset: Option<u64>| InnerEntry {
+            coords: vec![0, 1],
+            origin: vec![0, 8],
+            shape: vec![8, 8],
+            offset,
+            nbytes: offset.map(|_| 5),
+            state,
+        };
+        let entry = |state, inner| ChunkEntry {
+            coords: vec![0, 0],
+            key: "a/c/0/0".into(),
+            origin: vec![0, 0],
+            shape: vec![8, 16],
+            state,
+            size: (state == ChunkState::Present).then_some(480),
+            inner,
+        };
+        assert_eq!(
+            json(&entry(ChunkState::Missing, None)),
+            r#"{"coords":[0,0],"key":"a/c/0/0","origin":[0,0],"shape":[8,16],"state":"missing"}"#
+        );
+        assert_eq!(
+            json(&entry(
+                ChunkState::Present,
+                Some(vec![inner(InnerState::Present, Some(196)), inner(InnerState::Empty, None)])
+            )),
+            concat!(
+                r#"{"coords":[0,0],"key":"a/c/0/0","origin":[0,0],"shape":[8,16],"state":"present","size":480,"inner":["#,
+                r#"{"coords":[0,1],"origin":[0,8],"shape":[8,8],"offset":196,"nbytes":5,"state":"present"},"#,
+                r#"{"coords":[0,1],"origin":[0,8],"shape":[8,8],"offset":null,"nbytes":null,"state":"empty"}]}"#
+            )
+        );
     }
 }
