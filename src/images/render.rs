@@ -159,7 +159,7 @@ impl Window {
 
 /// The colormaps of `colormap=`, from the `colorous` crate (d3-scale-chromatic's tables;
 /// viridis, magma, inferno, plasma and cividis are matplotlib's).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Colormap {
     Viridis,
     Magma,

@@ -28,6 +28,7 @@ use crate::images::iiif::grammar::{Identifier, ImageRequest, Quality};
 use crate::images::iiif::source::{Drawing, Image};
 use crate::images::iiif::{self, Rendered, TILE_SIZE};
 use crate::images::render::{Colormap, Style};
+use crate::images::rendered_key::{IiifKey, RenderedKey};
 use zarrd_core::read::ObjectVersion;
 
 const IMAGE_PARAMS: &[&str] = &["vmin", "vmax", "colormap", "channels", "windows", "colors"];
@@ -214,17 +215,7 @@ pub async fn image(
         _ => crate::images::render::Window { lo: 0.0, hi: 0.0 },
     };
     let style = Style { window, quality: request.quality, colormap: colormap.unwrap_or(Colormap::Viridis) };
-    let key = format!(
-        "{}\u{0}{:?}\u{0}{}\u{0}{:032x}\u{0}{}\u{0}{}\u{0}{}\u{0}{}",
-        image.id.encoded(),
-        image.drawing,
-        image.levels.iter().map(|l| format!("{:032x}", l.reader.meta.digest)).collect::<Vec<_>>().join(","),
-        image.reader.meta.digest,
-        request.canonical(),
-        window.lo.to_bits(),
-        window.hi.to_bits(),
-        style.colormap.name()
-    );
+    let key = RenderedKey::Iiif(IiifKey::new(&image, &request, window, style.colormap));
     let config_cache_control = cache_control(&state.config, false).into_owned();
     if let Some(hit) = state.images.cached(&key).await {
         return Ok(respond(&hit, &headers, &config_cache_control));
@@ -252,14 +243,14 @@ pub(crate) fn window_params(params: &Params) -> Result<(Option<f64>, Option<f64>
 pub(crate) async fn deliver(
     state: &AppState,
     scheme: &str,
-    key: String,
+    key: RenderedKey,
     bytes: Vec<u8>,
     versions: &[(String, ObjectVersion)],
     media_type: &'static str,
     headers: &HeaderMap,
 ) -> Response {
     let mut tag = EtagBuilder::new(scheme);
-    tag.text(&key);
+    tag.text(&key.etag_text());
     for (k, v) in versions {
         tag.text(k).text(v.as_str());
     }

@@ -18,8 +18,9 @@ use crate::http::routes::iiif::{base_url, deliver, identifier, path_error, respo
 use crate::http::state::AppState;
 use crate::images::iiif::grammar::{ImageFormat, Quality};
 use crate::images::maps::geometry::{MAX_ZOOM, TILE, TileId};
-use crate::images::maps::{MapSource, tile};
+use crate::images::maps::tile;
 use crate::images::render::{self, Colormap, Style};
+use crate::images::rendered_key::{RenderedKey, TileKey};
 
 const TILE_PARAMS: &[&str] = &["vmin", "vmax", "colormap"];
 const TILEJSON_PARAMS: &[&str] = &["vmin", "vmax", "colormap", "format"];
@@ -84,22 +85,6 @@ fn style_params(params: &Params) -> Result<(Option<Colormap>, Option<f64>, Optio
     Ok((colormap, vmin, vmax))
 }
 
-/// The versions a tile depends on besides the chunks it reads: the array, its levels and
-/// its coordinate arrays.
-fn source_key(map: &MapSource) -> String {
-    let image = &map.image;
-    let levels: Vec<String> =
-        image.levels.iter().map(|l| format!("{}:{:032x}", l.log2, l.reader.meta.digest)).collect();
-    format!(
-        "{}\u{0}{:032x}\u{0}{}\u{0}{:032x}{:032x}",
-        image.id.encoded(),
-        image.reader.meta.digest,
-        levels.join(","),
-        map.grid_digest.0,
-        map.grid_digest.1
-    )
-}
-
 /// A tile.
 pub async fn tile(
     State(state): State<AppState>,
@@ -120,16 +105,8 @@ pub async fn tile(
         }),
         Format::Npy => None,
     };
-    let look = style.map(|s| format!("{}/{}/{}", s.window.lo.to_bits(), s.window.hi.to_bits(), s.colormap.name()));
-    let key = format!(
-        "maps\u{0}{}\u{0}{}/{}/{}.{}\u{0}{}",
-        source_key(&map),
-        address.z,
-        address.x,
-        address.y,
-        format.name(),
-        look.unwrap_or_default()
-    );
+    let look = style.map(|s| (s.window, s.colormap));
+    let key = RenderedKey::Tile(TileKey::new(&map, address, format.name(), look));
     let config_cache_control = cache_control(&state.config, false).into_owned();
     if let Some(hit) = state.images.cached(&key).await {
         return Ok(respond(&hit, &headers, &config_cache_control));

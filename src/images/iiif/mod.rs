@@ -25,6 +25,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::images::composite::{self, ChannelStyle};
 use crate::images::render::{self, Style, Window};
+use crate::images::rendered_key::RenderedKey;
 use grammar::{ImageRequest, Rect};
 use source::{Drawing, Image};
 
@@ -45,8 +46,8 @@ pub struct Images {
     /// `(dataset, path, metadata digest)` → the array's min/max of valid values. Only the
     /// scan is cached: attributes are read from the metadata each time (they are cheap).
     windows: Cache<(Arc<str>, String, u128), Window>,
-    /// Canonical request (with the metadata digest and window) → rendered image.
-    tiles: Option<Cache<String, Arc<Rendered>>>,
+    /// Everything an image depends on besides the objects read → the rendered image.
+    tiles: Option<Cache<RenderedKey, Arc<Rendered>>>,
 }
 
 impl Images {
@@ -56,8 +57,8 @@ impl Images {
         let tiles = (config.cache.tile_bytes > 0).then(|| {
             Cache::builder()
                 .max_capacity(config.cache.tile_bytes)
-                .weigher(|k: &String, v: &Arc<Rendered>| {
-                    u32::try_from(k.len() + v.bytes.len() + v.etag.len() + 64).unwrap_or(u32::MAX)
+                .weigher(|k: &RenderedKey, v: &Arc<Rendered>| {
+                    u32::try_from(k.weight() + v.bytes.len() + v.etag.len() + 64).unwrap_or(u32::MAX)
                 })
                 .time_to_live(ttl)
                 .build()
@@ -96,13 +97,13 @@ impl Images {
         Ok(())
     }
 
-    pub async fn cached(&self, key: &str) -> Option<Arc<Rendered>> {
+    pub async fn cached(&self, key: &RenderedKey) -> Option<Arc<Rendered>> {
         let hit = self.tiles.as_ref()?.get(key).await;
         zarrd_core::ops::metrics::cache_lookup("tile", hit.is_some());
         hit
     }
 
-    pub async fn remember(&self, key: String, rendered: Arc<Rendered>) {
+    pub async fn remember(&self, key: RenderedKey, rendered: Arc<Rendered>) {
         if let Some(tiles) = &self.tiles {
             tiles.insert(key, rendered).await;
         }

@@ -94,7 +94,7 @@ pub struct Grid {
 }
 
 /// A tile's address.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TileId {
     pub z: u8,
     pub x: u32,
