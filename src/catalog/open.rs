@@ -13,7 +13,7 @@ use zarrd_core::store::Store;
 use zarrd_core::store::contained::ContainedFs;
 use zarrd_core::store::icechunk::{Location, Repo};
 use zarrd_core::store::refs::targets::{Opener, Targets, prefix_url};
-use zarrd_core::store::refs::{Format, RefStore};
+use zarrd_core::store::refs::{RefStore, RefsFormat};
 use zarrd_core::store::web_origin::WebOrigin;
 use zarrd_core::store::zip::ZipFs;
 
@@ -155,7 +155,7 @@ fn open_refs(name: &str, ds: &DatasetConfig, coalesce: Duration) -> Result<Store
     let (parent, set) = trimmed.rsplit_once('/').ok_or_else(|| bad("names no file or folder".into()))?;
     let set = percent_encoding::percent_decode_str(set).decode_utf8_lossy().into_owned();
     let json = std::path::Path::new(&set).extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
-    let format = if json { Format::Json } else { Format::Parquet };
+    let format = if json { RefsFormat::Json } else { RefsFormat::Parquet };
     let mut folder = url.clone();
     folder.set_path(&format!("{parent}/"));
     folder.set_query(None);

@@ -207,7 +207,7 @@ async fn missing_and_short_referenced_files_are_502s_naming_them() {
 /// The `kerchunk/air.json` set with its references read through a counting store.
 fn counted_air(window_ms: u64) -> (Router, Arc<CountingStore>) {
     use zarrd_core::store::refs::targets::{Opener, Targets, prefix_url};
-    use zarrd_core::store::refs::{Format, RefStore};
+    use zarrd_core::store::refs::{RefStore, RefsFormat};
     let source = fixtures().join("source").canonicalize().unwrap();
     let counting =
         CountingStore::new(Arc::new(object_store::local::LocalFileSystem::new_with_prefix(&source).unwrap()));
@@ -219,7 +219,7 @@ fn counted_air(window_ms: u64) -> (Router, Arc<CountingStore>) {
     let refs = RefStore::new(
         "ds".into(),
         (sets, "air.json".into()),
-        Format::Json,
+        RefsFormat::Json,
         targets,
         std::time::Duration::from_millis(window_ms),
     );

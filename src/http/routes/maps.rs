@@ -28,12 +28,12 @@ const FORMATS: &str = "png, jpg or npy";
 
 /// A tile's format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Format {
+enum TileFormat {
     Image(ImageFormat),
     Npy,
 }
 
-impl Format {
+impl TileFormat {
     fn parse(text: &str) -> Result<Self> {
         match text {
             "png" => Ok(Self::Image(ImageFormat::Png)),
@@ -52,11 +52,11 @@ impl Format {
 }
 
 /// `z`, `x` and `y.ext` of a tile path: 400 for an impossible tile or another format.
-fn tile_address(z: &str, x: &str, y_ext: &str) -> Result<(TileId, Format)> {
+fn tile_address(z: &str, x: &str, y_ext: &str) -> Result<(TileId, TileFormat)> {
     let Some((y, ext)) = y_ext.rsplit_once('.') else {
         return Err(Error::BadRequest(format!("`{y_ext}` must be y.format, e.g. 3.png; formats: {FORMATS}")));
     };
-    let format = Format::parse(ext)?;
+    let format = TileFormat::parse(ext)?;
     let number = |what: &str, text: &str| {
         (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()))
             .then(|| text.parse::<u64>().ok())
@@ -98,12 +98,12 @@ pub async fn tile(
     let (colormap, vmin, vmax) = style_params(&params)?;
     let map = state.maps.open(&state.catalog, identifier(&text)?).await?;
     let style = match format {
-        Format::Image(_) => Some(Style {
+        TileFormat::Image(_) => Some(Style {
             window: state.maps.window(&map, vmin, vmax).await?,
             quality: Quality::Color,
             colormap: colormap.unwrap_or(Colormap::Viridis),
         }),
-        Format::Npy => None,
+        TileFormat::Npy => None,
     };
     let look = style.map(|s| (s.window, s.colormap));
     let key = RenderedKey::Tile(TileKey::new(&map, address, format.name(), look));
@@ -117,7 +117,7 @@ pub async fn tile(
     let pixels = tile::read(&map.image, &lookup, &map.no_data).await?;
     let plane = pixels.plane;
     let (bytes, media_type) = match (format, style) {
-        (Format::Image(image_format), Some(style)) => {
+        (TileFormat::Image(image_format), Some(style)) => {
             let bytes = zarrd_core::ops::cpu::run(move || render::encode(&plane, &style, image_format))
                 .await
                 .map_err(Error::Internal)??;
@@ -153,7 +153,7 @@ pub async fn tilejson(
     let Path(text) = path.map_err(|e| path_error(&e))?;
     let params = Params::parse(query.as_deref(), TILEJSON_PARAMS)?;
     let (colormap, vmin, vmax) = style_params(&params)?;
-    let format = Format::parse(params.get("format").unwrap_or("png"))?;
+    let format = TileFormat::parse(params.get("format").unwrap_or("png"))?;
     let map = state.maps.open(&state.catalog, identifier(&text)?).await?;
     let behind = capability.map(|Extension(c)| c.public_prefix()).unwrap_or_default();
     let mut query: Vec<String> = Vec::new();
@@ -221,8 +221,8 @@ mod tests {
     #[test]
     fn tile_addresses() {
         let (t, f) = tile_address("3", "7", "0.png").unwrap();
-        assert_eq!((t, f), (TileId { z: 3, x: 7, y: 0 }, Format::Image(ImageFormat::Png)));
-        assert_eq!(tile_address("0", "0", "0.npy").unwrap().1, Format::Npy);
+        assert_eq!((t, f), (TileId { z: 3, x: 7, y: 0 }, TileFormat::Image(ImageFormat::Png)));
+        assert_eq!(tile_address("0", "0", "0.npy").unwrap().1, TileFormat::Npy);
         for (z, x, y) in [("3", "8", "0.png"), ("3", "0", "8.png"), ("25", "0", "0.png"), ("-1", "0", "0.png")] {
             assert!(tile_address(z, x, y).is_err(), "{z}/{x}/{y}");
         }

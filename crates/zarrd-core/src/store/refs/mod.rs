@@ -45,7 +45,7 @@ use super::coalesce::{BatchError, Coalescer};
 
 /// The format of a reference set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
+pub enum RefsFormat {
     /// A kerchunk JSON file (version 0 or 1).
     Json,
     /// A parquet reference directory (`.zmetadata` and `VAR/refs.N.parq`).
@@ -70,7 +70,7 @@ struct Inner {
     /// The reference file, or the parquet directory's `.zmetadata`'s folder.
     source: Store,
     location: String,
-    format: Format,
+    format: RefsFormat,
     targets: Targets,
     opened: Mutex<Option<Arc<Index>>>,
     opening: tokio::sync::Mutex<()>,
@@ -120,7 +120,7 @@ impl RefStore {
     pub fn new(
         dataset: Arc<str>,
         (source, location): (Store, String),
-        format: Format,
+        format: RefsFormat,
         targets: Targets,
         coalesce: std::time::Duration,
     ) -> Self {
@@ -153,8 +153,8 @@ impl Inner {
 
     async fn open(&self) -> Result<Index> {
         let document = match self.format {
-            Format::Json => self.location.clone(),
-            Format::Parquet => join(&self.location, ".zmetadata"),
+            RefsFormat::Json => self.location.clone(),
+            RefsFormat::Parquet => join(&self.location, ".zmetadata"),
         };
         let head = self.source.head(&document).await.map_err(|e| refs_error(e.public_detail()))?;
         let meta = head.ok_or_else(|| refs_error(format!("`{document}` does not exist")))?;
@@ -169,13 +169,15 @@ impl Inner {
         let bytes = self.source.get(&document).await.map_err(|e| refs_error(e.public_detail()))?;
         let bytes = bytes.ok_or_else(|| refs_error(format!("`{document}` does not exist")))?;
         let refs = match self.format {
-            Format::Json => {
+            RefsFormat::Json => {
                 let parsed = tokio::task::spawn_blocking(move || kerchunk::parse(&bytes))
                     .await
                     .map_err(|e| refs_error(e.to_string()))??;
                 Refs::Json(parsed)
             }
-            Format::Parquet => Refs::Parquet(parquet::ParquetRefs::new(self.source.clone(), &self.location, &bytes)?),
+            RefsFormat::Parquet => {
+                Refs::Parquet(parquet::ParquetRefs::new(self.source.clone(), &self.location, &bytes)?)
+            }
         };
         let version = super::object_version(&meta);
         let tag = format!("{:016x}", xxhash_rust::xxh3::xxh3_64(version.as_bytes())).into();
