@@ -46,7 +46,11 @@ pub fn held(body: Body, reservation: Reservation) -> Body {
 /// all. A failed band, or bands that stop short (the task making them died), end the body
 /// with an error, which makes hyper abort the connection: the client sees a cut body (under
 /// any encoding), never a wrong byte or a short body that looks whole.
-pub fn streamed(head: Vec<u8>, mut bands: tokio::sync::mpsc::Receiver<Result<Bytes, ReadError>>, length: u64) -> Body {
+pub fn head_and_bands(
+    head: Vec<u8>,
+    mut bands: tokio::sync::mpsc::Receiver<Result<Bytes, ReadError>>,
+    length: u64,
+) -> Body {
     let first = futures::stream::iter((!head.is_empty()).then(|| Ok::<_, ReadError>(Bytes::from(head))));
     let rest = futures::stream::poll_fn(move |cx| bands.poll_recv(cx));
     crate::http::body::streamed(futures::StreamExt::chain(first, rest), length)

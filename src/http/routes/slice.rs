@@ -70,7 +70,7 @@ pub async fn slice(
             };
             let length = head.len() as u64 + shape.iter().product::<u64>() * array.meta.data_type.size() as u64;
             let mut response = render.with_data_headers(
-                budget_body::streamed(head, bands, length).into_response(),
+                budget_body::head_and_bands(head, bands, length).into_response(),
                 array.meta.data_type,
                 &shape,
             )?;
