@@ -303,7 +303,7 @@ impl ArrayReader {
         &self,
         coords: Vec<Vec<u64>>,
     ) -> Result<Vec<(String, ObjectVersion)>, ReadError> {
-        let mut versions: Vec<(String, ObjectVersion)> = futures::stream::iter(coords)
+        let mut object_versions: Vec<(String, ObjectVersion)> = futures::stream::iter(coords)
             .map(|coords| async move {
                 let key = self.chunk_key(&coords);
                 let cache_key = (Arc::clone(&self.dataset), key.clone());
@@ -331,7 +331,7 @@ impl ArrayReader {
             .buffer_unordered(FETCH_FAN_OUT)
             .try_collect()
             .await?;
-        versions.sort_unstable();
-        Ok(versions)
+        object_versions.sort_unstable();
+        Ok(object_versions)
     }
 }
