@@ -97,26 +97,6 @@ pub(super) fn summary(attributes: &Map<String, Value>) -> Option<Value> {
     Some(out)
 }
 
-/// Fills in the series of bioformats2raw layouts: their child groups named by a number
-/// (`0`, `1`, …) that are images.
-pub(super) fn series(nodes: &mut [Value]) {
-    let images: Vec<String> = nodes
-        .iter()
-        .filter(|n| n["ome"]["kind"] == "image")
-        .filter_map(|n| n["path"].as_str().map(str::to_owned))
-        .collect();
-    for node in nodes.iter_mut().filter(|n| n["ome"]["kind"] == "bioformats2raw") {
-        let path = node["path"].as_str().unwrap_or_default().to_owned();
-        let mut found: Vec<&str> = images
-            .iter()
-            .filter_map(|p| if path.is_empty() { Some(p.as_str()) } else { p.strip_prefix(&path)?.strip_prefix('/') })
-            .filter(|rel| !rel.is_empty() && rel.bytes().all(|b| b.is_ascii_digit()))
-            .collect();
-        found.sort_by_key(|s| s.parse::<u64>().unwrap_or(u64::MAX));
-        node["ome"]["series"] = json!(found);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,14 +109,6 @@ mod tests {
         let well = summary(&m(json!({"ome": {"version": "0.5", "well": {"images": [{"path": "0"}, {"path": "1"}]}}})))
             .unwrap();
         assert_eq!((well["fields"].clone(), well["version"].clone()), (json!(["0", "1"]), json!("0.5")));
-        let mut nodes = vec![
-            json!({"path": "", "node_type": "group", "ome": summary(&m(json!({"bioformats2raw.layout": 3}))).unwrap()}),
-            json!({"path": "1", "node_type": "group", "ome": {"kind": "image"}}),
-            json!({"path": "0", "node_type": "group", "ome": {"kind": "image"}}),
-            json!({"path": "OME", "node_type": "group"}),
-        ];
-        series(&mut nodes);
-        assert_eq!(nodes[0]["ome"]["series"], json!(["0", "1"]));
         assert!(summary(&m(json!({"a": 1}))).is_none());
         assert!(is_zarr_name("x/cells.ome.zarr") && !is_zarr_name(".zarr") && !is_zarr_name("data"));
     }

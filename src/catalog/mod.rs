@@ -19,12 +19,12 @@ use std::time::Duration;
 use futures::StreamExt;
 use moka::future::Cache;
 use object_store::path::Path;
-use serde_json::{Value, json};
 
 use crate::compat::{ViewNode, ViewTree, view_chunk_shape};
 use crate::config::{Config, ConfigError};
 use crate::error::{Error, Result};
 pub use error::{NodeError, NodeKind};
+pub use nodes::TreeNode;
 use nodes::{describe, describe_doc};
 use zarrd_core::ops::budget::MemoryBudget;
 use zarrd_core::read::ArrayReader;
@@ -62,7 +62,7 @@ pub struct Catalog {
     /// Private datasets (with a `read` list), never named to a caller who asks for another.
     private: std::collections::BTreeSet<String>,
     metadata: Cache<ObjectKey, Node>,
-    trees: Cache<Arc<str>, Arc<Vec<Value>>>,
+    trees: Cache<Arc<str>, Arc<Vec<TreeNode>>>,
     views: Cache<Arc<str>, Arc<ViewTree>>,
     /// Encoded chunks of the compatibility views.
     pub view_chunks: ViewChunkCache,
@@ -265,7 +265,7 @@ impl Catalog {
 
     /// Every node of the dataset: from consolidated metadata when the root has it, else by
     /// listing groups (arrays are not descended into, so chunks are never enumerated).
-    pub async fn tree(&self, ds: &Dataset) -> Result<Arc<Vec<Value>>> {
+    pub async fn tree(&self, ds: &Dataset) -> Result<Arc<Vec<TreeNode>>> {
         self.trees
             // Boxed: walking a tree nests many node loads, too large a future to move around.
             .try_get_with(Arc::clone(&ds.name), async { Box::pin(self.discover(ds)).await.map(Arc::new) })
@@ -282,7 +282,7 @@ impl Catalog {
                 let nodes = Box::pin(self.tree(ds)).await?;
                 // The tree's nodes are usually cached already (listing them read them); the
                 // rest are read 16 at a time.
-                let paths: Vec<String> = nodes.iter().filter_map(|n| n["path"].as_str().map(str::to_owned)).collect();
+                let paths: Vec<String> = nodes.iter().map(|n| n.path.clone()).collect();
                 let found: Vec<(String, Result<Node, Arc<NodeError>>)> = futures::stream::iter(paths)
                     .map(|path| async move {
                         let node = Box::pin(self.find(ds, &path)).await;
@@ -337,7 +337,7 @@ impl Catalog {
         Ok(tree)
     }
 
-    async fn discover(&self, ds: &Dataset) -> Result<Vec<Value>> {
+    async fn discover(&self, ds: &Dataset) -> Result<Vec<TreeNode>> {
         let root = self.node(ds, "").await?;
         let mut nodes = vec![describe("", &root)];
         let Node::Group(group) = &root else { return Ok(nodes) };
@@ -369,15 +369,15 @@ impl Catalog {
             candidates.retain(|name| !known.contains(name.as_str()));
         }
         self.walk(ds, candidates, &mut nodes).await?;
-        nodes.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
-        collection::series(&mut nodes);
+        nodes.sort_by(|a, b| a.path.cmp(&b.path));
+        nodes::series(&mut nodes);
         Ok(nodes)
     }
 
     /// Probes `candidates` (paths of directories) for nodes, level by level: groups and
     /// directories without `zarr.json` are listed for the next level, arrays never (so
     /// chunks are never enumerated).
-    async fn walk(&self, ds: &Dataset, mut candidates: Vec<String>, nodes: &mut Vec<Value>) -> Result<()> {
+    async fn walk(&self, ds: &Dataset, mut candidates: Vec<String>, nodes: &mut Vec<TreeNode>) -> Result<()> {
         let mut visited = 0usize;
         for _ in 0..MAX_LISTED_DEPTH {
             visited += candidates.len();
@@ -406,7 +406,7 @@ impl Catalog {
                     // A node the server cannot serve is still part of the tree, as what its
                     // document says it is; one whose kind cannot be told is left out.
                     Err(e) => match e.unreadable_kind() {
-                        Some(Some(kind)) => nodes.push(json!({"path": path, "node_type": kind.name()})),
+                        Some(Some(kind)) => nodes.push(TreeNode::bare(&path, kind)),
                         Some(None) => tracing::warn!(dataset = %ds.name, %path, error = %e, "unreadable node left out"),
                         // Storage failed: the listing fails (never "absent").
                         None => return Err(Error::from(e.as_ref())),

@@ -1,38 +1,100 @@
 //! How the node tree (`GET /v1/datasets/{ds}`) describes each node: path, type, an
 //! array's shape and data type, and what an OME-Zarr group is (`collection::summary`).
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::catalog::collection;
+use crate::catalog::error::NodeKind;
 use zarrd_core::zarr::metadata::Node;
 
-pub(super) fn describe(path: &str, node: &Node) -> Value {
+/// One node of the tree.
+#[derive(Debug, Clone, Serialize)]
+pub struct TreeNode {
+    /// Relative to the dataset root; `""` is the root.
+    pub path: String,
+    /// `array` or `group`.
+    pub node_type: &'static str,
+    /// Arrays: the shape (as stored when listed from consolidated metadata).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shape: Option<Value>,
+    /// Arrays: the Zarr v3 data type name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_type: Option<Value>,
+    /// OME-Zarr groups: what the group is (`collection::summary`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ome: Option<Value>,
+}
+
+impl TreeNode {
+    /// A node of `kind` that is described no further (one zarrd cannot serve).
+    pub fn bare(path: &str, kind: NodeKind) -> Self {
+        Self { path: path.to_owned(), node_type: kind.name(), shape: None, data_type: None, ome: None }
+    }
+}
+
+pub(super) fn describe(path: &str, node: &Node) -> TreeNode {
     match node {
-        Node::Array(a) => {
-            json!({"path": path, "node_type": "array", "shape": a.shape, "data_type": a.data_type.name()})
-        }
-        Node::Group(g) => {
-            let mut out = json!({"path": path, "node_type": "group"});
-            if let Some(summary) = collection::summary(&g.attributes) {
-                out["ome"] = summary;
-            }
-            out
-        }
+        Node::Array(a) => TreeNode {
+            shape: Some(json!(a.shape)),
+            data_type: Some(json!(a.data_type.name())),
+            ..TreeNode::bare(path, NodeKind::Array)
+        },
+        Node::Group(g) => TreeNode { ome: collection::summary(&g.attributes), ..TreeNode::bare(path, NodeKind::Group) },
     }
 }
 
 /// A consolidated entry, described without requiring the server to support it.
-pub(super) fn describe_doc(path: &str, doc: &Value) -> Value {
-    let node_type = doc.get("node_type").and_then(Value::as_str).unwrap_or("group");
-    let mut out = json!({"path": path, "node_type": node_type});
-    if node_type == "array" {
-        out["shape"] = doc.get("shape").cloned().unwrap_or(Value::Null);
-        out["data_type"] = match doc.get("data_type") {
-            Some(Value::Object(o)) => o.get("name").cloned().unwrap_or(Value::Null),
-            other => other.cloned().unwrap_or(Value::Null),
+pub(super) fn describe_doc(path: &str, doc: &Value) -> TreeNode {
+    if doc.get("node_type").and_then(Value::as_str) == Some("array") {
+        return TreeNode {
+            shape: Some(doc.get("shape").cloned().unwrap_or(Value::Null)),
+            data_type: Some(match doc.get("data_type") {
+                Some(Value::Object(o)) => o.get("name").cloned().unwrap_or(Value::Null),
+                other => other.cloned().unwrap_or(Value::Null),
+            }),
+            ..TreeNode::bare(path, NodeKind::Array)
         };
-    } else if let Some(summary) = doc.get("attributes").and_then(Value::as_object).and_then(collection::summary) {
-        out["ome"] = summary;
     }
-    out
+    let ome = doc.get("attributes").and_then(Value::as_object).and_then(collection::summary);
+    TreeNode { ome, ..TreeNode::bare(path, NodeKind::Group) }
+}
+
+/// Fills in the series of bioformats2raw layouts: their child groups named by a number
+/// (`0`, `1`, …) that are images.
+pub(super) fn series(nodes: &mut [TreeNode]) {
+    let kind = |n: &TreeNode, k: &str| n.ome.as_ref().is_some_and(|o| o["kind"] == k);
+    let images: Vec<String> = nodes.iter().filter(|n| kind(n, "image")).map(|n| n.path.clone()).collect();
+    for node in nodes.iter_mut().filter(|n| kind(n, "bioformats2raw")) {
+        let path = node.path.clone();
+        let mut found: Vec<&str> = images
+            .iter()
+            .filter_map(|p| if path.is_empty() { Some(p.as_str()) } else { p.strip_prefix(&path)?.strip_prefix('/') })
+            .filter(|rel| !rel.is_empty() && rel.bytes().all(|b| b.is_ascii_digit()))
+            .collect();
+        found.sort_by_key(|s| s.parse::<u64>().unwrap_or(u64::MAX));
+        if let Some(ome) = &mut node.ome {
+            ome["series"] = json!(found);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bioformats2raw_layouts_list_their_series() {
+        let m = |v: Value| -> serde_json::Map<String, Value> { serde_json::from_value(v).unwrap() };
+        let summary = collection::summary;
+        let group = |path: &str, ome: Option<Value>| TreeNode { ome, ..TreeNode::bare(path, NodeKind::Group) };
+        let mut nodes = vec![
+            group("", summary(&m(json!({"bioformats2raw.layout": 3})))),
+            group("1", Some(json!({"kind": "image"}))),
+            group("0", Some(json!({"kind": "image"}))),
+            group("OME", None),
+        ];
+        series(&mut nodes);
+        assert_eq!(nodes[0].ome.as_ref().unwrap()["series"], json!(["0", "1"]));
+    }
 }

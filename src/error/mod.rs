@@ -8,7 +8,6 @@ mod core;
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
 
 pub const PROBLEM_JSON: &str = "application/problem+json";
 
@@ -99,14 +98,26 @@ impl Error {
     /// The RFC 9457 problem document of this error.
     pub fn problem(&self) -> String {
         let status = self.status();
-        json!({
-            "type": format!("https://zarrd.dev/problems/{}", self.slug()),
-            "title": status.canonical_reason().unwrap_or("Error"),
-            "status": status.as_u16(),
-            "detail": self.to_string(),
-        })
-        .to_string()
+        let problem = Problem {
+            kind: format!("https://zarrd.dev/problems/{}", self.slug()),
+            title: status.canonical_reason().unwrap_or("Error"),
+            status: status.as_u16(),
+            detail: self.to_string(),
+        };
+        // Strings and a number: serializing cannot fail.
+        serde_json::to_string(&problem).unwrap_or_default()
     }
+}
+
+/// An RFC 9457 problem document (`application/problem+json`).
+#[derive(Debug, serde::Serialize)]
+struct Problem<'a> {
+    #[serde(rename = "type")]
+    kind: String,
+    title: &'a str,
+    status: u16,
+    /// What was wrong and what is allowed.
+    detail: String,
 }
 
 impl IntoResponse for Error {

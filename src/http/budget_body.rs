@@ -42,6 +42,14 @@ pub fn held(body: Body, reservation: Reservation) -> Body {
     Body::new(Held { inner: body, _reservation: reservation })
 }
 
+/// `response` with its body holding `reservation` until the body is dropped (sent, or
+/// abandoned with its connection).
+pub fn holding(mut response: axum::response::Response, reservation: Reservation) -> axum::response::Response {
+    let body = std::mem::take(response.body_mut());
+    *response.body_mut() = held(body, reservation);
+    response
+}
+
 /// `head` (e.g. an `.npy` header), then the bands from the read path, `length` bytes in
 /// all. A failed band, or bands that stop short (the task making them died), end the body
 /// with an error, which makes hyper abort the connection: the client sees a cut body (under

@@ -232,25 +232,9 @@ fn varies_on_encoding(headers: &HeaderMap) -> bool {
         .any(|v| v.trim().eq_ignore_ascii_case("accept-encoding"))
 }
 
-/// Whether `If-None-Match` matches `etag`.
-pub fn not_modified(headers: &HeaderMap, etag: &str) -> bool {
-    tags_match(headers, &header::IF_NONE_MATCH, etag) == Some(true)
-}
-
-/// Whether a `Range` may be honoured under the request's `If-Range` (RFC 9110 §13.1.5):
-/// always without one; with an entity tag only when it is strong and equal to `etag`;
-/// with a date only when it is the representation's `Last-Modified` (`last_modified`, Unix
-/// seconds). Otherwise the range is ignored and the whole representation sent, so a client
-/// resuming a download of an object that has changed never stitches two versions together.
-pub fn range_allowed(headers: &HeaderMap, etag: &str, last_modified: Option<i64>) -> bool {
-    let Some(value) = headers.get(header::IF_RANGE) else { return true };
-    let Ok(value) = value.to_str() else { return false };
-    let value = value.trim();
-    if value.starts_with('"') || value.starts_with("W/") {
-        return !value.starts_with("W/") && !etag.starts_with("W/") && value == etag;
-    }
-    let date = parse_http_date(value).map(|t| t.timestamp());
-    date.is_some() && date == last_modified
+/// The date in header `name` (Unix seconds), when it parses.
+fn date(headers: &HeaderMap, name: header::HeaderName) -> Option<i64> {
+    headers.get(name).and_then(|v| v.to_str().ok()).and_then(parse_http_date).map(|t| t.timestamp())
 }
 
 /// An HTTP date (`Sun, 06 Nov 1994 08:49:37 GMT`); `None` when it does not parse.
@@ -258,8 +242,119 @@ pub fn parse_http_date(value: &str) -> Option<chrono::DateTime<chrono::Utc>> {
     chrono::DateTime::parse_from_rfc2822(value.trim()).ok().map(|t| t.with_timezone(&chrono::Utc))
 }
 
-/// What a representation's 200 varies on besides the target, which its 304 must repeat
-/// (RFC 9110 §15.4.5: a 304 carries the `Vary` of the 200 it stands for).
+/// A representation's validators, and the one conditional sequence every route follows
+/// (RFC 9110 §13.2.2): the preconditions are evaluated against them before a body is
+/// built, a 304 carries what the 200 it stands for would (`ETag`, `Cache-Control`, `Vary`),
+/// and the validators are stamped on the 200.
+#[derive(Debug, Clone)]
+pub struct Validators {
+    etag: String,
+    cache_control: String,
+    varies: Varies,
+    /// `Last-Modified` in Unix seconds (HTTP dates have one-second resolution), for
+    /// `If-Modified-Since`, `If-Unmodified-Since` and `If-Range` dates.
+    last_modified: Option<i64>,
+}
+
+impl Validators {
+    pub fn new(etag: String, cache_control: impl Into<String>) -> Self {
+        Self { etag, cache_control: cache_control.into(), varies: Varies::default(), last_modified: None }
+    }
+
+    /// What the 200 varies on besides the target (its 304 repeats it).
+    #[must_use]
+    pub fn varying(mut self, varies: Varies) -> Self {
+        self.varies = varies;
+        self
+    }
+
+    /// The representation's `Last-Modified` (Unix seconds).
+    #[must_use]
+    pub fn modified_at(mut self, seconds: i64) -> Self {
+        self.last_modified = Some(seconds);
+        self
+    }
+
+    pub fn etag(&self) -> &str {
+        &self.etag
+    }
+
+    /// Whether the client's copy is current: `If-None-Match` names the tag, or (without
+    /// one) `If-Modified-Since` is not before `Last-Modified`.
+    pub fn current(&self, headers: &HeaderMap) -> bool {
+        match tags_match(headers, &header::IF_NONE_MATCH, &self.etag) {
+            Some(matches) => matches,
+            None => date(headers, header::IF_MODIFIED_SINCE).zip(self.last_modified).is_some_and(|(d, m)| m <= d),
+        }
+    }
+
+    /// Whether the request may proceed: `If-Match` names the tag (strongly), or (without
+    /// one) `If-Unmodified-Since` is not before `Last-Modified`. For representations whose
+    /// tag no compression weakens (stored objects, ranged bodies); the others are held to
+    /// `If-Match` by the [`validators`] layer, once their final tag is known.
+    pub fn allows(&self, headers: &HeaderMap) -> bool {
+        match tags_match(headers, &header::IF_MATCH, &self.etag) {
+            Some(matches) => matches,
+            None => date(headers, header::IF_UNMODIFIED_SINCE).zip(self.last_modified).is_none_or(|(d, m)| m <= d),
+        }
+    }
+
+    /// Whether a `Range` may be honoured under the request's `If-Range` (RFC 9110
+    /// §13.1.5): always without one; with an entity tag only when it is strong and equal to
+    /// this one; with a date only when it is `Last-Modified`. Otherwise the range is ignored
+    /// and the whole representation sent, so a client resuming a download of an object
+    /// that has changed never stitches two versions together.
+    pub fn range_allowed(&self, headers: &HeaderMap) -> bool {
+        let Some(value) = headers.get(header::IF_RANGE) else { return true };
+        let Ok(value) = value.to_str() else { return false };
+        let value = value.trim();
+        if value.starts_with('"') || value.starts_with("W/") {
+            return !value.starts_with("W/") && !self.etag.starts_with("W/") && value == self.etag;
+        }
+        let date = parse_http_date(value).map(|t| t.timestamp());
+        date.is_some() && date == self.last_modified
+    }
+
+    /// The 304 standing for the 200: `ETag`, `Cache-Control` and `Vary`.
+    pub fn unchanged(&self) -> Response {
+        let mut response = self.stamp(StatusCode::NOT_MODIFIED.into_response());
+        if self.varies.encoding {
+            response.headers_mut().append(header::VARY, HeaderValue::from_static("accept-encoding"));
+        }
+        response
+    }
+
+    /// Adds `ETag`, `Cache-Control` and, where the media type was negotiated,
+    /// `Vary: accept` (the compression layer adds `accept-encoding` to what it compresses).
+    pub fn stamp(&self, mut response: Response) -> Response {
+        let headers = response.headers_mut();
+        if let Ok(v) = HeaderValue::from_str(&self.etag) {
+            headers.insert(header::ETAG, v);
+        }
+        if let Ok(v) = HeaderValue::from_str(&self.cache_control) {
+            headers.insert(header::CACHE_CONTROL, v);
+        }
+        if self.varies.accept {
+            headers.append(header::VARY, HeaderValue::from_static("accept"));
+        }
+        response
+    }
+
+    /// The whole sequence: a 304 when the client's copy is current, else the response
+    /// `build` makes (only then is it run), stamped.
+    pub async fn respond(
+        &self,
+        headers: &HeaderMap,
+        build: impl std::future::Future<Output = Result<Response>>,
+    ) -> Result<Response> {
+        if self.current(headers) {
+            return Ok(self.unchanged());
+        }
+        Ok(self.stamp(build.await?))
+    }
+}
+
+/// What the compression layer adds `Vary: accept-encoding` for, which a 304 must repeat.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Varies {
     /// The media type was chosen from `Accept` (no `format` parameter).
@@ -268,113 +363,88 @@ pub struct Varies {
     pub encoding: bool,
 }
 
-impl Varies {
-    fn add_to(self, headers: &mut HeaderMap) {
-        if self.accept {
-            headers.append(header::VARY, HeaderValue::from_static("accept"));
-        }
-        if self.encoding {
-            headers.append(header::VARY, HeaderValue::from_static("accept-encoding"));
-        }
-    }
-}
-
-/// A 304 for the representation with `etag`: its `ETag`, `Cache-Control` and `Vary`.
-pub fn unchanged(etag: &str, cache_control: &str, varies: Varies) -> Response {
-    let mut response = with_validators(StatusCode::NOT_MODIFIED.into_response(), etag, cache_control);
-    varies.add_to(response.headers_mut());
-    response
-}
-
-/// Adds `ETag`, `Cache-Control` and, where the media type was negotiated, `Vary: accept`
-/// (the compression layer adds `accept-encoding`).
-pub fn with_varying_validators(mut response: Response, etag: &str, cache_control: &str, varies: Varies) -> Response {
-    Varies { encoding: false, ..varies }.add_to(response.headers_mut());
-    with_validators(response, etag, cache_control)
-}
-
-/// Adds `ETag` and `Cache-Control`.
-pub fn with_validators(mut response: Response, etag: &str, cache_control: &str) -> Response {
-    let headers = response.headers_mut();
-    if let Ok(v) = HeaderValue::from_str(etag) {
-        headers.insert(header::ETAG, v);
-    }
-    if let Ok(v) = HeaderValue::from_str(cache_control) {
-        headers.insert(header::CACHE_CONTROL, v);
-    }
-    response
-}
-
-/// A response for `body`, honouring `Range` (one range, suffix too), HEAD and the
-/// conditional headers against `etag`, like the `/zarr` store.
-pub fn ranged(
-    body: &Bytes,
-    etag: &str,
+/// A body in memory served as a stored object is: one byte range (suffix too), HEAD,
+/// `If-Match` and `If-None-Match` (the `/compat` documents and chunks, directory listings).
+pub struct Ranged<'a> {
+    body: &'a Bytes,
     content_type: &'static str,
-    headers: &HeaderMap,
     head_only: bool,
-    cache_control: &str,
-    no_compress: bool,
-) -> Result<Response> {
-    let matches = |name: header::HeaderName| tags_match(headers, &name, etag);
-    let set = |response: &mut Response| {
+    compressible: bool,
+}
+
+impl<'a> Ranged<'a> {
+    /// A compressible body of `content_type`, for a GET.
+    pub fn new(body: &'a Bytes, content_type: &'static str) -> Self {
+        Self { body, content_type, head_only: false, compressible: true }
+    }
+
+    /// Answers a HEAD: the headers of the GET, no body.
+    #[must_use]
+    pub fn head_only(mut self, head_only: bool) -> Self {
+        self.head_only = head_only;
+        self
+    }
+
+    /// Never compressed (bytes that are compressed already).
+    #[must_use]
+    pub fn uncompressed(mut self) -> Self {
+        self.compressible = false;
+        self
+    }
+
+    /// The response under `validators` (their `Vary` is set here) for a request with
+    /// `headers`.
+    pub fn respond(self, validators: Validators, headers: &HeaderMap) -> Result<Response> {
+        let validators = validators.varying(Varies { accept: false, encoding: self.compressible });
+        if !validators.allows(headers) {
+            return Err(Error::PreconditionFailed(format!(
+                "the object has ETag {}, which the request's If-Match does not allow",
+                validators.etag()
+            )));
+        }
+        let accept_ranges = |mut response: Response| {
+            response.headers_mut().insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+            response
+        };
+        if validators.current(headers) {
+            return Ok(accept_ranges(validators.unchanged()));
+        }
+        let size = self.body.len() as u64;
+        let range = headers
+            .get(header::RANGE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(ByteRange::parse)
+            .filter(|_| validators.range_allowed(headers));
+        let (status, part) = match range {
+            None => (StatusCode::OK, 0..size),
+            Some(r) => {
+                let part = r.resolve(size).ok_or_else(|| {
+                    Error::RangeNotSatisfiable(
+                        format!("the object has {size} bytes; ranges must start below that, and a suffix must be at least 1 byte"),
+                        size,
+                    )
+                })?;
+                (StatusCode::PARTIAL_CONTENT, part)
+            }
+        };
+        let mut response = if self.head_only {
+            status.into_response()
+        } else {
+            (status, self.body.slice(part.start as usize..part.end as usize)).into_response()
+        };
         let h = response.headers_mut();
-        if let Ok(v) = HeaderValue::from_str(etag) {
-            h.insert(header::ETAG, v);
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_static(self.content_type));
+        h.insert(header::CONTENT_LENGTH, HeaderValue::from(part.end - part.start));
+        if status == StatusCode::PARTIAL_CONTENT
+            && let Ok(v) = HeaderValue::from_str(&format!("bytes {}-{}/{size}", part.start, part.end.saturating_sub(1)))
+        {
+            h.insert(header::CONTENT_RANGE, v);
         }
-        if let Ok(v) = HeaderValue::from_str(cache_control) {
-            h.insert(header::CACHE_CONTROL, v);
+        if !self.compressible || status == StatusCode::PARTIAL_CONTENT {
+            response.extensions_mut().insert(NoCompress);
         }
-        h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
-    };
-    if matches(header::IF_MATCH) == Some(false) {
-        return Err(Error::PreconditionFailed(format!(
-            "the object has ETag {etag}, which the request's If-Match does not allow"
-        )));
+        Ok(accept_ranges(validators.stamp(response)))
     }
-    if matches(header::IF_NONE_MATCH) == Some(true) {
-        let mut response = StatusCode::NOT_MODIFIED.into_response();
-        set(&mut response);
-        Varies { accept: false, encoding: !no_compress }.add_to(response.headers_mut());
-        return Ok(response);
-    }
-    let size = body.len() as u64;
-    let range = headers
-        .get(header::RANGE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(ByteRange::parse)
-        .filter(|_| range_allowed(headers, etag, None));
-    let (status, part) = match range {
-        None => (StatusCode::OK, 0..size),
-        Some(r) => {
-            let part = r.resolve(size).ok_or_else(|| {
-                Error::RangeNotSatisfiable(
-                    format!("the object has {size} bytes; ranges must start below that, and a suffix must be at least 1 byte"),
-                    size,
-                )
-            })?;
-            (StatusCode::PARTIAL_CONTENT, part)
-        }
-    };
-    let length = part.end - part.start;
-    let mut response = if head_only {
-        status.into_response()
-    } else {
-        (status, body.slice(part.start as usize..part.end as usize)).into_response()
-    };
-    set(&mut response);
-    let h = response.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    h.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
-    if status == StatusCode::PARTIAL_CONTENT
-        && let Ok(v) = HeaderValue::from_str(&format!("bytes {}-{}/{size}", part.start, part.end.saturating_sub(1)))
-    {
-        h.insert(header::CONTENT_RANGE, v);
-    }
-    if no_compress || status == StatusCode::PARTIAL_CONTENT {
-        response.extensions_mut().insert(NoCompress);
-    }
-    Ok(response)
 }
 
 #[cfg(test)]

@@ -375,10 +375,12 @@ fn write_element(out: &mut String, b: &[u8], data_type: DataType) {
 }
 
 /// A JSON body with the configured `Cache-Control`.
-pub fn json_response(value: &serde_json::Value, cache_control: &str) -> axum::response::Response {
+pub fn json_response(value: &impl serde::Serialize, cache_control: &str) -> axum::response::Response {
     use axum::http::{HeaderValue, header};
     use axum::response::IntoResponse;
-    let mut response = ([(header::CONTENT_TYPE, "application/json")], value.to_string()).into_response();
+    // Serializing types made of strings, numbers and maps with string keys cannot fail.
+    let body = serde_json::to_string(value).unwrap_or_default();
+    let mut response = ([(header::CONTENT_TYPE, "application/json")], body).into_response();
     if let Ok(v) = HeaderValue::from_str(cache_control) {
         response.headers_mut().insert(header::CACHE_CONTROL, v);
     }

@@ -1,5 +1,7 @@
-//! What route handlers take from a request: the dataset and node path of a route, and
-//! query parameters checked against the names an endpoint accepts.
+//! What route handlers take from a request: the dataset and node path of a route, query
+//! parameters checked against the names an endpoint accepts (with the display window every
+//! image and slice route shares), path rejections as problems, and the server's base URL as
+//! the client sees it.
 
 use std::collections::BTreeMap;
 
@@ -66,6 +68,18 @@ impl Params {
             .transpose()
     }
 
+    /// `vmin` and `vmax` (slices, chunks, IIIF and map tiles alike): numbers, `vmin` not
+    /// above `vmax`.
+    pub fn window(&self) -> Result<(Option<f64>, Option<f64>)> {
+        let (vmin, vmax) = (self.number("vmin")?, self.number("vmax")?);
+        if let (Some(lo), Some(hi)) = (vmin, vmax)
+            && lo > hi
+        {
+            return Err(Error::BadRequest(format!("`vmin` ({lo}) must not be greater than `vmax` ({hi})")));
+        }
+        Ok((vmin, vmax))
+    }
+
     /// A `true`/`false` parameter.
     pub fn flag(&self, name: &str) -> Result<bool> {
         match self.get(name) {
@@ -74,4 +88,26 @@ impl Params {
             Some(other) => Err(Error::BadRequest(format!("`{name}` must be true or false, got `{other}`"))),
         }
     }
+}
+
+/// A path that did not match its route's parameters, as a problem.
+pub fn path_error(e: &axum::extract::rejection::PathRejection) -> Error {
+    Error::BadRequest(e.body_text())
+}
+
+/// This server's base URL as the client sees it: `X-Forwarded-Proto`/`X-Forwarded-Host`
+/// (first value) behind a proxy or load balancer, else `http` and `Host`.
+pub fn base_url(headers: &axum::http::HeaderMap) -> String {
+    let first = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(',').next())
+            .map(str::trim)
+            .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_graphic()))
+            .map(str::to_owned)
+    };
+    let proto = first("x-forwarded-proto").filter(|p| p == "http" || p == "https").unwrap_or_else(|| "http".into());
+    let host = first("x-forwarded-host").or_else(|| first("host")).unwrap_or_else(|| "localhost".into());
+    format!("{proto}://{host}")
 }

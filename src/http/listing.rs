@@ -15,10 +15,10 @@ use std::fmt::Write as _;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use serde_json::json;
 
 use crate::error::{Error, Result};
-use crate::http::conditional::EtagBuilder;
+use crate::http::conditional::{EtagBuilder, Ranged, Validators};
+use crate::http::schema::{Directory, DirectoryEntry};
 
 /// Entries one listing may hold; a larger directory is 413 (chunk directories of huge
 /// arrays), so a listing's cost stays bounded.
@@ -77,17 +77,17 @@ pub fn respond(path: &str, mut entries: Vec<Entry>, headers: &HeaderMap, cache_c
         .and_then(|v| v.to_str().ok())
         .is_some_and(|a| a.split(',').any(|m| m.split(';').next().is_some_and(|m| m.trim() == "application/json")));
     let (body, content_type) = if json {
-        let list: Vec<serde_json::Value> = entries
+        let entries = entries
             .iter()
-            .map(|e| {
-                let mut v = json!({"name": e.name, "kind": if e.directory { "directory" } else { "object" }});
-                if let Some(size) = e.size {
-                    v["size"] = json!(size);
-                }
-                v
+            .map(|e| DirectoryEntry {
+                name: &e.name,
+                kind: if e.directory { "directory" } else { "object" },
+                size: e.size,
             })
             .collect();
-        (json!({"path": path, "entries": list}).to_string(), "application/json")
+        let document =
+            serde_json::to_string(&Directory { path, entries }).map_err(|e| Error::Internal(e.to_string()))?;
+        (document, "application/json")
     } else {
         let title = escape(path);
         let mut html = format!(
@@ -103,15 +103,8 @@ pub fn respond(path: &str, mut entries: Vec<Entry>, headers: &HeaderMap, cache_c
     };
     let etag = EtagBuilder::new("listing").text(content_type).text(&body).finish();
     // Ranges and validators as for any object of the store routes.
-    let mut response = crate::http::conditional::ranged(
-        &Bytes::from(body),
-        &etag,
-        content_type,
-        headers,
-        false,
-        cache_control,
-        false,
-    )?;
+    let mut response =
+        Ranged::new(&Bytes::from(body), content_type).respond(Validators::new(etag, cache_control), headers)?;
     response.headers_mut().append(header::VARY, HeaderValue::from_static("accept"));
     Ok(response)
 }

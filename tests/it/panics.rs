@@ -54,8 +54,9 @@ async fn handler_panics() -> &'static str {
 async fn body_panics() -> Response {
     let first = futures::stream::once(async { Ok::<_, std::io::Error>(Bytes::from(vec![7u8; 1000])) });
     let then = futures::stream::once(async {
-        // Time for hyper to write the headers and the first bytes.
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        // Time for hyper to write the headers and the first bytes (generous: other tests
+        // share the machine while this one runs in its own process).
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
         panic!("injected panic in a response body")
     });
     zarrd::http::body::streamed(futures::StreamExt::chain(first, then), 100_000).into_response()

@@ -4,6 +4,8 @@ use axum::extract::{RawQuery, State};
 use axum::response::Response;
 use serde_json::{Value, json};
 
+use crate::http::schema::{ArrayInfo, ChunkGridInfo, ShardingInfo};
+
 use crate::error::Result;
 use crate::http::encode::json_response;
 use crate::http::extract::{NodePath, Params};
@@ -22,14 +24,12 @@ pub async fn show(
 }
 
 /// The array-info document (`ArrayInfo` in `openapi.yaml`).
-pub fn describe(path: &str, meta: &ArrayMetadata) -> Value {
+pub fn describe<'a>(path: &'a str, meta: &'a ArrayMetadata) -> ArrayInfo<'a> {
     let doc = &meta.document;
-    let sharding = meta.sharding().map(|s| {
-        json!({
-            "chunk_shape": s.chunk_shape,
-            "index_location": s.index_location.name(),
-            "nested": s.codecs.sharding().is_some(),
-        })
+    let sharding = meta.sharding().map(|s| ShardingInfo {
+        chunk_shape: s.chunk_shape.clone(),
+        index_location: s.index_location.name(),
+        nested: s.codecs.sharding().is_some(),
     });
     // A v2 `.zarray` has no `data_type`, `codecs` or `chunk_key_encoding`: report the type's
     // Zarr name, the numcodecs filters and compressor as stored (in pipeline order), and
@@ -47,23 +47,23 @@ pub fn describe(path: &str, meta: &ArrayMetadata) -> Value {
     } else {
         (doc.get("data_type").cloned(), doc.get("codecs").cloned(), doc.get("chunk_key_encoding").cloned())
     };
-    json!({
-        "path": path,
-        "node_type": "array",
-        "zarr_format": meta.zarr_format,
-        "shape": meta.shape,
-        "data_type": data_type,
-        "fill_value": doc.get("fill_value"),
-        "dimension_names": meta.dimension_names,
-        "attributes": meta.attributes,
-        "codecs": codecs,
-        "chunk_key_encoding": chunk_key_encoding,
-        "chunk_grid": {
-            "kind": meta.chunk_grid.kind.name(),
-            "chunk_sizes": meta.chunk_grid.to_json(),
-            "grid_shape": meta.chunk_grid.grid_shape(),
+    ArrayInfo {
+        path,
+        node_type: "array",
+        zarr_format: meta.zarr_format,
+        shape: &meta.shape,
+        data_type,
+        fill_value: doc.get("fill_value"),
+        dimension_names: &meta.dimension_names,
+        attributes: &meta.attributes,
+        codecs,
+        chunk_key_encoding,
+        chunk_grid: ChunkGridInfo {
+            kind: meta.chunk_grid.kind.name(),
+            chunk_sizes: meta.chunk_grid.to_json(),
+            grid_shape: meta.chunk_grid.grid_shape(),
         },
-        "read_chunk_shape": meta.read_chunk_shape(),
-        "sharding": sharding,
-    })
+        read_chunk_shape: meta.read_chunk_shape(),
+        sharding,
+    }
 }

@@ -4,22 +4,20 @@
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
 
 use crate::error::{Error, Result};
-use crate::http::conditional::{EtagBuilder, Varies, cache_control, not_modified, unchanged, with_varying_validators};
+use crate::http::budget_body;
+use crate::http::conditional::{EtagBuilder, Validators, cache_control};
 use crate::http::encode::json_response;
 use crate::http::extract::{NodePath, Params};
 use crate::http::middleware::NoCompress;
-use crate::http::routes::slice::Render;
+use crate::http::render::Render;
+use crate::http::schema::ChunkPage;
 use crate::http::state::AppState;
 use zarrd_core::ops::budget::Reservation;
+use zarrd_core::read::ArrayReader;
 use zarrd_core::read::listing::ChunkState;
-use zarrd_core::read::locate::Located;
 use zarrd_core::read::selection::Selection;
-use zarrd_core::read::strings;
-use zarrd_core::read::{ArrayReader, ReadError};
-use zarrd_core::zarr::copy::{Region, copy_region};
 
 pub const DEFAULT_LIMIT: u64 = 1000;
 pub const MAX_LIMIT: u64 = 10_000;
@@ -56,11 +54,11 @@ pub async fn list(
             .ok_or_else(|| Error::BadRequest(format!("`cursor` `{c}` does not belong to this listing; use the `next` value of the previous page with the same s and inner")))?,
     };
     let page = array.list_chunks(&selection, offset, limit, inner).await?;
-    let body = json!({
-        "grid": array.meta.chunk_grid.kind.name(),
-        "chunks": &page.chunks,
-        "next": page.next.map(|n| format!("{n:x}.{sig}")),
-    });
+    let body = ChunkPage {
+        grid: array.meta.chunk_grid.kind.name(),
+        chunks: &page.chunks,
+        next: page.next.map(|n| format!("{n:x}.{sig}")),
+    };
     let any_missing = page.chunks.iter().any(|c| c.state == ChunkState::Missing);
     Ok(json_response(&body, &cache_control(&state.config, any_missing)))
 }
@@ -80,94 +78,55 @@ pub async fn chunk(
     }
     // Raw chunks are the stored bytes whatever the client accepts (one representation,
     // never compressed); formats apply only to decoded chunks.
-    let render = if decoded {
-        Render::from_request(&params, &headers)?
-    } else {
-        Render { format: crate::http::encode::Format::Bin, vmin: None, vmax: None, colormap: None, negotiated: false }
-    };
-    let varies = if decoded { render.varies() } else { Varies::default() };
+    let render = if decoded { Some(Render::from_request(&params, &headers)?) } else { None };
     let dataset = &state.catalog.dataset(&ds).await?;
     let array = state.catalog.array(dataset, &path).await?;
-    let grid = array.read_grid();
-    let coords = parse_coords(params.get("c"), &grid.grid_shape())?;
-    let data_shape = grid.data_shape(&coords);
-    // A decoded chunk needs its full decoded size (and the clipped copy, and the rendered
-    // body) in memory: reserved from the budget before anything is read.
-    let mut held = Reservation::default();
-    let text = array.meta.data_type.is_variable();
-    if decoded && text {
-        // Text sizes are known only once decoded: checked and reserved then.
-        render.check_text(array.meta.data_type)?;
-    } else if decoded {
-        let render_bytes = render.check(&array.meta, &data_shape, state.config.limits.max_response_bytes)?;
-        let item = array.meta.data_type.size() as u64;
-        let chunk_bytes = grid.chunk_shape(&coords).iter().product::<u64>() * item;
-        let clipped_bytes = data_shape.iter().product::<u64>() * item;
-        held = array.budget.reserve(chunk_bytes + clipped_bytes + render_bytes).await?;
-    }
-    // A shard rewritten between reading its index and its bytes is retried once.
-    let found = match fetch_chunk(&array, &coords).await {
-        Err(e) if e.is_changed() => fetch_chunk(&array, &coords).await?,
-        other => other?,
+    let coords = parse_coords(params.get("c"), &array.read_grid().grid_shape())?;
+    let limit = state.config.limits.max_response_bytes;
+    let mut held = match &render {
+        Some(render) => reserve_decoded(&array, render, &coords, limit).await?,
+        None => Reservation::default(),
     };
-    let ChunkBytes { key, range, bytes, version, reservation } = found.map_err(Error::NotFound)?;
-    held.merge(reservation);
+    let mut chunk = array.stored_chunk(&coords).await?.map_err(|absent| Error::NotFound(absent.to_string()))?;
+    held.merge(std::mem::take(&mut chunk.reservation));
     let mut tag = EtagBuilder::new("chunk");
-    tag.text(&ds).text(&path).text(&key).text(&version).number(u64::from(decoded));
-    if let Some(r) = &range {
+    tag.text(&ds).text(&path).text(&chunk.key).text(&chunk.version).number(u64::from(decoded));
+    if let Some(r) = &chunk.range {
         tag.number(r.start).number(r.end);
     }
-    if decoded {
+    if let Some(render) = &render {
         tag.digest(array.meta.digest);
         render.hash_into(&mut tag);
     }
-    let etag = tag.finish();
-    let cache_control = &state.config.http.cache_control;
-    if not_modified(&headers, &etag) {
-        return Ok(unchanged(&etag, cache_control, varies));
-    }
-    let mut response = if decoded && text {
-        decoded_text(&array, &key, bytes, &grid.chunk_shape(&coords), &data_shape, render, &state, &mut held).await?
-    } else if decoded {
-        let meta = std::sync::Arc::clone(&array.meta);
-        let chunk_shape = grid.chunk_shape(&coords);
-        let chain = array.read_chain().clone();
-        let clipped_shape = data_shape.clone();
-        let chunk_key = key.clone();
-        let data = zarrd_core::ops::cpu::run(move || -> Result<Vec<u8>> {
-            let full = chain
-                .decode(&bytes, &chunk_shape, meta.data_type, &meta.fill_value)
-                .map_err(|source| Error::from(ReadError::Corrupt { key: chunk_key, source }))?;
-            if clipped_shape == chunk_shape {
-                return Ok(full);
+    let varies = render.as_ref().map(Render::varies).unwrap_or_default();
+    let validators = Validators::new(tag.finish(), state.config.http.cache_control.as_str()).varying(varies);
+    let body = async {
+        let data_shape = array.read_grid().data_shape(&coords);
+        let mut response = match render {
+            None => raw(chunk.bytes.clone(), chunk.range.as_ref())?,
+            Some(render) if array.meta.data_type.is_variable() => {
+                let elements = array.decode_text_chunk(&chunk, &coords, limit, &mut held).await?;
+                render.respond_text(&elements, &data_shape, limit, &array, &mut held).await?
             }
-            let item = meta.data_type.size();
-            let mut out = vec![0u8; clipped_shape.iter().product::<u64>() as usize * item];
-            let zeros = vec![0; chunk_shape.len()];
-            let ones = vec![1; chunk_shape.len()];
-            let region = Region {
-                src_shape: &chunk_shape,
-                src_start: &zeros,
-                src_step: &ones,
-                dst_shape: &clipped_shape,
-                dst_start: &zeros,
-                count: &clipped_shape,
-            };
-            copy_region(&full, &mut out, &region, item);
-            Ok(out)
-        })
-        .await
-        .map_err(Error::Internal)??;
-        render.respond(data, 0, &array.meta, &data_shape)?
-    } else {
-        raw(bytes, range.as_ref())?
+            Some(render) => render.respond(array.decode_chunk(&chunk, &coords).await?, 0, &array.meta, &data_shape)?,
+        };
+        let key = HeaderValue::from_str(&chunk.key).map_err(|e| Error::Internal(e.to_string()))?;
+        response.headers_mut().insert("zarr-chunk-key", key);
+        Ok(budget_body::holding(response, held))
     };
-    response
-        .headers_mut()
-        .insert("zarr-chunk-key", HeaderValue::from_str(&key).map_err(|e| Error::Internal(e.to_string()))?);
-    let body = std::mem::take(response.body_mut());
-    *response.body_mut() = crate::http::budget_body::held(body, held);
-    Ok(with_varying_validators(response, &etag, cache_control, varies))
+    validators.respond(&headers, body).await
+}
+
+/// Checks, before anything is read, that chunk `coords` can be rendered, and reserves what
+/// decoding it takes: the chunk decoded whole, its clipped copy and the rendered body (text
+/// sizes are known only once decoded: checked and reserved then).
+async fn reserve_decoded(array: &ArrayReader, render: &Render, coords: &[u64], limit: u64) -> Result<Reservation> {
+    if array.meta.data_type.is_variable() {
+        render.check_text(array.meta.data_type)?;
+        return Ok(Reservation::default());
+    }
+    let render_bytes = render.check(&array.meta, &array.read_grid().data_shape(coords), limit)?;
+    Ok(array.budget.reserve(array.decoded_chunk_bytes(coords) + render_bytes).await?)
 }
 
 /// A stored chunk's bytes as they are (never compressed again), with the byte range of a
@@ -182,75 +141,6 @@ fn raw(bytes: bytes::Bytes, range: Option<&std::ops::Range<u64>>) -> Result<Resp
             .insert("zarr-byte-range", HeaderValue::from_str(&value).map_err(|e| Error::Internal(e.to_string()))?);
     }
     Ok(r)
-}
-
-/// A decoded chunk of a `string` array in `render`'s format (json or npy), clipped to the
-/// array. The decode buffer is reserved from what the chunk's compressor records, the
-/// clipped text and the body before they are built; all are held in `held`.
-#[allow(clippy::too_many_arguments)]
-async fn decoded_text(
-    array: &ArrayReader,
-    key: &str,
-    bytes: bytes::Bytes,
-    chunk_shape: &[u64],
-    data_shape: &[u64],
-    render: Render,
-    state: &AppState,
-    held: &mut Reservation,
-) -> Result<Response> {
-    let limit = state.config.limits.max_response_bytes;
-    let chain = array.read_chain().clone();
-    let elements = chunk_shape.iter().product::<u64>();
-    let cost = strings::decode_cost(&chain, &bytes, elements, limit.min(array.budget.total() / 4));
-    let scratch = array.budget.reserve(cost.reserve).await?;
-    let (task_key, task_shape) = (key.to_owned(), chunk_shape.to_vec());
-    let chunk = zarrd_core::ops::cpu::run(move || {
-        strings::decode_chunk(&chain, &bytes, &task_shape, cost, &task_key).map_err(Error::from)
-    })
-    .await
-    .map_err(Error::Internal)??;
-    let n = data_shape.iter().product::<u64>();
-    let size = strings::clipped_text_bytes(&chunk, chunk_shape, data_shape) + n * strings::ELEMENT_BYTES;
-    if size > limit {
-        return Err(Error::TooLarge { what: "text", size: u128::from(size), limit });
-    }
-    held.merge(array.budget.reserve(size).await?);
-    let clipped = strings::clip(&chunk, chunk_shape, data_shape);
-    drop((chunk, scratch));
-    render.respond_text(&clipped, data_shape, limit, array, held).await
-}
-
-/// The encoded bytes of a read-grid chunk and where they came from.
-struct ChunkBytes {
-    key: String,
-    /// The byte range within its shard, when cut from one.
-    range: Option<std::ops::Range<u64>>,
-    bytes: bytes::Bytes,
-    version: String,
-    /// The memory budget held for `bytes`.
-    reservation: Reservation,
-}
-
-/// Reads read-grid chunk `coords`; `Ok(Err(detail))` when it is missing or empty.
-async fn fetch_chunk(array: &ArrayReader, coords: &[u64]) -> Result<Result<ChunkBytes, String>, ReadError> {
-    Ok(match array.locate(coords).await? {
-        Located::Object { key } => match array.get_budgeted(&key).await? {
-            Some((object, reservation)) => {
-                Ok(ChunkBytes { key, range: None, bytes: object.bytes, version: object.version, reservation })
-            }
-            None => Err(format!("chunk `{key}` is missing (it reads as the fill value)")),
-        },
-        Located::MissingShard { key } => Err(format!("shard `{key}` is missing (the chunk reads as the fill value)")),
-        Located::Empty { key } => {
-            Err(format!("the chunk is marked empty in shard `{key}` (it reads as the fill value)"))
-        }
-        Located::InShard { key, range, e_tag, version } => {
-            let reservation = array.budget.reserve(range.end - range.start).await?;
-            let mut parts = array.read_ranges(&key, e_tag.as_deref(), std::slice::from_ref(&range)).await?;
-            let bytes = parts.pop().unwrap_or_default();
-            Ok(ChunkBytes { key, range: Some(range), bytes, version, reservation })
-        }
-    })
 }
 
 /// `c=I,J,…`: one index per dimension inside the read grid (empty for a 0-d array).

@@ -17,7 +17,7 @@ use bytes::Bytes;
 use crate::catalog::Dataset;
 use crate::compat::{Flavor, ViewNode, ViewTree, view_chunk, view_grid_shape};
 use crate::error::{Error, Result};
-use crate::http::conditional::{EtagBuilder, ranged};
+use crate::http::conditional::{EtagBuilder, Ranged, Validators};
 use crate::http::listing::{self, Entry};
 use crate::http::state::AppState;
 use zarrd_core::read::ReadError;
@@ -51,6 +51,20 @@ fn not_found(flavor: Flavor, key: &str) -> Error {
     ))
 }
 
+/// The dataset's view tree; when the store refused to list (a plain web server) and has no
+/// consolidated metadata, what `key` itself leads to (documents and chunks of the nodes
+/// along it), without subtrees. Any other failure (a transient one too) is the answer.
+async fn view_tree(state: &AppState, dataset: &Dataset, key: &str) -> Result<Arc<ViewTree>> {
+    match Box::pin(state.catalog.view_tree(dataset)).await {
+        Ok(tree) => Ok(tree),
+        Err(e) if dataset.store.cannot_list() => {
+            tracing::debug!(error = %e, "no view tree; serving the nodes along the key");
+            Ok(Arc::new(Box::pin(state.catalog.partial_view_tree(dataset, key)).await?))
+        }
+        Err(e) => Err(e),
+    }
+}
+
 async fn serve(
     state: &AppState,
     flavor: Flavor,
@@ -61,17 +75,7 @@ async fn serve(
     head_only: bool,
 ) -> Result<Response> {
     let dataset = &state.catalog.dataset(ds).await?;
-    let tree = match Box::pin(state.catalog.view_tree(dataset)).await {
-        Ok(tree) => tree,
-        // The store refused to list (a plain web server) and has no consolidated metadata:
-        // serve what the key itself leads to (documents and chunks of the nodes along it),
-        // without subtrees. Any other failure (a transient one too) is the answer.
-        Err(e) if dataset.store.cannot_list() => {
-            tracing::debug!(error = %e, "no view tree; serving the nodes along the key");
-            Arc::new(Box::pin(state.catalog.partial_view_tree(dataset, key)).await?)
-        }
-        Err(e) => return Err(e),
-    };
+    let tree = view_tree(state, dataset, key).await?;
     let cache_control = state.config.http.cache_control.as_str();
     if key.is_empty() || key.ends_with('/') {
         let dir = key.trim_end_matches('/');
@@ -90,7 +94,9 @@ async fn serve(
         .ok_or_else(|| not_found(flavor, key))?;
         let body = Bytes::from(doc.to_string());
         let etag = EtagBuilder::new("compat-document").text(&String::from_utf8_lossy(&body)).finish();
-        return ranged(&body, &etag, "application/json", headers, head_only, cache_control, false);
+        return Ranged::new(&body, "application/json")
+            .head_only(head_only)
+            .respond(Validators::new(etag, cache_control), headers);
     }
     if let Some((path, coords)) = tree.chunk(key, flavor) {
         let Some(ViewNode::Array { chunk_shape, .. }) = tree.nodes.get(path) else {
@@ -102,7 +108,10 @@ async fn serve(
                 "view chunk `{key}` has no stored data (clients read it as the fill value)"
             )));
         };
-        return ranged(&bytes, &entry.etag, "application/octet-stream", headers, head_only, cache_control, true);
+        return Ranged::new(&bytes, "application/octet-stream")
+            .head_only(head_only)
+            .uncompressed()
+            .respond(Validators::new(entry.etag.clone(), cache_control), headers);
     }
     if directory(&tree, flavor, key).is_some() {
         return Ok(listing::to_directory(uri_path));

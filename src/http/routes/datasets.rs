@@ -3,13 +3,13 @@
 use axum::Extension;
 use axum::extract::{Path, RawQuery, State};
 use axum::response::Response;
-use serde_json::json;
 
 use crate::auth::Identity;
 use crate::catalog::health::{DatasetHealth, Status};
 use crate::error::Result;
 use crate::http::encode::json_response;
 use crate::http::extract::Params;
+use crate::http::schema::{DatasetList, DatasetSummary, DatasetTree, Health};
 use crate::http::state::AppState;
 
 /// Names, titles and the last background health check: never a URL, credential or option.
@@ -26,12 +26,14 @@ pub async fn list(
         .catalog
         .datasets()
         .filter(|d| state.auth.may_read(caller.as_ref(), &d.name))
-        .map(|d| {
-            let health = health_json(health.get(d.name.as_ref()));
-            json!({"name": d.name.as_ref(), "title": d.title, "health": health, "versioned": d.repo.is_some()})
+        .map(|d| DatasetSummary {
+            name: d.name.as_ref(),
+            title: d.title.as_deref(),
+            health: health_of(health.get(d.name.as_ref())),
+            versioned: d.repo.is_some(),
         })
         .collect();
-    Ok(json_response(&json!({ "datasets": datasets }), &state.config.http.cache_control))
+    Ok(json_response(&DatasetList { datasets }, &state.config.http.cache_control))
 }
 
 /// The node tree of one dataset.
@@ -43,7 +45,8 @@ pub async fn show(
     Params::parse(query.as_deref(), &[])?;
     let dataset = &state.catalog.dataset(&ds).await?;
     let nodes = state.catalog.tree(dataset).await?;
-    Ok(json_response(&json!({"name": ds, "title": dataset.title, "nodes": *nodes}), &state.config.http.cache_control))
+    let tree = DatasetTree { name: &ds, title: dataset.title.as_deref(), nodes: &nodes };
+    Ok(json_response(&tree, &state.config.http.cache_control))
 }
 
 /// The branches and tags of a versioned (Icechunk) dataset, each with its snapshot id.
@@ -59,14 +62,16 @@ pub async fn versions(
 }
 
 /// `{"status": "ok"|"failing"|"unknown", "checked_at": RFC 3339 or null, "detail"?}`.
-fn health_json(health: Option<&DatasetHealth>) -> serde_json::Value {
+fn health_of(health: Option<&DatasetHealth>) -> Health {
     let Some(h) = health else {
-        return json!({"status": Status::Unknown.label(), "checked_at": null});
+        return Health { status: Status::Unknown.label(), checked_at: None, detail: None };
     };
-    let checked_at = h.checked_at.map(|t| chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339());
-    let mut value = json!({"status": h.status.label(), "checked_at": checked_at});
-    if let Status::Failing(detail) = &h.status {
-        value["detail"] = json!(detail);
+    Health {
+        status: h.status.label(),
+        checked_at: h.checked_at.map(|t| chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339()),
+        detail: match &h.status {
+            Status::Failing(detail) => Some(detail.clone()),
+            _ => None,
+        },
     }
-    value
 }

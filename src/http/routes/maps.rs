@@ -8,13 +8,12 @@ use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
 
 use crate::auth::CapabilityPath;
 use crate::error::{Error, Result};
-use crate::http::conditional::{EtagBuilder, Varies, cache_control, not_modified, unchanged, with_validators};
-use crate::http::extract::Params;
-use crate::http::routes::iiif::{base_url, deliver, identifier, path_error, respond, window_params};
+use crate::http::conditional::{EtagBuilder, Validators, Varies, cache_control};
+use crate::http::extract::{Params, base_url, path_error};
+use crate::http::images::{deliver, identifier, respond};
 use crate::http::state::AppState;
 use crate::images::iiif::grammar::{ImageFormat, Quality};
 use crate::images::maps::geometry::{MAX_ZOOM, TILE, TileId};
@@ -81,7 +80,7 @@ fn tile_address(z: &str, x: &str, y_ext: &str) -> Result<(TileId, TileFormat)> {
 /// `colormap`, `vmin`, `vmax` as for IIIF.
 fn style_params(params: &Params) -> Result<(Option<Colormap>, Option<f64>, Option<f64>)> {
     let colormap = params.get("colormap").map(Colormap::parse).transpose()?;
-    let (vmin, vmax) = window_params(params)?;
+    let (vmin, vmax) = params.window()?;
     Ok((colormap, vmin, vmax))
 }
 
@@ -169,49 +168,17 @@ pub async fn tilejson(
         map.image.id.encoded(),
         format.name()
     );
-    let bounds = map.grid.bounds();
-    let maxzoom = map.grid.maxzoom();
     // The window when it can be had within limits (a huge array without overviews and
     // without vmin/vmax has none to offer; its tiles then need them).
     let window = state.maps.window(&map, vmin, vmax).await.ok();
-    let meta = &map.image.reader.meta;
-    let attr = |name: &str| meta.attributes.get(name).and_then(serde_json::Value::as_str);
-    let doc = json!({
-        "tilejson": "3.0.0",
-        "name": map.image.id.path,
-        "description": attr("long_name").unwrap_or(map.image.id.path.as_str()),
-        "tiles": [template],
-        "scheme": "xyz",
-        "minzoom": 0,
-        "maxzoom": maxzoom,
-        "bounds": bounds,
-        "center": [f64::midpoint(bounds[0], bounds[2]), f64::midpoint(bounds[1], bounds[3]), 0],
-        "units": attr("units"),
-        "vmin": window.map(|w| w.lo),
-        "vmax": window.map(|w| w.hi),
-        "colormap": colormap.unwrap_or(Colormap::Viridis).name(),
-        "colormaps": Colormap::ALL.iter().map(|c| c.name()).collect::<Vec<_>>(),
-        "formats": ["png", "jpg", "npy"],
-        "array": {
-            "dataset": map.image.id.dataset,
-            "path": map.image.id.path,
-            "indices": map.image.id.indices,
-            "shape": meta.shape,
-            "dimension_names": crate::images::maps::source::dimension_names(meta),
-            "latitude": map.names.0,
-            "longitude": map.names.1,
-        },
-    });
-    let body = doc.to_string();
-    let mut tag = EtagBuilder::new("maps-tilejson");
-    tag.text(&body);
-    let etag = tag.finish();
-    let cache_control = cache_control(&state.config, false);
-    if not_modified(&headers, &etag) {
-        return Ok(unchanged(&etag, &cache_control, Varies { accept: false, encoding: true }));
-    }
-    let response = ([(header::CONTENT_TYPE, "application/json")], body).into_response();
-    Ok(with_validators(response, &etag, &cache_control))
+    let doc = crate::images::maps::tilejson(&map, &template, window, colormap.unwrap_or(Colormap::Viridis));
+    let body = serde_json::to_string(&doc).map_err(|e| Error::Internal(e.to_string()))?;
+    let validators =
+        Validators::new(EtagBuilder::new("maps-tilejson").text(&body).finish(), cache_control(&state.config, false))
+            .varying(Varies { accept: false, encoding: true });
+    validators
+        .respond(&headers, async { Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response()) })
+        .await
 }
 
 #[cfg(test)]

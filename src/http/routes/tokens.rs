@@ -9,10 +9,10 @@ use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::json;
 
 use crate::auth::{Denied, Identity, Via};
 use crate::error::{Error, Result};
+use crate::http::schema::Capability;
 use crate::http::state::AppState;
 
 /// The lifetime of a token minted without `ttl_s` (at most `auth.max_token_ttl_s`).
@@ -65,12 +65,9 @@ pub async fn mint(
     let url = format!("/t/{token}{prefix}");
     let expires_at = chrono::DateTime::<chrono::Utc>::from_timestamp(exp as i64, 0)
         .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
-    let mut response = (
-        StatusCode::CREATED,
-        [(header::CONTENT_TYPE, "application/json")],
-        json!({"url": url, "expires_at": expires_at}).to_string(),
-    )
-        .into_response();
+    let mut response =
+        (StatusCode::CREATED, crate::http::encode::json_response(&Capability { url, expires_at }, "no-store"))
+            .into_response();
     // A capability URL is a credential: no cache keeps it.
     response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response

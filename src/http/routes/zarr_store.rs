@@ -8,10 +8,10 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
-use object_store::{GetOptions, ObjectMeta};
+use object_store::{GetOptions, GetResult, ObjectMeta};
 
 use crate::error::{Error, Result};
-use crate::http::conditional::{ByteRange, parse_http_date, range_allowed, tags_match};
+use crate::http::conditional::{ByteRange, Validators};
 use crate::http::listing::{self, Entry};
 use crate::http::middleware::NoCompress;
 use crate::http::state::AppState;
@@ -30,12 +30,17 @@ pub async fn get(
     if let Some(dir) = key.strip_suffix('/') {
         return list(&dataset.store, dir, uri.path(), &headers, cache_control).await;
     }
-    match serve(&dataset.store, &state.catalog.budget, &key, &headers, method == Method::HEAD).await {
+    if let Some(response) = serve(&dataset.store, &state.catalog.budget, &key, &headers, method == Method::HEAD).await?
+    {
+        return Ok(response);
+    }
+    // No such object.
+    match key.as_str() {
         // A collection's root has no metadata of its own: it is an empty group holding the
         // Zarr roots below it (`docs/ome-zarr.md` "Collections").
-        Err(Error::NotFound(detail)) if matches!(key.as_str(), "zarr.json" | ".zgroup" | ".zattrs") => {
+        "zarr.json" | ".zgroup" | ".zattrs" => {
             if !state.catalog.is_collection(dataset).await? {
-                return Err(Error::NotFound(detail));
+                return Err(not_found(&key));
             }
             let body = match key.as_str() {
                 "zarr.json" => r#"{"zarr_format":3,"node_type":"group","attributes":{}}"#,
@@ -48,11 +53,11 @@ pub async fn get(
         // trailing slash), so relative links resolve. Missing chunks are asked for often
         // and must stay one storage request, so keys that name a chunk (an all-digit last
         // segment) or a metadata document are not looked up as directories.
-        Err(Error::NotFound(detail)) if may_be_directory(&key) => match dataset.store.list_entries(&key).await {
+        _ if may_be_directory(&key) => match dataset.store.list_entries(&key).await {
             Ok((dirs, objects)) if !dirs.is_empty() || !objects.is_empty() => Ok(listing::to_directory(uri.path())),
-            _ => Err(Error::NotFound(detail)),
+            _ => Err(not_found(&key)),
         },
-        other => other,
+        _ => Err(not_found(&key)),
     }
 }
 
@@ -117,29 +122,9 @@ fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// RFC 9110 §13.2.2: the status a precondition forces, if any.
-fn precondition(headers: &HeaderMap, meta: &ObjectMeta, etag: &str) -> Option<StatusCode> {
-    // Dates in HTTP have one-second resolution.
-    let modified = meta.last_modified.timestamp();
-    if let Some(matches) = tags_match(headers, &header::IF_MATCH, etag) {
-        if !matches {
-            return Some(StatusCode::PRECONDITION_FAILED);
-        }
-    } else if let Some(since) = header_str(headers, header::IF_UNMODIFIED_SINCE).and_then(parse_http_date)
-        && modified > since.timestamp()
-    {
-        return Some(StatusCode::PRECONDITION_FAILED);
-    }
-    if let Some(matches) = tags_match(headers, &header::IF_NONE_MATCH, etag) {
-        if matches {
-            return Some(StatusCode::NOT_MODIFIED);
-        }
-    } else if let Some(since) = header_str(headers, header::IF_MODIFIED_SINCE).and_then(parse_http_date)
-        && modified <= since.timestamp()
-    {
-        return Some(StatusCode::NOT_MODIFIED);
-    }
-    None
+/// The validators of a stored object: its `ETag` and `Last-Modified`.
+fn validators(meta: &ObjectMeta) -> Validators {
+    Validators::new(http_etag(meta), "no-cache").modified_at(meta.last_modified.timestamp())
 }
 
 fn content_type(key: &str) -> &'static str {
@@ -156,14 +141,14 @@ fn not_found(key: &str) -> Error {
     Error::NotFound(format!("no object `{key}` in this dataset"))
 }
 
-/// Answers one GET or HEAD for `key`.
+/// Answers one GET or HEAD for `key`; `None` when there is no such object.
 async fn serve(
     store: &Store,
     budget: &MemoryBudget,
     key: &str,
     headers: &HeaderMap,
     head_only: bool,
-) -> Result<Response> {
+) -> Result<Option<Response>> {
     let mut range = header_str(headers, header::RANGE).and_then(ByteRange::parse);
     let conditional = [header::IF_MATCH, header::IF_NONE_MATCH, header::IF_MODIFIED_SINCE, header::IF_UNMODIFIED_SINCE]
         .iter()
@@ -171,23 +156,28 @@ async fn serve(
         || (range.is_some() && headers.contains_key(header::IF_RANGE));
     // A HEAD, a conditional request or a ranged HEAD needs the metadata first; a plain or
     // ranged GET goes straight to the object in one request.
-    let meta =
-        if head_only || conditional { Some(store.head(key).await?.ok_or_else(|| not_found(key))?) } else { None };
+    let meta = if head_only || conditional {
+        let Some(meta) = store.head(key).await? else { return Ok(None) };
+        Some(meta)
+    } else {
+        None
+    };
     if let Some(meta) = &meta {
-        let etag = http_etag(meta);
-        if let Some(status) = precondition(headers, meta, &etag) {
-            if status == StatusCode::PRECONDITION_FAILED {
-                return Err(Error::PreconditionFailed(format!(
-                    "`{key}` has ETag {etag}, which the request's preconditions do not allow (If-Match names strong tags: a W/ tag never matches; If-Unmodified-Since a date not before its Last-Modified)"
-                )));
-            }
-            return Ok(object_headers(StatusCode::NOT_MODIFIED.into_response(), key, meta));
+        let validators = validators(meta);
+        if !validators.allows(headers) {
+            return Err(Error::PreconditionFailed(format!(
+                "`{key}` has ETag {}, which the request's preconditions do not allow (If-Match names strong tags: a W/ tag never matches; If-Unmodified-Since a date not before its Last-Modified)",
+                validators.etag()
+            )));
         }
-        if !range_allowed(headers, &etag, Some(meta.last_modified.timestamp())) {
+        if validators.current(headers) {
+            return Ok(Some(object_headers(StatusCode::NOT_MODIFIED.into_response(), key, meta)));
+        }
+        if !validators.range_allowed(headers) {
             range = None;
         }
         if head_only {
-            return head_response(key, meta, range);
+            return head_response(key, meta, range).map(Some);
         }
     }
     let mut options = GetOptions { range: range.map(ByteRange::to_get_range), ..GetOptions::default() };
@@ -195,7 +185,7 @@ async fn serve(
     options.if_match = meta.as_ref().and_then(|m| m.e_tag.clone());
     let result = match store.get_opts(key, options).await {
         Ok(Some(r)) => r,
-        Ok(None) => return Err(not_found(key)),
+        Ok(None) => return Ok(None),
         Err(e) => {
             // A range past the end fails in the store; tell the client the size.
             if let Some(range) = range
@@ -207,6 +197,12 @@ async fn serve(
             return Err(e.into());
         }
     };
+    object_response(result, budget, key, range.is_some()).await.map(Some)
+}
+
+/// The body of a GET of `key` (its range when `ranged`), read whole when small, else
+/// streamed, with the object's headers.
+async fn object_response(result: GetResult, budget: &MemoryBudget, key: &str, ranged: bool) -> Result<Response> {
     let (meta, served) = (result.meta.clone(), result.range.clone());
     let length = served.end - served.start;
     let mut response = if length <= WHOLE_BODY_MAX {
@@ -232,7 +228,7 @@ async fn serve(
         crate::http::body::streamed(stream, served.end - served.start).into_response()
     };
     set(&mut response, header::CONTENT_LENGTH, &(served.end - served.start).to_string());
-    if range.is_some() {
+    if ranged {
         // Nothing of an empty object can be served: every range of it is unsatisfiable.
         if served.start >= served.end {
             return Err(unsatisfiable(key, meta.size));
@@ -335,7 +331,7 @@ mod tests {
 
     #[test]
     fn http_dates_round_trip() {
-        let t = parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").unwrap();
+        let t = crate::http::conditional::parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").unwrap();
         assert_eq!(http_date(t), "Sun, 06 Nov 1994 08:49:37 GMT");
     }
 }

@@ -11,6 +11,7 @@ pub mod axes;
 pub mod channels;
 pub mod grammar;
 pub mod identifier;
+pub mod info;
 pub mod levels;
 pub mod source;
 

@@ -117,3 +117,80 @@ impl Maps {
 fn name_of(path: &str) -> String {
     path.rsplit_once('/').map_or(path, |(_, name)| name).to_owned()
 }
+
+/// A `TileJSON` 3.0.0 document (<https://github.com/mapbox/tilejson-spec/tree/master/3.0.0>),
+/// with what a viewer needs besides: the array, its units, value window and colormaps.
+#[derive(Debug, serde::Serialize)]
+pub struct TileJson<'a> {
+    pub tilejson: &'static str,
+    pub name: &'a str,
+    pub description: &'a str,
+    pub tiles: [&'a str; 1],
+    pub scheme: &'static str,
+    pub minzoom: u8,
+    pub maxzoom: u8,
+    /// West, south, east, north in degrees, latitudes clipped to ±85.0511.
+    pub bounds: [f64; 4],
+    /// Longitude, latitude and zoom.
+    pub center: (f64, f64, u8),
+    pub units: Option<&'a str>,
+    pub vmin: Option<f64>,
+    pub vmax: Option<f64>,
+    pub colormap: &'static str,
+    pub colormaps: Vec<&'static str>,
+    pub formats: [&'static str; 3],
+    pub array: TileJsonArray<'a>,
+}
+
+/// The array a map's tiles show.
+#[derive(Debug, serde::Serialize)]
+pub struct TileJsonArray<'a> {
+    pub dataset: &'a str,
+    pub path: &'a str,
+    /// The indices of the leading dimensions.
+    pub indices: &'a [u64],
+    pub shape: &'a [u64],
+    pub dimension_names: Option<Vec<Option<String>>>,
+    pub latitude: &'a str,
+    pub longitude: &'a str,
+}
+
+/// The `TileJSON` of `map` with the tile URL `template`: bounds and zooms from the grid,
+/// the value `window` when known, and the `colormap`.
+pub fn tilejson<'a>(
+    map: &'a MapSource,
+    template: &'a str,
+    window: Option<crate::images::render::Window>,
+    colormap: crate::images::render::Colormap,
+) -> TileJson<'a> {
+    let bounds = map.grid.bounds();
+    let meta = &map.image.reader.meta;
+    let attr = |name: &str| meta.attributes.get(name).and_then(serde_json::Value::as_str);
+    let path = map.image.id.path.as_str();
+    TileJson {
+        tilejson: "3.0.0",
+        name: path,
+        description: attr("long_name").unwrap_or(path),
+        tiles: [template],
+        scheme: "xyz",
+        minzoom: 0,
+        maxzoom: map.grid.maxzoom(),
+        bounds,
+        center: (f64::midpoint(bounds[0], bounds[2]), f64::midpoint(bounds[1], bounds[3]), 0),
+        units: attr("units"),
+        vmin: window.map(|w| w.lo),
+        vmax: window.map(|w| w.hi),
+        colormap: colormap.name(),
+        colormaps: crate::images::render::Colormap::ALL.iter().map(|c| c.name()).collect(),
+        formats: ["png", "jpg", "npy"],
+        array: TileJsonArray {
+            dataset: &map.image.id.dataset,
+            path,
+            indices: &map.image.id.indices,
+            shape: &meta.shape,
+            dimension_names: source::dimension_names(meta),
+            latitude: &map.names.0,
+            longitude: &map.names.1,
+        },
+    }
+}

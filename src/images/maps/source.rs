@@ -14,7 +14,7 @@ use crate::images::maps::geometry::{Axis, Grid};
 use zarrd_core::read::ArrayReader;
 use zarrd_core::read::selection::DimSelection;
 use zarrd_core::zarr::data_type::{DataType, element_f64};
-use zarrd_core::zarr::metadata::ArrayMetadata;
+use zarrd_core::zarr::metadata::{ArrayMetadata, Node};
 
 /// Names a row (latitude) dimension may have, compared without case.
 pub const LAT_NAMES: [&str; 3] = ["lat", "latitude", "y"];
@@ -68,12 +68,17 @@ pub async fn coordinates(catalog: &Catalog, dataset: &Dataset, reader: &ArrayRea
     let parent = path.rsplit_once('/').map_or("", |(parent, _)| parent);
     let sibling = |name: &str| if parent.is_empty() { name.to_owned() } else { format!("{parent}/{name}") };
     let open = |name: String, extent: u64| async move {
-        let coordinate = catalog.array(dataset, &name).await.map_err(|e| match e {
-            Error::NotFound(_) | Error::Unsupported(_) => {
-                Error::Unsupported(format!("`{path}` has no coordinate array `{name}` beside it; {}", needs(path)))
-            }
-            other => other,
-        })?;
+        // No array of that name there (nothing, a group, or one zarrd cannot read) is the
+        // array's shortcoming; a storage failure is the answer as it is.
+        let missing =
+            || Error::Unsupported(format!("`{path}` has no coordinate array `{name}` beside it; {}", needs(path)));
+        match catalog.find(dataset, &name).await {
+            Ok(Node::Array(_)) => {}
+            Ok(Node::Group(_)) => return Err(missing()),
+            Err(e) if e.is_missing() || e.unreadable_kind().is_some() => return Err(missing()),
+            Err(e) => return Err(Error::from(e.as_ref())),
+        }
+        let coordinate = catalog.array(dataset, &name).await?;
         let meta = &coordinate.meta;
         if meta.shape != [extent] || !meta.data_type.is_real_number() {
             return Err(Error::Unsupported(format!(

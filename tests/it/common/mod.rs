@@ -541,6 +541,7 @@ pub fn alone(test: &str) -> bool {
         .output()
         .unwrap();
     let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    let _ = std::fs::write(std::env::temp_dir().join(format!("zarrd-alone-{name}.log")), &text);
     assert!(output.status.success(), "{name}, alone in its process, failed:\n{text}");
     assert!(text.contains("1 passed"), "{name} did not run in its process:\n{text}");
     false

@@ -28,8 +28,8 @@ pub fn recent() -> Vec<String> {
     RECENT.lock().unwrap_or_else(PoisonError::into_inner).iter().cloned().collect()
 }
 
-/// Installs the hook once per process. Before logging is set up (no tracing subscriber) a
-/// panic is still printed by the hook that was there before.
+/// Installs the hook once per process. Where no tracing subscriber would take the message
+/// (before logging is set up) a panic is still printed by the hook that was there before.
 pub fn install_hook() {
     INSTALL.call_once(|| {
         let previous = std::panic::take_hook();
@@ -45,7 +45,10 @@ pub fn install_hook() {
                 }
                 recent.push_back(format!("{location}: {message}"));
             }
-            if !tracing::dispatcher::has_been_set() {
+            // No subscriber where the panic happened (before logging is set up, or on a
+            // thread that only ever had a scoped one): the message would go nowhere, so the
+            // hook that was there before prints it.
+            if tracing::dispatcher::get_default(tracing::Dispatch::is::<tracing::subscriber::NoSubscriber>) {
                 previous(info);
                 return;
             }

@@ -8,6 +8,7 @@
 
 mod assemble;
 pub mod cache;
+pub mod chunk;
 mod decode;
 mod error;
 mod fetch;
