@@ -43,7 +43,7 @@ impl From<&ReadError> for Error {
             }
             too_many @ ReadError::TooManyChunks { .. } => Error::TooManyChunks(too_many.to_string()),
             ReadError::TooLarge { what, size, limit } => Error::TooLarge { what, size: *size, limit: *limit },
-            ReadError::Task(detail) => Error::Internal(detail.clone()),
+            ReadError::Task(detail) => Error::internal(detail.clone()),
             ReadError::Budget(e) => e.into(),
         }
     }

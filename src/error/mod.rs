@@ -6,6 +6,8 @@
 
 mod core;
 
+use std::sync::Arc;
+
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
@@ -37,8 +39,14 @@ pub enum Error {
     PreconditionFailed(String),
     #[error("{0}")]
     Unsupported(String),
+    /// A failure of the server itself: `detail` and the `source` chain go to the log,
+    /// never to the client.
     #[error("internal error")]
-    Internal(String),
+    Internal {
+        detail: String,
+        #[source]
+        source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+    },
     #[error("{0}")]
     Storage(String),
     #[error("{0}")]
@@ -53,6 +61,16 @@ pub enum Error {
 }
 
 impl Error {
+    /// An internal failure described by `detail`.
+    pub fn internal(detail: impl Into<String>) -> Self {
+        Self::Internal { detail: detail.into(), source: None }
+    }
+
+    /// An internal failure: `context` failed with `source`, kept for the log.
+    pub fn internal_from(context: &str, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self::Internal { detail: context.to_owned(), source: Some(Arc::new(source)) }
+    }
+
     pub fn status(&self) -> StatusCode {
         match self {
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
@@ -64,7 +82,7 @@ impl Error {
             Self::RangeNotSatisfiable(..) => StatusCode::RANGE_NOT_SATISFIABLE,
             Self::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
             Self::Unsupported(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::Internal { .. } => StatusCode::INTERNAL_SERVER_ERROR,
             Self::Storage(_) | Self::Corrupt(_) => StatusCode::BAD_GATEWAY,
             Self::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Self::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
@@ -84,7 +102,7 @@ impl Error {
             Self::RangeNotSatisfiable(..) => "range-not-satisfiable",
             Self::PreconditionFailed(_) => "precondition-failed",
             Self::Unsupported(_) => "unsupported-feature",
-            Self::Internal(_) => "internal",
+            Self::Internal { .. } => "internal",
             Self::Storage(_) => "storage-failure",
             Self::Corrupt(_) => "corrupt-data",
             Self::Unavailable { .. } => "unavailable",
@@ -123,8 +141,15 @@ struct Problem<'a> {
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
         let status = self.status();
-        if let Self::Internal(detail) = &self {
-            tracing::error!(%detail, "internal error");
+        if let Self::Internal { detail, source } = &self {
+            // The whole chain, outermost first: what failed and why, for the log only.
+            let mut causes = Vec::new();
+            let mut next: Option<&(dyn std::error::Error + 'static)> = source.as_deref().map(|e| e as _);
+            while let Some(cause) = next {
+                causes.push(cause.to_string());
+                next = cause.source();
+            }
+            tracing::error!(%detail, causes = %causes.join(": "), "internal error");
         }
         let mut response = (status, self.problem()).into_response();
         let headers = response.headers_mut();

@@ -23,7 +23,7 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for NodePath {
             axum::extract::Path::<std::collections::HashMap<String, String>>::from_request_parts(parts, state)
                 .await
                 .map_err(|e| Error::BadRequest(e.body_text()))?;
-        let ds = params.remove("ds").ok_or_else(|| Error::Internal("route without {ds}".into()))?;
+        let ds = params.remove("ds").ok_or_else(|| Error::internal("route without {ds}"))?;
         Ok(Self { ds, path: params.remove("path").unwrap_or_default() })
     }
 }

@@ -85,8 +85,8 @@ pub fn respond(path: &str, mut entries: Vec<Entry>, headers: &HeaderMap, cache_c
                 size: e.size,
             })
             .collect();
-        let document =
-            serde_json::to_string(&Directory { path, entries }).map_err(|e| Error::Internal(e.to_string()))?;
+        let document = serde_json::to_string(&Directory { path, entries })
+            .map_err(|e| Error::internal_from("a directory listing", e))?;
         (document, "application/json")
     } else {
         let title = escape(path);

@@ -244,7 +244,10 @@ impl Render {
         let shape_header = shape.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(self.format.media_type()));
-        headers.insert("zarr-shape", HeaderValue::from_str(&shape_header).map_err(|e| Error::Internal(e.to_string()))?);
+        headers.insert(
+            "zarr-shape",
+            HeaderValue::from_str(&shape_header).map_err(|e| Error::internal_from("the Zarr-Shape header", e))?,
+        );
         headers.insert("zarr-data-type", HeaderValue::from_static(data_type.name()));
         Ok(response)
     }

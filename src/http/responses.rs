@@ -161,6 +161,6 @@ pub async fn layer<S: AsRef<Responses>>(State(state): State<S>, request: Request
             cache.insert(key, std::sync::Arc::new(kept)).await;
             Response::from_parts(parts, Body::from(bytes))
         }
-        Err(e) => crate::error::Error::Internal(format!("the response body failed: {e}")).into_response(),
+        Err(e) => crate::error::Error::internal_from("the response body failed", e).into_response(),
     }
 }

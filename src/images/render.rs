@@ -260,7 +260,7 @@ pub fn encode(plane: &Plane, style: &Style, format: ImageFormat) -> Result<Vec<u
             let mut out = Vec::new();
             let encoder = jpeg_encoder::Encoder::new(&mut out, 90);
             let kind = if color { jpeg_encoder::ColorType::Rgb } else { jpeg_encoder::ColorType::Luma };
-            encoder.encode(&pixels, w, h, kind).map_err(|e| Error::Internal(format!("jpeg: {e}")))?;
+            encoder.encode(&pixels, w, h, kind).map_err(|e| Error::internal_from("jpeg", e))?;
             Ok(out)
         }
     }
@@ -295,7 +295,7 @@ pub fn encode_rgba(rgba: &[u8], width: usize, height: usize, quality: Quality, f
             let mut out = Vec::new();
             let encoder = jpeg_encoder::Encoder::new(&mut out, 90);
             let kind = if color { jpeg_encoder::ColorType::Rgb } else { jpeg_encoder::ColorType::Luma };
-            encoder.encode(&pixels, w, h, kind).map_err(|e| Error::Internal(format!("jpeg: {e}")))?;
+            encoder.encode(&pixels, w, h, kind).map_err(|e| Error::internal_from("jpeg", e))?;
             Ok(out)
         }
     }
@@ -353,9 +353,9 @@ fn png_image(pixels: &[u8], width: u32, height: u32, color: bool) -> Result<Vec<
     encoder.set_color(if color { png::ColorType::Rgba } else { png::ColorType::GrayscaleAlpha });
     encoder.set_depth(png::BitDepth::Eight);
     encoder.set_compression(png::Compression::Fast);
-    let mut writer = encoder.write_header().map_err(|e| Error::Internal(format!("png: {e}")))?;
-    writer.write_image_data(pixels).map_err(|e| Error::Internal(format!("png: {e}")))?;
-    writer.finish().map_err(|e| Error::Internal(format!("png: {e}")))?;
+    let mut writer = encoder.write_header().map_err(|e| Error::internal_from("png", e))?;
+    writer.write_image_data(pixels).map_err(|e| Error::internal_from("png", e))?;
+    writer.finish().map_err(|e| Error::internal_from("png", e))?;
     Ok(out)
 }
 

@@ -65,7 +65,7 @@ async fn body_panics() -> Response {
 async fn cpu_panics() -> Response {
     match zarrd_core::ops::cpu::run(|| -> u8 { panic!("injected panic on the CPU pool") }).await {
         Ok(_) => "no panic?".into_response(),
-        Err(e) => zarrd::error::Error::Internal(e).into_response(),
+        Err(e) => zarrd::error::Error::internal(e).into_response(),
     }
 }
 

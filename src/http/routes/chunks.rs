@@ -110,7 +110,8 @@ pub async fn chunk(
             }
             Some(render) => render.respond(array.decode_chunk(&chunk, &coords).await?, 0, &array.meta, &data_shape)?,
         };
-        let key = HeaderValue::from_str(&chunk.key).map_err(|e| Error::Internal(e.to_string()))?;
+        let key =
+            HeaderValue::from_str(&chunk.key).map_err(|e| Error::internal_from("the Zarr-Chunk-Key header", e))?;
         response.headers_mut().insert("zarr-chunk-key", key);
         Ok(budget_body::holding(response, held))
     };
@@ -137,8 +138,10 @@ fn raw(bytes: bytes::Bytes, range: Option<&std::ops::Range<u64>>) -> Result<Resp
     r.extensions_mut().insert(NoCompress);
     if let Some(range) = range {
         let value = format!("{}-{}", range.start, range.end - 1);
-        r.headers_mut()
-            .insert("zarr-byte-range", HeaderValue::from_str(&value).map_err(|e| Error::Internal(e.to_string()))?);
+        r.headers_mut().insert(
+            "zarr-byte-range",
+            HeaderValue::from_str(&value).map_err(|e| Error::internal_from("the Zarr-Byte-Range header", e))?,
+        );
     }
     Ok(r)
 }

@@ -36,9 +36,10 @@ pub async fn base(State(state): State<AppState>, path: Result<Path<String>, Path
     state.catalog.dataset(&id.dataset).await?;
     let location = format!("/iiif/3/{}/info.json", id.encoded());
     let mut response = StatusCode::SEE_OTHER.into_response();
-    response
-        .headers_mut()
-        .insert(header::LOCATION, HeaderValue::from_str(&location).map_err(|e| Error::Internal(e.to_string()))?);
+    response.headers_mut().insert(
+        header::LOCATION,
+        HeaderValue::from_str(&location).map_err(|e| Error::internal_from("the Location header", e))?,
+    );
     Ok(response)
 }
 
@@ -70,7 +71,7 @@ pub async fn info(
     }
     let validators = Validators::new(tag.finish(), cache_control(&state.config, false))
         .varying(Varies { accept: true, encoding: true });
-    let body = serde_json::to_string(&doc).map_err(|e| Error::Internal(e.to_string()))?;
+    let body = serde_json::to_string(&doc).map_err(|e| Error::internal_from("info.json", e))?;
     validators.respond(&headers, async { Ok(([(header::CONTENT_TYPE, media)], body).into_response()) }).await
 }
 

@@ -119,7 +119,7 @@ pub async fn tile(
         (TileFormat::Image(image_format), Some(style)) => {
             let bytes = zarrd_core::ops::cpu::run(move || render::encode(&plane, &style, image_format))
                 .await
-                .map_err(Error::Internal)??;
+                .map_err(Error::internal)??;
             (bytes, image_format.media_type())
         }
         _ => (npy(&plane.values), "application/octet-stream"),
@@ -172,7 +172,7 @@ pub async fn tilejson(
     // without vmin/vmax has none to offer; its tiles then need them).
     let window = state.maps.window(&map, vmin, vmax).await.ok();
     let doc = crate::images::maps::tilejson(&map, &template, window, colormap.unwrap_or(Colormap::Viridis));
-    let body = serde_json::to_string(&doc).map_err(|e| Error::Internal(e.to_string()))?;
+    let body = serde_json::to_string(&doc).map_err(|e| Error::internal_from("TileJSON", e))?;
     let validators =
         Validators::new(EtagBuilder::new("maps-tilejson").text(&body).finish(), cache_control(&state.config, false))
             .varying(Varies { accept: false, encoding: true });

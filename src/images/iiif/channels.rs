@@ -110,7 +110,7 @@ impl Choice {
     /// not active). Returns the new drawing.
     pub fn apply(&self, drawing: &Drawing, attributes: Option<&Map<String, Value>>, extent: u64) -> Result<Drawing> {
         let Drawing::Composite { axis, channels } = drawing else {
-            return Err(Error::Internal("a channel choice applies to composites only".into()));
+            return Err(Error::internal("a channel choice applies to composites only"));
         };
         let listed = attributes.map(ome::channels).unwrap_or_default();
         let count = usize::try_from(extent).unwrap_or(usize::MAX);

@@ -167,7 +167,7 @@ pub async fn render(
                 render::encode_rgba(&rgba, w, h, quality, format)
             })
             .await
-            .map_err(Error::Internal)??;
+            .map_err(Error::internal)??;
             return Ok((bytes, object_versions));
         }
         Drawing::Labels { colors } => {
@@ -178,7 +178,7 @@ pub async fn render(
                 render::encode_rgba(&composite::labels(&plane, &colors), plane.width, plane.height, quality, format)
             })
             .await
-            .map_err(Error::Internal)??;
+            .map_err(Error::internal)??;
             return Ok((bytes, pixels.object_versions));
         }
     }
@@ -188,7 +188,7 @@ pub async fn render(
         render::encode(&plane, &style, format)
     })
     .await
-    .map_err(Error::Internal)??;
+    .map_err(Error::internal)??;
     Ok((bytes, pixels.object_versions))
 }
 

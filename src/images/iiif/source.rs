@@ -228,7 +228,7 @@ impl Image {
             let end = (y + band_rows).min(y1);
             let output = reader.read(&Self::selection(fixed, y..end, x0..x1), 0, false).await?;
             let Some(data) = output.data.into_bytes() else {
-                return Err(Error::Internal("an unstreamed read gave bands".into()));
+                return Err(Error::internal("an unstreamed read gave bands"));
             };
             reducer.add_rows(y - y0, &data, x1 - x0, reader.meta.data_type, &reader.meta.fill_value);
             object_versions.extend(output.object_versions);
@@ -353,7 +353,7 @@ pub async fn scan_range(reader: &ArrayReader, no_data: &[f64]) -> Result<Window>
         selection[0] = DimSelection { start, step: 1, count: end - start, drop: false };
         let output = reader.read(&selection, 0, false).await?;
         let Some(data) = output.data.into_bytes() else {
-            return Err(Error::Internal("an unstreamed read gave bands".into()));
+            return Err(Error::internal("an unstreamed read gave bands"));
         };
         for element in data.chunks_exact(item) {
             if element == reader.meta.fill_value.as_slice() {

@@ -104,7 +104,7 @@ async fn axis(reader: &ArrayReader) -> Result<Axis> {
     }
     let output = reader.read(&[DimSelection::all(n)], 0, false).await?;
     let Some(data) = output.data.into_bytes() else {
-        return Err(Error::Internal("an unstreamed read gave bands".into()));
+        return Err(Error::internal("an unstreamed read gave bands"));
     };
     let item = reader.meta.data_type.size();
     let values: Vec<f64> =

@@ -129,7 +129,7 @@ pub async fn read(image: &Image, lookup: &Lookup, no_data: &[f64]) -> Result<Til
     let mut object_versions = Vec::new();
     for (r, c, output) in blocks {
         let Some(data) = output.data.into_bytes() else {
-            return Err(Error::Internal("an unstreamed read gave bands".into()));
+            return Err(Error::internal("an unstreamed read gave bands"));
         };
         gather(reader, &data, (&row_plan, r), (&col_plan, c), no_data, &mut values);
         object_versions.extend(output.object_versions);

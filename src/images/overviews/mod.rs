@@ -283,7 +283,7 @@ async fn level_region(
                 other => Error::from(other),
             })?;
             let Some(data) = output.data.into_bytes() else {
-                return Err(Error::Internal("an unstreamed read gave bands".into()));
+                return Err(Error::internal("an unstreamed read gave bands"));
             };
             match &mut reducer {
                 Some(reducer) => reducer.add_rows(y - y0, &data, src_w, meta.data_type, &meta.fill_value),

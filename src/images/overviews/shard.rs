@@ -71,7 +71,7 @@ pub fn encode_shard(values: &[u8], g: ShardGeometry, fill: &[u8]) -> Result<Opti
                 index.extend(u64::MAX.to_le_bytes());
                 continue;
             }
-            let coded = zstd::bulk::compress(&tile, 0).map_err(|e| Error::Internal(format!("zstd: {e}")))?;
+            let coded = zstd::bulk::compress(&tile, 0).map_err(|e| Error::internal_from("zstd", e))?;
             index.extend((data.len() as u64).to_le_bytes());
             index.extend((coded.len() as u64).to_le_bytes());
             data.extend_from_slice(&coded);
