@@ -3,8 +3,9 @@
 //!
 //! Listing: a refused listing (a status, not a failed connection or a timeout) is
 //! remembered as [`WebOrigin::cannot_list`], so the server can serve what a key leads to
-//! instead of a tree; a transport failure is a storage failure like any other, never read
-//! as "cannot list".
+//! instead of a tree, and later listings are refused at once (`object_store` retries a
+//! 501, as Python's `http.server` answers `PROPFIND`, for seconds); a transport failure is
+//! a storage failure like any other, never read as "cannot list".
 //!
 //! Ranges: Python's `http.server` (the way many tutorials serve a
 //! local store) and some static hosts answer a ranged GET with the whole object and a 200,
@@ -28,9 +29,9 @@ use object_store::{
 };
 
 /// The `store` of this wrapper's own errors.
-const STORE: &str = "HTTP origin without ranges";
+const STORE: &str = "web origin";
 
-/// An HTTP store whose origin may ignore `Range`.
+/// An HTTP store whose origin may neither list nor honour `Range`.
 #[derive(Debug)]
 pub struct WebOrigin {
     inner: Arc<dyn ObjectStore>,
@@ -38,20 +39,11 @@ pub struct WebOrigin {
     ignores_ranges: AtomicBool,
     /// Set once the origin refused a listing.
     cannot_list: AtomicBool,
-    /// Set once the origin refused a listing with an error `object_store` retries (a 501
-    /// from Python's `http.server`, retried for seconds): later listings fail at once. A
-    /// "not found" (nginx's 405) costs nothing and is asked again, answering as before.
-    refuse_at_once: AtomicBool,
 }
 
 impl WebOrigin {
     pub fn new(inner: Arc<dyn ObjectStore>) -> Self {
-        Self {
-            inner,
-            ignores_ranges: AtomicBool::new(false),
-            cannot_list: AtomicBool::new(false),
-            refuse_at_once: AtomicBool::new(false),
-        }
+        Self { inner, ignores_ranges: AtomicBool::new(false), cannot_list: AtomicBool::new(false) }
     }
 
     /// Whether this origin refused a listing (it answered, but not with one).
@@ -64,13 +56,9 @@ impl WebOrigin {
     fn listed<T>(&self, answer: Result<T>) -> Result<T> {
         if let Err(e) = &answer
             && !transport_failure(e)
+            && !self.cannot_list.swap(true, Ordering::Relaxed)
         {
-            if !matches!(e, object_store::Error::NotFound { .. }) {
-                self.refuse_at_once.store(true, Ordering::Relaxed);
-            }
-            if !self.cannot_list.swap(true, Ordering::Relaxed) {
-                tracing::warn!(origin = %self.inner, error = %e, "the HTTP origin cannot list: trees come from consolidated metadata or the keys asked for");
-            }
+            tracing::warn!(origin = %self.inner, error = %e, "the HTTP origin cannot list: trees come from consolidated metadata or the keys asked for");
         }
         answer
     }
@@ -220,7 +208,7 @@ impl ObjectStore for WebOrigin {
     }
 
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
-        if self.refuse_at_once.load(Ordering::Relaxed) {
+        if self.cannot_list() {
             return Err(error("this web server cannot list".to_owned()));
         }
         self.listed(self.inner.list_with_delimiter(prefix).await)
@@ -237,9 +225,10 @@ mod tests {
     use object_store::memory::InMemory;
     use object_store::{GetRange, ObjectStoreExt};
 
-    /// An origin that ignores `Range` as `object_store`'s HTTP client reports it.
-    #[derive(Debug)]
-    struct Ignoring(InMemory);
+    /// An origin that ignores `Range` as `object_store`'s HTTP client reports it, and whose
+    /// listings fail with `list_failure` when set (counted in `lists`).
+    #[derive(Debug, Default)]
+    struct Ignoring(InMemory, std::sync::atomic::AtomicUsize, Option<fn() -> object_store::Error>);
 
     impl std::fmt::Display for Ignoring {
         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -272,7 +261,11 @@ mod tests {
             self.0.list(prefix)
         }
         async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
-            self.0.list_with_delimiter(prefix).await
+            self.1.fetch_add(1, Ordering::Relaxed);
+            match self.2 {
+                Some(failure) => Err(failure()),
+                None => self.0.list_with_delimiter(prefix).await,
+            }
         }
         async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
             self.0.copy_opts(from, to, options).await
@@ -281,7 +274,7 @@ mod tests {
 
     #[tokio::test]
     async fn ranges_are_cut_from_the_whole_object_of_an_origin_that_ignores_them() {
-        let origin = Ignoring(InMemory::new());
+        let origin = Ignoring::default();
         let data: Vec<u8> = (0..=255).collect();
         origin.put(&Path::from("x"), data.clone().into()).await.unwrap();
         let store = WebOrigin::new(Arc::new(origin));
@@ -315,5 +308,35 @@ mod tests {
         let parts = store.get_ranges(&Path::from("x"), &[1..3, 0..1]).await.unwrap();
         assert_eq!(parts, [Bytes::from_static(&[2, 3]), Bytes::from_static(&[1])]);
         assert!(!store.ignores_ranges());
+    }
+
+    /// A listing the origin answers with a status (`PROPFIND` refused) marks it as one that
+    /// cannot list, and later listings are refused without asking; a failed connection is
+    /// a storage failure that marks nothing.
+    #[tokio::test]
+    async fn a_refused_listing_is_remembered_and_a_failed_connection_is_not() {
+        let refused =
+            || object_store::Error::Generic { store: "HTTP", source: "Unsupported method ('PROPFIND')".into() };
+        let unreachable = || object_store::Error::Generic {
+            store: "HTTP",
+            source: Box::new(object_store::client::HttpError::new(
+                object_store::client::HttpErrorKind::Connect,
+                std::io::Error::other("connection refused"),
+            )),
+        };
+        let inner = Arc::new(Ignoring(InMemory::new(), 0.into(), Some(unreachable)));
+        let store = WebOrigin::new(Arc::clone(&inner) as Arc<dyn ObjectStore>);
+        for _ in 0..2 {
+            assert!(store.list_with_delimiter(None).await.is_err());
+        }
+        assert!(!store.cannot_list());
+        assert_eq!(inner.1.load(Ordering::Relaxed), 2, "each listing asks the origin again");
+        let inner = Arc::new(Ignoring(InMemory::new(), 0.into(), Some(refused)));
+        let store = WebOrigin::new(Arc::clone(&inner) as Arc<dyn ObjectStore>);
+        for _ in 0..3 {
+            assert!(store.list_with_delimiter(None).await.is_err());
+        }
+        assert!(store.cannot_list());
+        assert_eq!(inner.1.load(Ordering::Relaxed), 1, "a refusal is asked for once");
     }
 }
