@@ -1,6 +1,7 @@
 //! `ETags` are a contract: clients and caches keep them, so the same data must always be
 //! served under the same `ETag`, whatever the server's internals. Each fixture is loaded
-//! into an in-memory store in sorted key order, which gives every object the same version
+//! into an in-memory store in sorted key order (`common::memory_store`), which gives every
+//! object the same version
 //! (its `ETag`: the store's insertion counter) on every run; the `ETags` below were taken
 //! from the server before object versions, chunk states and cache keys became types, and
 //! cover every route that hashes object versions (missing objects included), the rendered
@@ -11,45 +12,15 @@
 
 use crate::common;
 
-use std::path::Path;
-use std::sync::Arc;
-
 use common::{app_with, config, get};
-use object_store::ObjectStoreExt;
-use object_store::memory::InMemory;
-use object_store::path::Path as ObjectPath;
-use zarrd_core::store::Store;
-
-/// Every file under `dir` in an in-memory store, put in sorted key order.
-async fn sorted_store(dir: &Path) -> Store {
-    let mut files = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let p = entry.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                files.push(p);
-            }
-        }
-    }
-    files.sort();
-    let mem = Arc::new(InMemory::new());
-    for p in files {
-        let rel = p.strip_prefix(dir).unwrap().to_str().unwrap().replace('\\', "/");
-        mem.put(&ObjectPath::from(rel), std::fs::read(&p).unwrap().into()).await.unwrap();
-    }
-    Store::new(mem, ObjectPath::default())
-}
 
 async fn app(extra: &str) -> axum::Router {
     let fixtures = common::fixtures();
     let stores = vec![
-        ("conf", sorted_store(&fixtures.join("conformance/data.zarr")).await),
-        ("s", sorted_store(&fixtures.join("strings/data.zarr")).await),
-        ("ozp05_5d", sorted_store(&fixtures.join("ome/images/ozp05_5d.ome.zarr")).await),
-        ("regional", sorted_store(&fixtures.join("maps/regional.zarr")).await),
+        ("conf", common::memory_store(&fixtures.join("conformance/data.zarr")).await),
+        ("s", common::memory_store(&fixtures.join("strings/data.zarr")).await),
+        ("ozp05_5d", common::memory_store(&fixtures.join("ome/images/ozp05_5d.ome.zarr")).await),
+        ("regional", common::memory_store(&fixtures.join("maps/regional.zarr")).await),
     ];
     app_with(stores, config(extra))
 }

@@ -54,9 +54,11 @@ pub async fn memory_store(dir: &Path) -> Store {
     memory_store_handle(dir).await.0
 }
 
-/// Like [`memory_store`], also returning the backend so a test can alter objects.
+/// Like [`memory_store`], also returning the backend so a test can alter objects. Files
+/// are put in sorted key order, so every object gets the same version (the store's
+/// insertion counter, its `ETag`) on every run.
 pub async fn memory_store_handle(dir: &Path) -> (Store, Arc<InMemory>) {
-    let mem = Arc::new(InMemory::new());
+    let mut files = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
         for entry in std::fs::read_dir(&d).unwrap() {
@@ -64,10 +66,15 @@ pub async fn memory_store_handle(dir: &Path) -> (Store, Arc<InMemory>) {
             if p.is_dir() {
                 stack.push(p);
             } else {
-                let rel = p.strip_prefix(dir).unwrap().to_str().unwrap().replace('\\', "/");
-                mem.put(&ObjectPath::from(rel), std::fs::read(&p).unwrap().into()).await.unwrap();
+                files.push(p);
             }
         }
+    }
+    files.sort();
+    let mem = Arc::new(InMemory::new());
+    for p in files {
+        let rel = p.strip_prefix(dir).unwrap().to_str().unwrap().replace('\\', "/");
+        mem.put(&ObjectPath::from(rel), std::fs::read(&p).unwrap().into()).await.unwrap();
     }
     (Store::new(mem.clone(), ObjectPath::default()), mem)
 }
