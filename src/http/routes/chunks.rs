@@ -16,6 +16,7 @@ use crate::http::schema::ChunkPage;
 use crate::http::state::AppState;
 use zarrd_core::ops::budget::Reservation;
 use zarrd_core::read::ArrayReader;
+use zarrd_core::read::chunk::ChunkShapes;
 use zarrd_core::read::listing::ChunkState;
 use zarrd_core::read::selection::Selection;
 
@@ -81,10 +82,12 @@ pub async fn chunk(
     let render = if decoded { Some(Render::from_request(&params, &headers)?) } else { None };
     let dataset = &state.catalog.dataset(&ds).await?;
     let array = state.catalog.array(dataset, &path).await?;
-    let coords = parse_coords(params.get("c"), &array.read_grid().grid_shape())?;
+    let grid = array.read_grid();
+    let coords = parse_coords(params.get("c"), &grid.grid_shape())?;
+    let shapes = ChunkShapes::of(&grid, &coords);
     let limit = state.config.limits.max_response_bytes;
     let mut held = match &render {
-        Some(render) => reserve_decoded(&array, render, &coords, limit).await?,
+        Some(render) => reserve_decoded(&array, render, &shapes, limit).await?,
         None => Reservation::default(),
     };
     let mut chunk = array.stored_chunk(&coords).await?.map_err(|absent| Error::NotFound(absent.to_string()))?;
@@ -101,14 +104,13 @@ pub async fn chunk(
     let varies = render.as_ref().map(Render::varies).unwrap_or_default();
     let validators = Validators::new(tag.finish(), state.config.http.cache_control.as_str()).varying(varies);
     let body = async {
-        let data_shape = array.read_grid().data_shape(&coords);
         let mut response = match render {
             None => raw(chunk.bytes.clone(), chunk.range.as_ref())?,
             Some(render) if array.meta.data_type.is_variable() => {
-                let elements = array.decode_text_chunk(&chunk, &coords, limit, &mut held).await?;
-                render.respond_text(&elements, &data_shape, limit, &array, &mut held).await?
+                let elements = array.decode_text_chunk(&chunk, &shapes, limit, &mut held).await?;
+                render.respond_text(&elements, &shapes.data, limit, &array, &mut held).await?
             }
-            Some(render) => render.respond(array.decode_chunk(&chunk, &coords).await?, 0, &array.meta, &data_shape)?,
+            Some(render) => render.respond(array.decode_chunk(&chunk, &shapes).await?, 0, &array.meta, &shapes.data)?,
         };
         let key =
             HeaderValue::from_str(&chunk.key).map_err(|e| Error::internal_from("the Zarr-Chunk-Key header", e))?;
@@ -118,16 +120,21 @@ pub async fn chunk(
     validators.respond(&headers, body).await
 }
 
-/// Checks, before anything is read, that chunk `coords` can be rendered, and reserves what
-/// decoding it takes: the chunk decoded whole, its clipped copy and the rendered body (text
-/// sizes are known only once decoded: checked and reserved then).
-async fn reserve_decoded(array: &ArrayReader, render: &Render, coords: &[u64], limit: u64) -> Result<Reservation> {
+/// Checks, before anything is read, that a chunk of `shapes` can be rendered, and reserves
+/// what decoding it takes: the chunk decoded whole, its clipped copy and the rendered body
+/// (text sizes are known only once decoded: checked and reserved then).
+async fn reserve_decoded(
+    array: &ArrayReader,
+    render: &Render,
+    shapes: &ChunkShapes,
+    limit: u64,
+) -> Result<Reservation> {
     if array.meta.data_type.is_variable() {
         render.check_text(array.meta.data_type)?;
         return Ok(Reservation::default());
     }
-    let render_bytes = render.check(&array.meta, &array.read_grid().data_shape(coords), limit)?;
-    Ok(array.budget.reserve(array.decoded_chunk_bytes(coords) + render_bytes).await?)
+    let render_bytes = render.check(&array.meta, &shapes.data, limit)?;
+    Ok(array.budget.reserve(array.decoded_chunk_bytes(shapes) + render_bytes).await?)
 }
 
 /// A stored chunk's bytes as they are (never compressed again), with the byte range of a

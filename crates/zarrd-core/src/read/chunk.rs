@@ -11,6 +11,7 @@ use crate::read::error::ReadError;
 use crate::read::locate::Located;
 use crate::read::reader::ArrayReader;
 use crate::read::strings;
+use crate::zarr::chunk_grid::ChunkGrid;
 use crate::zarr::copy::{Region, copy_region};
 
 /// A read-grid chunk's encoded bytes and where they came from.
@@ -25,6 +26,22 @@ pub struct StoredChunk {
     pub version: String,
     /// The memory budget held for `bytes`.
     pub reservation: Reservation,
+}
+
+/// The shapes of one read-grid chunk: as encoded, and clipped to the array.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkShapes {
+    /// The shape the codecs see.
+    pub chunk: Vec<u64>,
+    /// The part inside the array.
+    pub data: Vec<u64>,
+}
+
+impl ChunkShapes {
+    /// The shapes of chunk `coords` of `grid` (the array's read grid).
+    pub fn of(grid: &ChunkGrid, coords: &[u64]) -> Self {
+        Self { chunk: grid.chunk_shape(coords), data: grid.data_shape(coords) }
+    }
 }
 
 /// Why a read-grid chunk has no stored bytes: it reads as the fill value.
@@ -68,20 +85,17 @@ impl ArrayReader {
         })
     }
 
-    /// The memory decoding chunk `coords` of a fixed-size type takes (the chunk decoded
-    /// whole, and its copy clipped to the array), to reserve before it is read.
-    pub fn decoded_chunk_bytes(&self, coords: &[u64]) -> u64 {
-        let grid = self.read_grid();
+    /// The memory decoding a chunk of `shapes` of a fixed-size type takes (the chunk
+    /// decoded whole, and its copy clipped to the array), to reserve before it is read.
+    pub fn decoded_chunk_bytes(&self, shapes: &ChunkShapes) -> u64 {
         let item = self.meta.data_type.size() as u64;
-        let whole = grid.chunk_shape(coords).iter().product::<u64>() * item;
-        whole + grid.data_shape(coords).iter().product::<u64>() * item
+        (shapes.chunk.iter().product::<u64>() + shapes.data.iter().product::<u64>()) * item
     }
 
-    /// Stored chunk `coords` of a fixed-size type, decoded on the CPU pool and clipped to
-    /// the array (C order).
-    pub async fn decode_chunk(&self, chunk: &StoredChunk, coords: &[u64]) -> Result<Vec<u8>, ReadError> {
-        let grid = self.read_grid();
-        let (chunk_shape, clipped) = (grid.chunk_shape(coords), grid.data_shape(coords));
+    /// A stored chunk of `shapes` of a fixed-size type, decoded on the CPU pool and
+    /// clipped to the array (C order).
+    pub async fn decode_chunk(&self, chunk: &StoredChunk, shapes: &ChunkShapes) -> Result<Vec<u8>, ReadError> {
+        let (chunk_shape, clipped) = (shapes.chunk.clone(), shapes.data.clone());
         let (meta, chain, bytes, key) =
             (std::sync::Arc::clone(&self.meta), self.read_chain().clone(), chunk.bytes.clone(), chunk.key.clone());
         crate::ops::cpu::run(move || {
@@ -109,19 +123,18 @@ impl ArrayReader {
         .map_err(ReadError::Task)?
     }
 
-    /// Stored chunk `coords` of a variable-length type (text, bytes), decoded and clipped
-    /// to the array, its elements in C order. The decode buffer is reserved from what the
+    /// A stored chunk of `shapes` of a variable-length type (text, bytes), decoded and
+    /// clipped to the array, its elements in C order. The decode buffer is reserved from what the
     /// chunk's compressor records, and the clipped elements (at most `limit` bytes, else
     /// `TooLarge`) before they are made; both are held in `held`.
     pub async fn decode_text_chunk(
         &self,
         chunk: &StoredChunk,
-        coords: &[u64],
+        shapes: &ChunkShapes,
         limit: u64,
         held: &mut Reservation,
     ) -> Result<Vec<Box<[u8]>>, ReadError> {
-        let grid = self.read_grid();
-        let (chunk_shape, clipped_shape) = (grid.chunk_shape(coords), grid.data_shape(coords));
+        let (chunk_shape, clipped_shape) = (&shapes.chunk, &shapes.data);
         let chain = self.read_chain().clone();
         let elements = chunk_shape.iter().product::<u64>();
         let cost = strings::decode_cost(&chain, &chunk.bytes, elements, limit.min(self.budget.total() / 4));
@@ -131,12 +144,12 @@ impl ArrayReader {
             .await
             .map_err(ReadError::Task)??;
         let n = clipped_shape.iter().product::<u64>();
-        let size = strings::clipped_text_bytes(&decoded, &chunk_shape, &clipped_shape) + n * strings::ELEMENT_BYTES;
+        let size = strings::clipped_text_bytes(&decoded, chunk_shape, clipped_shape) + n * strings::ELEMENT_BYTES;
         if size > limit {
             return Err(ReadError::TooLarge { what: "text", size: u128::from(size), limit });
         }
         held.merge(self.budget.reserve(size).await?);
-        let clipped = strings::clip(&decoded, &chunk_shape, &clipped_shape);
+        let clipped = strings::clip(&decoded, chunk_shape, clipped_shape);
         drop((decoded, scratch));
         Ok(clipped)
     }
