@@ -354,7 +354,8 @@ impl Validators {
     }
 }
 
-/// What the compression layer adds `Vary: accept-encoding` for, which a 304 must repeat.
+/// What a representation's 200 varies on besides the target, which its 304 must repeat
+/// (RFC 9110 §15.4.5: a 304 carries the `Vary` of the 200 it stands for).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Varies {
     /// The media type was chosen from `Accept` (no `format` parameter).

@@ -123,7 +123,7 @@ fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
 }
 
 /// The validators of a stored object: its `ETag` and `Last-Modified`.
-fn validators(meta: &ObjectMeta) -> Validators {
+fn object_validators(meta: &ObjectMeta) -> Validators {
     Validators::new(http_etag(meta), "no-cache").modified_at(meta.last_modified.timestamp())
 }
 
@@ -163,7 +163,7 @@ async fn serve(
         None
     };
     if let Some(meta) = &meta {
-        let validators = validators(meta);
+        let validators = object_validators(meta);
         if !validators.allows(headers) {
             return Err(Error::PreconditionFailed(format!(
                 "`{key}` has ETag {}, which the request's preconditions do not allow (If-Match names strong tags: a W/ tag never matches; If-Unmodified-Since a date not before its Last-Modified)",
