@@ -60,6 +60,12 @@ impl NodeError {
         matches!(self, Self::InvalidPath(_) | Self::NoRoot { .. } | Self::Missing { .. })
     }
 
+    /// Whether there is no node zarrd can serve: none there, or one it cannot read (rather
+    /// than one that cannot be reached).
+    pub fn is_unservable(&self) -> bool {
+        self.is_missing() || self.unreadable_kind().is_some()
+    }
+
     /// The kind of a node that is there but cannot be served (`None`: not such a node, or
     /// its kind cannot be told).
     pub fn unreadable_kind(&self) -> Option<Option<NodeKind>> {

@@ -302,7 +302,7 @@ impl Catalog {
                         Ok(Node::Group(group)) => tree.insert(path, ViewNode::Group(group.attributes.clone())),
                         // Nodes zarrd cannot serve are left out of the views; storage failures
                         // fail the view.
-                        Err(e) if e.is_missing() || e.unreadable_kind().is_some() => {}
+                        Err(e) if e.is_unservable() => {}
                         Err(e) => return Err(Error::from(e.as_ref())),
                     }
                 }
@@ -329,7 +329,7 @@ impl Catalog {
                     break;
                 }
                 Ok(Node::Group(group)) => tree.insert(path, ViewNode::Group(group.attributes.clone())),
-                Err(e) if e.is_missing() || e.unreadable_kind().is_some() => {}
+                Err(e) if e.is_unservable() => {}
                 Err(e) => return Err(Error::from(e.as_ref())),
             }
         }

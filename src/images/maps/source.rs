@@ -75,7 +75,7 @@ pub async fn coordinates(catalog: &Catalog, dataset: &Dataset, reader: &ArrayRea
         match catalog.find(dataset, &name).await {
             Ok(Node::Array(_)) => {}
             Ok(Node::Group(_)) => return Err(missing()),
-            Err(e) if e.is_missing() || e.unreadable_kind().is_some() => return Err(missing()),
+            Err(e) if e.is_unservable() => return Err(missing()),
             Err(e) => return Err(Error::from(e.as_ref())),
         }
         let coordinate = catalog.array(dataset, &name).await?;
