@@ -113,14 +113,26 @@ mod tests {
             return;
         }
         let dir = root.path().to_owned();
-        // Wait::Yes first: the file is then in the page cache and its path in the dentry
-        // cache, so the no-wait calls must succeed too.
+        // Wait::Yes first: the file is then in the page cache. A no-wait call may still say
+        // "would block" (a file system whose lookups always revalidate, as on CI's overlay
+        // mounts): that is its contract, and the caller retries on the blocking pool. What
+        // it may never do is answer wrongly.
         for wait in [Wait::Yes, Wait::No] {
             for key in ["inside/data", "relative-in/data"] {
-                let file = open_file(&dir, key, wait).unwrap();
-                assert_eq!(read_at(&file, 2, 5, wait).unwrap(), b"23456");
+                let file = match open_file(&dir, key, wait) {
+                    Err(e) if wait == Wait::No && e.kind() == io::ErrorKind::WouldBlock => continue,
+                    opened => opened.unwrap(),
+                };
+                match read_at(&file, 2, 5, wait) {
+                    Err(e) if wait == Wait::No && e.kind() == io::ErrorKind::WouldBlock => continue,
+                    read => assert_eq!(read.unwrap(), b"23456"),
+                }
                 let err = read_at(&file, 8, 5, wait).unwrap_err();
-                assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+                assert!(
+                    err.kind() == io::ErrorKind::UnexpectedEof
+                        || (wait == Wait::No && err.kind() == io::ErrorKind::WouldBlock),
+                    "{err}"
+                );
             }
             // Leaving the root, by `..` or by a symlink, and absolute symlinks: EXDEV.
             for key in ["../x", "inside/../../x", "inside/up/etc", "absolute-out/secret", "absolute-in/data"] {
