@@ -7,6 +7,7 @@
 //! keeps the layer free of HTTP. Errors are typed per module (`StoreError`, `ReadError`,
 //! `CodecError`, …) with their sources; the server maps them to HTTP once, at its edge.
 
+pub mod coords;
 pub mod ops;
 pub mod read;
 pub mod store;

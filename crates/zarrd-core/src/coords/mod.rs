@@ -1,0 +1,3 @@
+//! Coordinates as xarray decodes them: CF conventions on top of the stored arrays.
+
+pub mod calendar;
