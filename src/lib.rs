@@ -7,6 +7,7 @@
 //! [`config`] serve the server; [`error`] maps every layer's typed errors to HTTP once.
 //! [`app`] builds the router that `main` serves and that the tests drive in-process.
 
+pub mod analysis;
 pub mod auth;
 pub mod catalog;
 pub mod compat;

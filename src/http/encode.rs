@@ -13,9 +13,12 @@ pub enum Format {
     Bin,
     Json,
     Png,
+    /// Labelled results only (`sel=`, `/v1/reduce`): a row per element.
+    Csv,
 }
 
 impl Format {
+    /// The formats `Accept` can choose (CSV only by name: it needs labels).
     pub const ALL: [Self; 4] = [Self::Npy, Self::Bin, Self::Json, Self::Png];
 
     pub fn name(self) -> &'static str {
@@ -24,6 +27,7 @@ impl Format {
             Self::Bin => "bin",
             Self::Json => "json",
             Self::Png => "png",
+            Self::Csv => "csv",
         }
     }
 
@@ -33,14 +37,16 @@ impl Format {
             Self::Bin => "application/octet-stream",
             Self::Json => "application/json",
             Self::Png => "image/png",
+            Self::Csv => "text/csv; charset=utf-8",
         }
     }
 
     pub fn from_name(name: &str) -> Result<Self> {
         Self::ALL
             .into_iter()
+            .chain([Self::Csv])
             .find(|f| f.name() == name)
-            .ok_or_else(|| Error::BadRequest(format!("unknown format `{name}`; allowed: npy, bin, json, png")))
+            .ok_or_else(|| Error::BadRequest(format!("unknown format `{name}`; allowed: npy, bin, json, png, csv")))
     }
 
     /// The format named by `format`, else the first acceptable one in `Accept`, else npy.
@@ -191,7 +197,7 @@ fn json_string_len(text: &str) -> u64 {
     2 + text.bytes().map(|b| json_escape(b).map_or(1, str::len) as u64).sum::<u64>()
 }
 
-fn push_json_string(out: &mut String, text: &str) {
+pub fn push_json_string(out: &mut String, text: &str) {
     out.push('"');
     let mut plain = 0;
     for (i, b) in text.bytes().enumerate() {
@@ -315,7 +321,7 @@ fn write_float(out: &mut String, v: f64, single: bool) {
     }
 }
 
-fn write_element(out: &mut String, b: &[u8], data_type: DataType) {
+pub fn write_element(out: &mut String, b: &[u8], data_type: DataType) {
     let mut int = itoa::Buffer::new();
     let bytes = |n: usize| -> [u8; 8] {
         let mut a = [0u8; 8];

@@ -25,8 +25,9 @@ pub use crate::http::compress::NoCompress;
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// Response headers a browser script may read.
-const EXPOSED: [HeaderName; 11] = [
+const EXPOSED: [HeaderName; 12] = [
     HeaderName::from_static("zarr-shape"),
+    HeaderName::from_static("zarr-selection"),
     HeaderName::from_static("zarr-data-type"),
     HeaderName::from_static("zarr-chunk-key"),
     HeaderName::from_static("zarr-byte-range"),

@@ -67,9 +67,21 @@ impl Render {
         matches!(self.format, Format::Npy | Format::Bin)
     }
 
+    /// CSV rows need labels, which only label selections and reductions have.
+    fn refuse_csv(&self) -> Result<()> {
+        if self.format == Format::Csv {
+            return Err(Error::BadRequest(
+                "format=csv needs labels: use it with sel= (label selection) or /v1/reduce; here use npy, bin, json or png"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// Rejects, before any data is read, results that cannot be rendered or are too large.
     /// Returns the memory the rendered body takes beside the decoded data (JSON and PNG).
     pub fn check(&self, meta: &ArrayMetadata, shape: &[u64], limit: u64) -> Result<u64> {
+        self.refuse_csv()?;
         if self.format == Format::Png {
             if shape.len() != 2 {
                 return Err(Error::NotAcceptable(format!(
@@ -111,6 +123,7 @@ impl Render {
     /// Text can be given as JSON strings or a `NumPy` `U` array (bytes as base64 strings
     /// or an `S` array); `bin` and `png` need fixed-size numbers.
     pub fn check_text(&self, data_type: DataType) -> Result<()> {
+        self.refuse_csv()?;
         if matches!(self.format, Format::Bin | Format::Png) {
             let (what, json, npy) = if data_type == DataType::Bytes {
                 ("bytes", "base64 strings", "|S")
@@ -191,7 +204,7 @@ impl Render {
             }
             Format::Bin if header_room == 0 => buffer,
             Format::Bin => buffer[header_room..].to_vec(),
-            Format::Json | Format::Png => self.rendered(&buffer[header_room..], meta, shape)?,
+            Format::Json | Format::Png | Format::Csv => self.rendered(&buffer[header_room..], meta, shape)?,
         };
         self.with_data_headers(body.into_response(), data_type, shape)
     }
@@ -202,7 +215,7 @@ impl Render {
         let body = match self.format {
             Format::Bin => Body::from(data),
             Format::Npy => budget_body::head_and(encode::npy_header(meta.data_type, shape), data),
-            Format::Json | Format::Png => Body::from(self.rendered(&data, meta, shape)?),
+            Format::Json | Format::Png | Format::Csv => Body::from(self.rendered(&data, meta, shape)?),
         };
         self.with_data_headers(body.into_response(), meta.data_type, shape)
     }
@@ -227,6 +240,7 @@ impl Render {
     fn rendered(&self, elements: &[u8], meta: &ArrayMetadata, shape: &[u64]) -> Result<Vec<u8>> {
         match self.format {
             Format::Json => Ok(encode::json(elements, meta.data_type, shape)),
+            Format::Csv => Err(Error::internal("CSV is rendered with its labels (analysis::table)")),
             _ => crate::images::render::png(
                 elements,
                 meta.data_type,

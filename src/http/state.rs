@@ -48,6 +48,8 @@ pub struct Shared {
     pub images: crate::images::iiif::Images,
     /// Map grids and windows (rendered tiles share `images`' cache).
     pub maps: crate::images::maps::Maps,
+    /// Decoded coordinate labels (`sel=`, `/v1/reduce`).
+    pub coords: crate::analysis::coordinates::Coordinates,
     /// Kept responses of hot data requests (replayed by a middleware layer).
     pub responses: Arc<crate::http::responses::Responses>,
     /// Set when shutdown begins, so `/readyz` fails before the listener closes.
@@ -72,11 +74,13 @@ impl AppState {
         let responses = Arc::new(crate::http::responses::Responses::new(&config));
         let auth = Arc::new(crate::auth::Auth::new(&config));
         let guard = Arc::new(crate::http::guard::Guard::new(&config.limits));
+        let coords = crate::analysis::coordinates::Coordinates::new(&config);
         Self(Arc::new(Shared {
             catalog: Arc::new(catalog),
             config: Arc::new(config),
             images,
             maps,
+            coords,
             responses,
             shutting_down: Arc::new(AtomicBool::new(false)),
             health: Arc::new(health),

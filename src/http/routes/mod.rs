@@ -8,6 +8,7 @@ pub mod compat;
 pub mod datasets;
 
 pub mod iiif;
+pub mod labelled;
 pub mod maps;
 pub mod ops;
 pub mod slice;

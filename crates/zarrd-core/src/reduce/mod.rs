@@ -1,0 +1,229 @@
+//! Reductions near the data (`/v1/reduce`, the EDR queries): a selection's cells folded
+//! into one accumulator per output element, chunk by chunk.
+//!
+//! A [`Reduction`] says, per array dimension, which stored indices to visit and which
+//! output element each lands in (kept, grouped by period or block, or reduced away), the
+//! weight of each index, and an optional mask of lat/lon cells (a polygon). [`plan`] cuts
+//! the cells to visit into blocks at chunk edges; each block is one read (coalesced,
+//! decoded in the CPU pool), two in flight, folded as it arrives and dropped — memory
+//! holds the accumulators and two blocks, whatever the extent reduced (median and
+//! percentiles hold their groups' values).
+
+pub mod area;
+pub mod op;
+pub mod plan;
+pub mod polygon;
+
+use futures::{StreamExt, TryStreamExt};
+
+use crate::coords::cf::CfValues;
+use crate::read::{ArrayReader, ObjectVersion, ReadError};
+use op::{Acc, Op, percentile};
+use plan::{Block, Piece};
+
+/// Cells one block reads at most (unless a single chunk holds more): 4 Mi cells, 16 MiB of
+/// float32.
+pub const BLOCK_CELLS: u64 = 1 << 22;
+
+/// Where one dimension's cells go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fate {
+    /// Folded together with every other index of the dimension.
+    Reduced,
+    /// Index `i` (of the selected ones) lands in output index `ids[i]` of `len`.
+    Grouped { ids: Vec<u32>, len: usize },
+}
+
+/// Which lat/lon cells count: `inside[r * cols + c]` for row `r` of dimension `rows` and
+/// column `c` of dimension `cols` (indices among the selected ones).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mask {
+    pub rows: usize,
+    pub cols: usize,
+    pub inside: Vec<bool>,
+}
+
+/// A reduction over an array.
+#[derive(Debug, Clone)]
+pub struct Reduction {
+    pub op: Op,
+    /// Per array dimension: the stored indices selected, in order.
+    pub selected: Vec<Vec<u64>>,
+    pub fates: Vec<Fate>,
+    /// Per array dimension: a weight per selected index (weights multiply across dims).
+    pub weights: Vec<Option<Vec<f64>>>,
+    pub mask: Option<Mask>,
+}
+
+/// A reduction's result: one value per output element, in C order of [`Reduced::shape`].
+#[derive(Debug)]
+pub struct Reduced {
+    pub values: Vec<f64>,
+    pub shape: Vec<u64>,
+    pub object_versions: Vec<(String, ObjectVersion)>,
+}
+
+impl Reduction {
+    /// The output shape: one extent per grouped dimension.
+    pub fn shape(&self) -> Vec<u64> {
+        self.fates
+            .iter()
+            .filter_map(|f| match f {
+                Fate::Grouped { len, .. } => Some(*len as u64),
+                Fate::Reduced => None,
+            })
+            .collect()
+    }
+
+    /// Per dimension, the selected indices that hold a cell to visit: all of them, except
+    /// the rows and columns of a mask with nothing inside.
+    pub fn visited(&self) -> Vec<Vec<usize>> {
+        let mut out: Vec<Vec<usize>> = self.selected.iter().map(|s| (0..s.len()).collect()).collect();
+        if let Some(mask) = &self.mask {
+            let (nr, nc) = (self.selected[mask.rows].len(), self.selected[mask.cols].len());
+            out[mask.rows].retain(|&r| (0..nc).any(|c| mask.inside[r * nc + c]));
+            out[mask.cols].retain(|&c| (0..nr).any(|r| mask.inside[r * nc + c]));
+        }
+        out
+    }
+
+    /// The cells the reduction visits (counted before any read).
+    pub fn cells(&self) -> u128 {
+        self.visited().iter().map(|v| v.len() as u128).product()
+    }
+
+    /// Reads and folds every cell to visit.
+    pub async fn run(&self, array: &ArrayReader) -> Result<Reduced, ReadError> {
+        let visited = self.visited();
+        let grid = array.meta.read_grid();
+        let pieces: Vec<Vec<Piece>> = visited
+            .iter()
+            .enumerate()
+            .map(|(d, v)| {
+                let stored: Vec<u64> = v.iter().map(|&i| self.selected[d][i]).collect();
+                plan::pieces(&grid, d, &stored)
+            })
+            .collect();
+        let blocks = plan::blocks(&pieces, BLOCK_CELLS);
+        let shape = self.shape();
+        let n_out: usize = shape.iter().product::<u64>() as usize;
+        let mut folder = Folder::new(self, n_out);
+        let cf = CfValues::of(&array.meta);
+        let mut versions = Vec::new();
+        let reads = futures::stream::iter(blocks.iter().map(|block| {
+            let selection = block.selection(&pieces);
+            async move {
+                let output = array.read(&selection, 0, false).await?;
+                let data =
+                    output.data.into_bytes().ok_or_else(|| ReadError::Task("a reduction read gave bands".into()))?;
+                Ok::<_, ReadError>((data, output.object_versions))
+            }
+        }))
+        .buffered(2);
+        let mut reads = std::pin::pin!(reads);
+        let mut i = 0;
+        while let Some((data, object_versions)) = reads.try_next().await? {
+            let cells = cells_of(&blocks[i], &pieces, &visited);
+            folder.fold(&data, &cf, &cells, array.meta.data_type.size());
+            versions.extend(object_versions);
+            i += 1;
+        }
+        Ok(Reduced { values: folder.finish(), shape, object_versions: versions })
+    }
+}
+
+/// Along each dimension, the selected indices of a block's cells (pieces count among the
+/// visited ones).
+fn cells_of(block: &Block, pieces: &[Vec<Piece>], visited: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    block.cells(pieces).into_iter().zip(visited).map(|(cells, v)| cells.into_iter().map(|k| v[k]).collect()).collect()
+}
+
+/// The accumulators, and how a cell finds its own.
+struct Folder<'a> {
+    reduction: &'a Reduction,
+    accs: Vec<Acc>,
+    values: Vec<Vec<f64>>,
+    /// Output strides of the grouped dimensions (0 for reduced ones).
+    strides: Vec<usize>,
+}
+
+impl<'a> Folder<'a> {
+    fn new(reduction: &'a Reduction, n_out: usize) -> Self {
+        let mut strides = vec![0usize; reduction.fates.len()];
+        let mut stride = 1usize;
+        for (d, fate) in reduction.fates.iter().enumerate().rev() {
+            if let Fate::Grouped { len, .. } = fate {
+                strides[d] = stride;
+                stride *= len;
+            }
+        }
+        let holds = reduction.op.holds_values();
+        Self {
+            reduction,
+            accs: if holds { Vec::new() } else { vec![Acc::default(); n_out] },
+            values: if holds { vec![Vec::new(); n_out] } else { Vec::new() },
+            strides,
+        }
+    }
+
+    /// Folds a block's decoded cells: `cells[d]` are the selected indices along `d`.
+    fn fold(&mut self, data: &[u8], cf: &CfValues, cells: &[Vec<usize>], item: usize) {
+        let r = self.reduction;
+        let rank = cells.len();
+        // Per dimension and cell: its output offset and weight.
+        let offsets: Vec<Vec<usize>> = (0..rank)
+            .map(|d| {
+                cells[d]
+                    .iter()
+                    .map(|&i| match &r.fates[d] {
+                        Fate::Grouped { ids, .. } => ids[i] as usize * self.strides[d],
+                        Fate::Reduced => 0,
+                    })
+                    .collect()
+            })
+            .collect();
+        let weights: Vec<Option<Vec<f64>>> =
+            (0..rank).map(|d| r.weights[d].as_ref().map(|w| cells[d].iter().map(|&i| w[i]).collect())).collect();
+        let mask_cols = r.mask.as_ref().map(|m| r.selected[m.cols].len());
+        let mut index = vec![0usize; rank];
+        for element in data.chunks_exact(item) {
+            let inside = match (&r.mask, mask_cols) {
+                (Some(m), Some(nc)) => m.inside[cells[m.rows][index[m.rows]] * nc + cells[m.cols][index[m.cols]]],
+                _ => true,
+            };
+            if inside {
+                let x = cf.value(element).unwrap_or(f64::NAN);
+                if !x.is_nan() {
+                    let mut out = 0usize;
+                    let mut w = 1.0;
+                    for d in 0..rank {
+                        out += offsets[d][index[d]];
+                        if let Some(ws) = &weights[d] {
+                            w *= ws[index[d]];
+                        }
+                    }
+                    if self.values.is_empty() {
+                        self.accs[out].add(x, w);
+                    } else {
+                        self.values[out].push(x);
+                    }
+                }
+            }
+            for d in (0..rank).rev() {
+                index[d] += 1;
+                if index[d] < cells[d].len() {
+                    break;
+                }
+                index[d] = 0;
+            }
+        }
+    }
+
+    fn finish(self) -> Vec<f64> {
+        match self.reduction.op {
+            Op::Median => self.values.into_iter().map(|mut v| percentile(&mut v, 50.0)).collect(),
+            Op::Percentile(q) => self.values.into_iter().map(|mut v| percentile(&mut v, q)).collect(),
+            op => self.accs.iter().map(|a| a.finish(op)).collect(),
+        }
+    }
+}

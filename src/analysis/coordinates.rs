@@ -1,0 +1,169 @@
+//! Where an array's labels come from: for each dimension, the 1-D array of the same name
+//! beside it in its group (the xarray / CF layout,
+//! <https://cfconventions.org/cf-conventions/cf-conventions.html#coordinate-types>), read
+//! once per version of that array and kept decoded ([`Coordinates`]).
+//!
+//! Dimension names are the array's own (v3 `dimension_names`) or the `_ARRAY_DIMENSIONS`
+//! attribute xarray writes in v2. A coordinate's kind comes from its attributes: CF time
+//! (`units = "<unit> since <date>"`, `calendar`), longitude (`degrees_east` and its CF
+//! spellings, `standard_name = longitude`, or the names `lon`/`longitude`), else plain
+//! numbers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use moka::future::Cache;
+use serde_json::Value;
+
+use crate::catalog::{Catalog, Dataset};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use zarrd_core::coords::calendar::CfTime;
+use zarrd_core::coords::cf::CfValues;
+use zarrd_core::coords::labels::{Kind, Labels};
+use zarrd_core::read::ArrayReader;
+use zarrd_core::read::selection::DimSelection;
+use zarrd_core::zarr::metadata::{ArrayMetadata, Node};
+
+/// The most labels a coordinate array may hold (64 MiB as float64).
+pub const MAX_LABELS: u64 = 1 << 23;
+
+/// Units that say "degrees east" (CF conventions, section 4.2).
+const EAST: [&str; 6] = ["degrees_east", "degree_east", "degree_e", "degrees_e", "degreee", "degreese"];
+
+/// The dimension names of an array: its own, else the `_ARRAY_DIMENSIONS` attribute.
+pub fn dimension_names(meta: &ArrayMetadata) -> Option<Vec<Option<String>>> {
+    if let Some(names) = &meta.dimension_names {
+        return Some(names.clone());
+    }
+    let Some(Value::Array(list)) = meta.attributes.get("_ARRAY_DIMENSIONS") else { return None };
+    let names: Vec<Option<String>> = list.iter().map(|v| v.as_str().map(str::to_owned)).collect();
+    (names.len() == meta.shape.len()).then_some(names)
+}
+
+/// The path of the array named `name` in the group of the array at `path`.
+pub fn sibling(path: &str, name: &str) -> String {
+    match path.rsplit_once('/') {
+        Some((parent, _)) => format!("{parent}/{name}"),
+        None => name.to_owned(),
+    }
+}
+
+/// The coordinate array of dimension `name` (of length `extent`) beside `reader`: `None`
+/// when there is no array of that name or it is not 1-D real numbers of that length;
+/// storage failures are errors.
+pub async fn coordinate_array(
+    catalog: &Catalog,
+    dataset: &Dataset,
+    reader: &ArrayReader,
+    name: &str,
+    extent: u64,
+) -> Result<Option<ArrayReader>> {
+    let path = sibling(&reader.path, name);
+    match catalog.find(dataset, &path).await {
+        Ok(Node::Array(_)) => {}
+        Ok(Node::Group(_)) => return Ok(None),
+        Err(e) if e.is_unservable() => return Ok(None),
+        Err(e) => return Err(Error::from(e.as_ref())),
+    }
+    let coordinate = catalog.array(dataset, &path).await?;
+    let meta = &coordinate.meta;
+    Ok((meta.shape == [extent] && meta.data_type.is_real_number()).then_some(coordinate))
+}
+
+/// The labels of an array's dimensions.
+pub struct ArrayLabels {
+    pub names: Vec<Option<String>>,
+    /// Per dimension, its labels when it has a coordinate array.
+    pub labels: Vec<Option<Arc<Labels>>>,
+    /// The coordinate arrays' metadata digests (0 where none): validators of the labels.
+    pub digests: Vec<u128>,
+}
+
+impl ArrayLabels {
+    /// Dimension `d`'s name, or `dim_{d}` when it has none.
+    pub fn name(&self, d: usize) -> String {
+        self.names.get(d).cloned().flatten().unwrap_or_else(|| format!("dim_{d}"))
+    }
+}
+
+/// Decoded labels by coordinate-array version, shared by every request.
+#[derive(Clone)]
+pub struct Coordinates {
+    /// `(dataset, path, metadata digest)` → labels.
+    labels: Cache<(Arc<str>, String, u128), Arc<Labels>>,
+}
+
+impl Coordinates {
+    pub fn new(config: &Config) -> Self {
+        // A rewritten coordinate array is seen once its metadata entry expires.
+        let ttl = Duration::from_secs(config.cache.metadata_ttl_secs.max(1));
+        let labels = Cache::builder()
+            .max_capacity(256 << 20)
+            .weigher(|_, l: &Arc<Labels>| u32::try_from(l.len() * 8 + 64).unwrap_or(u32::MAX))
+            .time_to_live(ttl)
+            .build();
+        Self { labels }
+    }
+
+    /// The labels of every dimension of `reader` that has a coordinate array.
+    pub async fn of(&self, catalog: &Catalog, dataset: &Dataset, reader: &ArrayReader) -> Result<ArrayLabels> {
+        let names = dimension_names(&reader.meta).unwrap_or_else(|| vec![None; reader.meta.shape.len()]);
+        let mut labels = Vec::with_capacity(names.len());
+        let mut digests = Vec::with_capacity(names.len());
+        for (name, &extent) in names.iter().zip(&reader.meta.shape) {
+            let coordinate = match name {
+                Some(name) => coordinate_array(catalog, dataset, reader, name, extent).await?,
+                None => None,
+            };
+            let Some(coordinate) = coordinate else {
+                labels.push(None);
+                digests.push(0);
+                continue;
+            };
+            digests.push(coordinate.meta.digest);
+            let key = (Arc::clone(&coordinate.dataset), coordinate.path.clone(), coordinate.meta.digest);
+            let read = self.labels.try_get_with(key, async { read_labels(&coordinate).await.map(Arc::new) });
+            labels.push(Some(read.await.map_err(Arc::unwrap_or_clone)?));
+        }
+        Ok(ArrayLabels { names, labels, digests })
+    }
+}
+
+/// Reads a coordinate array, CF-decoded, as labels of the kind its attributes say.
+async fn read_labels(coordinate: &ArrayReader) -> Result<Labels> {
+    let meta = &coordinate.meta;
+    let n = meta.shape[0];
+    if n > MAX_LABELS {
+        return Err(Error::Unsupported(format!(
+            "the coordinate array `{}` has {n} values, more than zarrd reads as labels ({MAX_LABELS})",
+            coordinate.path
+        )));
+    }
+    let output = coordinate.read(&[DimSelection::all(n)], 0, false).await?;
+    let Some(data) = output.data.into_bytes() else {
+        return Err(Error::internal("an unstreamed read gave bands"));
+    };
+    let cf = CfValues::of(meta);
+    let values = data.chunks_exact(meta.data_type.size()).map(|b| cf.value(b).unwrap_or(f64::NAN)).collect();
+    Ok(Labels::new(values, kind(meta, &coordinate.path)))
+}
+
+/// What a coordinate array's labels measure, from its attributes and name.
+fn kind(meta: &ArrayMetadata, path: &str) -> Kind {
+    let text = |name: &str| meta.attributes.get(name).and_then(Value::as_str);
+    if let Some(units) = text("units").filter(|u| u.contains(" since "))
+        && let Ok(time) = CfTime::parse(units, text("calendar"))
+    {
+        return Kind::Time(time);
+    }
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let east = text("units").is_some_and(|u| EAST.contains(&u.to_ascii_lowercase().as_str()));
+    if east
+        || text("standard_name") == Some("longitude")
+        || ["lon", "longitude"].iter().any(|n| n.eq_ignore_ascii_case(name))
+    {
+        return Kind::Longitude;
+    }
+    Kind::Plain
+}

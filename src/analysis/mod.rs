@@ -1,0 +1,10 @@
+//! Questions asked near the data: label selection (`sel=` on `/v1/slice`) and reductions
+//! (`/v1/reduce`), on the coordinate module of the core (`zarrd_core::coords`).
+//!
+//! [`coordinates`] finds and caches each dimension's labels, [`select`] turns a label
+//! selection into reads, [`table`] writes labelled results as JSON and CSV. No axum here:
+//! the HTTP edge is `http::routes::labelled`.
+
+pub mod coordinates;
+pub mod select;
+pub mod table;
