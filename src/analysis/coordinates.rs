@@ -6,8 +6,8 @@
 //! Dimension names are the array's own (v3 `dimension_names`) or the `_ARRAY_DIMENSIONS`
 //! attribute xarray writes in v2. A coordinate's kind comes from its attributes: CF time
 //! (`units = "<unit> since <date>"`, `calendar`), longitude (`degrees_east` and its CF
-//! spellings, `standard_name = longitude`, or the names `lon`/`longitude`), else plain
-//! numbers.
+//! spellings, `standard_name = longitude`, or the names `lon`/`longitude`), latitude (the
+//! same for north), else plain numbers.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,6 +30,9 @@ pub const MAX_LABELS: u64 = 1 << 23;
 
 /// Units that say "degrees east" (CF conventions, section 4.2).
 const EAST: [&str; 6] = ["degrees_east", "degree_east", "degree_e", "degrees_e", "degreee", "degreese"];
+
+/// Units that say "degrees north".
+const NORTH: [&str; 6] = ["degrees_north", "degree_north", "degree_n", "degrees_n", "degreen", "degreesn"];
 
 /// The dimension names of an array: its own, else the `_ARRAY_DIMENSIONS` attribute.
 pub fn dimension_names(meta: &ArrayMetadata) -> Option<Vec<Option<String>>> {
@@ -158,12 +161,16 @@ fn kind(meta: &ArrayMetadata, path: &str) -> Kind {
         return Kind::Time(time);
     }
     let name = path.rsplit('/').next().unwrap_or(path);
-    let east = text("units").is_some_and(|u| EAST.contains(&u.to_ascii_lowercase().as_str()));
-    if east
-        || text("standard_name") == Some("longitude")
-        || ["lon", "longitude"].iter().any(|n| n.eq_ignore_ascii_case(name))
-    {
-        return Kind::Longitude;
+    let is = |units: &[&str], standard: &str, names: [&str; 2]| {
+        text("units").is_some_and(|u| units.contains(&u.to_ascii_lowercase().as_str()))
+            || text("standard_name") == Some(standard)
+            || names.iter().any(|n| n.eq_ignore_ascii_case(name))
+    };
+    if is(&EAST, "longitude", ["lon", "longitude"]) {
+        Kind::Longitude
+    } else if is(&NORTH, "latitude", ["lat", "latitude"]) {
+        Kind::Latitude
+    } else {
+        Kind::Plain
     }
-    Kind::Plain
 }

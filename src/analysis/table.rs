@@ -60,23 +60,28 @@ pub struct Column {
     pub labels: Vec<Label>,
 }
 
-/// The labels of a label selection's result: the kept dimensions' columns, and the
-/// dimensions one label picked with that label.
-pub fn columns(labels: &ArrayLabels, picked: &[Picked]) -> (Vec<Column>, Vec<(String, Label)>) {
-    let label = |d: usize, i: u64| match &labels.labels[d] {
+/// The label of stored index `i` of dimension `d` (the index where it has no labels).
+pub fn label(labels: &ArrayLabels, d: usize, i: u64) -> Label {
+    match &labels.labels[d] {
         Some(l) => match (l.text(i as usize), l.is_time()) {
             (None, _) => Label::Missing,
             (Some(t), true) => Label::Time(t),
             (Some(_), false) => Label::Number(l.values[i as usize]),
         },
         None => Label::Index(i),
-    };
+    }
+}
+
+/// The labels of a label selection's result: the kept dimensions' columns, and the
+/// dimensions one label picked with that label.
+pub fn columns(labels: &ArrayLabels, picked: &[Picked]) -> (Vec<Column>, Vec<(String, Label)>) {
+    let at = |d: usize, i: u64| label(labels, d, i);
     let (mut kept, mut points) = (Vec::new(), Vec::new());
     for (d, p) in picked.iter().enumerate() {
         match p {
-            Picked::Index(i) => points.push((labels.name(d), label(d, *i))),
+            Picked::Index(i) => points.push((labels.name(d), at(d, *i))),
             Picked::Runs(runs) => {
-                let values = runs.iter().flat_map(|r| r.start..r.start + r.count).map(|i| label(d, i)).collect();
+                let values = runs.iter().flat_map(|r| r.start..r.start + r.count).map(|i| at(d, i)).collect();
                 kept.push(Column { name: labels.name(d), labels: values });
             }
         }

@@ -57,6 +57,9 @@ pub struct Limits {
     pub max_response_bytes: u64,
     /// Most stored chunks one request may touch (413 beyond).
     pub max_chunks_per_request: u64,
+    /// Most cells one reduction (`/v1/reduce`) may visit, counted before any read (413
+    /// beyond). Its reads go block by block, each within `max_chunks_per_request`.
+    pub max_reduce_cells: u64,
     /// Whole-request deadline (504 beyond).
     pub request_timeout_secs: u64,
     /// Requests served at once; more are answered 503 with Retry-After.
@@ -73,6 +76,7 @@ impl Default for Limits {
         Self {
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             max_chunks_per_request: DEFAULT_MAX_CHUNKS_PER_REQUEST,
+            max_reduce_cells: 1 << 32,
             request_timeout_secs: 30,
             max_in_flight: 512,
             memory_bytes: None,
@@ -345,6 +349,7 @@ impl Config {
         for (field, value) in [
             ("limits.max_response_bytes", l.max_response_bytes),
             ("limits.max_chunks_per_request", l.max_chunks_per_request),
+            ("limits.max_reduce_cells", l.max_reduce_cells),
             ("limits.request_timeout_secs", l.request_timeout_secs),
             ("limits.max_in_flight", l.max_in_flight as u64),
             ("limits.memory_bytes", l.memory_bytes.unwrap_or(1)),

@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::http::compress::NoCompress;
 
 /// Builds strong `ETag`s by hashing, in order, everything a response depends on.
+#[derive(Clone)]
 pub struct EtagBuilder(xxhash_rust::xxh3::Xxh3);
 
 impl EtagBuilder {

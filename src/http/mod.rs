@@ -49,6 +49,8 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/arrays/{ds}/{*path}", get(routes::arrays::show))
         .route("/v1/slice/{ds}", get(routes::slice::slice))
         .route("/v1/slice/{ds}/{*path}", get(routes::slice::slice))
+        .route("/v1/reduce/{ds}", get(routes::reduce::reduce))
+        .route("/v1/reduce/{ds}/{*path}", get(routes::reduce::reduce))
         .route("/v1/chunks/{ds}", get(routes::chunks::list))
         .route("/v1/chunks/{ds}/{*path}", get(routes::chunks::list))
         .route("/v1/chunk/{ds}", get(routes::chunks::chunk))

@@ -57,7 +57,7 @@ impl Labelled<'_> {
         if headers.contains_key(header::IF_NONE_MATCH) {
             let validators = self.validators(&resolved, &labels, &resolved.validation_versions(array).await?);
             if validators.current(headers) {
-                return Ok(with_selection(validators.unchanged(), &resolved));
+                return Ok(with_selection(validators.unchanged(), resolved.zarr_selection.as_deref()));
             }
         }
         let mut held = array.budget.reserve(render_bytes + resolved.len() * cf.decoded.size() as u64).await?;
@@ -79,7 +79,7 @@ impl Labelled<'_> {
                 )?,
                 _ => self.render.respond(data, 0, &decoded, shape)?,
             };
-            Ok(with_selection(budget_body::holding(response, held), &resolved))
+            Ok(with_selection(budget_body::holding(response, held), resolved.zarr_selection.as_deref()))
         };
         self.validators(&resolved, &labels, &versions).respond(headers, body).await
     }
@@ -114,9 +114,10 @@ impl Labelled<'_> {
     }
 }
 
-/// Adds `Zarr-Selection`, when the selection is one index selection.
-fn with_selection(mut response: Response, resolved: &Resolved) -> Response {
-    if let Some(text) = resolved.zarr_selection.as_deref().and_then(|t| HeaderValue::from_str(t).ok()) {
+/// Adds `Zarr-Selection`, when the selection is one index selection (not two reads across
+/// a longitude seam).
+pub fn with_selection(mut response: Response, selection: Option<&str>) -> Response {
+    if let Some(text) = selection.and_then(|t| HeaderValue::from_str(t).ok()) {
         response.headers_mut().insert("zarr-selection", text);
     }
     response

@@ -11,6 +11,7 @@ pub mod iiif;
 pub mod labelled;
 pub mod maps;
 pub mod ops;
+pub mod reduce;
 pub mod slice;
 pub mod tokens;
 pub mod viewer;

@@ -13,6 +13,8 @@ use crate::coords::calendar::{CalendarError, CfTime, DateTime};
 #[derive(Debug, Clone)]
 pub enum Kind {
     Plain,
+    /// Degrees north (compared as plain numbers; found by area weights and polygons).
+    Latitude,
     /// Degrees east, compared modulo 360.
     Longitude,
     /// CF time: stored numbers of a unit since an epoch, in a calendar.

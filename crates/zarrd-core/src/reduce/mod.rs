@@ -13,10 +13,12 @@ pub mod area;
 pub mod op;
 pub mod plan;
 pub mod polygon;
+pub mod request;
 
 use futures::{StreamExt, TryStreamExt};
 
 use crate::coords::cf::CfValues;
+use crate::read::selection::DimSelection;
 use crate::read::{ArrayReader, ObjectVersion, ReadError};
 use op::{Acc, Op, percentile};
 use plan::{Block, Piece};
@@ -92,8 +94,8 @@ impl Reduction {
         self.visited().iter().map(|v| v.len() as u128).product()
     }
 
-    /// Reads and folds every cell to visit.
-    pub async fn run(&self, array: &ArrayReader) -> Result<Reduced, ReadError> {
+    /// The reads, planned: pieces per dimension, and the blocks over them.
+    fn plan(&self, array: &ArrayReader) -> (Vec<Vec<usize>>, Vec<Vec<Piece>>, Vec<Block>) {
         let visited = self.visited();
         let grid = array.meta.read_grid();
         let pieces: Vec<Vec<Piece>> = visited
@@ -105,31 +107,46 @@ impl Reduction {
             })
             .collect();
         let blocks = plan::blocks(&pieces, BLOCK_CELLS);
+        (visited, pieces, blocks)
+    }
+
+    /// The index selection of every read the reduction makes (for revalidation: the
+    /// versions of the objects they touch).
+    pub fn reads(&self, array: &ArrayReader) -> Vec<Vec<DimSelection>> {
+        let (_, pieces, blocks) = self.plan(array);
+        blocks.iter().map(|b| b.selection(&pieces)).collect()
+    }
+
+    /// Reads and folds every cell to visit.
+    pub async fn run(&self, array: &ArrayReader) -> Result<Reduced, ReadError> {
+        let (visited, pieces, blocks) = self.plan(array);
         let shape = self.shape();
         let n_out: usize = shape.iter().product::<u64>() as usize;
         let mut folder = Folder::new(self, n_out);
         let cf = CfValues::of(&array.meta);
         let mut versions = Vec::new();
-        let reads = futures::stream::iter(blocks.iter().map(|block| {
-            let selection = block.selection(&pieces);
-            async move {
-                let output = array.read(&selection, 0, false).await?;
-                let data =
-                    output.data.into_bytes().ok_or_else(|| ReadError::Task("a reduction read gave bands".into()))?;
-                Ok::<_, ReadError>((data, output.object_versions))
-            }
-        }))
-        .buffered(2);
+        let selections: Vec<Vec<DimSelection>> = blocks.iter().map(|b| b.selection(&pieces)).collect();
+        let reads =
+            futures::stream::iter(selections.into_iter().map(|selection| read_block(array, selection))).buffered(2);
         let mut reads = std::pin::pin!(reads);
-        let mut i = 0;
+        let mut blocks = blocks.iter();
         while let Some((data, object_versions)) = reads.try_next().await? {
-            let cells = cells_of(&blocks[i], &pieces, &visited);
-            folder.fold(&data, &cf, &cells, array.meta.data_type.size());
+            let Some(block) = blocks.next() else { break };
+            folder.fold(&data, &cf, &cells_of(block, &pieces, &visited), array.meta.data_type.size());
             versions.extend(object_versions);
-            i += 1;
         }
         Ok(Reduced { values: folder.finish(), shape, object_versions: versions })
     }
+}
+
+/// One block's stored elements, and the versions of the objects they came from.
+async fn read_block(
+    array: &ArrayReader,
+    selection: Vec<DimSelection>,
+) -> Result<(bytes::Bytes, Vec<(String, ObjectVersion)>), ReadError> {
+    let output = array.read(&selection, 0, false).await?;
+    let data = output.data.into_bytes().ok_or_else(|| ReadError::Task("a reduction read gave bands".into()))?;
+    Ok((data, output.object_versions))
 }
 
 /// Along each dimension, the selected indices of a block's cells (pieces count among the

@@ -1,0 +1,228 @@
+//! `/v1/reduce` requests: the parameters parsed, the selection (`sel=` or `s=`) made into
+//! the cells to visit, the reduction built and counted, and its result typed and labelled.
+
+use zarrd_core::coords::cf::CfValues;
+use zarrd_core::coords::sel::Picked;
+use zarrd_core::read::selection::Selection;
+use zarrd_core::reduce::op::Op;
+use zarrd_core::reduce::polygon::Shape;
+use zarrd_core::reduce::request::{self, Built, Freq, MAX_GROUPS, OutLabels, Request, RequestError};
+use zarrd_core::zarr::data_type::DataType;
+
+use crate::analysis::coordinates::ArrayLabels;
+use crate::analysis::select::Resolved;
+use crate::analysis::table::{self, Column, Label};
+use crate::error::{Error, Result};
+use crate::http::extract::Params;
+
+impl From<RequestError> for Error {
+    fn from(e: RequestError) -> Self {
+        match e {
+            RequestError::Invalid(m) => Self::BadRequest(m),
+            RequestError::Unsupported(m) => Self::Unsupported(m),
+            RequestError::TooLarge(m) => Self::Status(axum::http::StatusCode::PAYLOAD_TOO_LARGE, m),
+        }
+    }
+}
+
+/// The parameters `/v1/reduce` takes.
+pub const PARAMS: &[&str] = &["sel", "s", "over", "op", "weights", "within", "resample", "coarsen", "format"];
+
+/// Parses the reduction parameters.
+pub fn parse(params: &Params) -> Result<Request> {
+    let op = Op::parse(params.get("op").ok_or_else(|| {
+        Error::BadRequest(
+            "op is required: mean, sum, min, max, std, var, count, median or pNN (a percentile, e.g. p90)".into(),
+        )
+    })?)
+    .map_err(|e| Error::BadRequest(e.to_string()))?;
+    let names = |text: &str| text.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect();
+    let over = params.get("over").map(names).unwrap_or_default();
+    let area_weights = match params.get("weights") {
+        None => false,
+        Some("area") => true,
+        Some(other) => return Err(Error::BadRequest(format!("weights `{other}` is not known; allowed is `area`"))),
+    };
+    let within = params.get("within").map(Shape::parse).transpose().map_err(|e| Error::BadRequest(e.to_string()))?;
+    let resample = params
+        .get("resample")
+        .map(|text| {
+            let bad = || {
+                Error::BadRequest(format!(
+                    "resample `{text}` is not DIM:FREQ; FREQ is N followed by D (days), M (calendar months) or Y (calendar years), e.g. time:1M or time:10D"
+                ))
+            };
+            let (dim, freq) = text.split_once(':').ok_or_else(bad)?;
+            Ok::<_, Error>((dim.trim().to_owned(), Freq::parse(freq.trim()).ok_or_else(bad)?))
+        })
+        .transpose()?;
+    let coarsen = params
+        .get("coarsen")
+        .map(|text| {
+            text.split(',')
+                .map(|item| {
+                    let bad = || {
+                        Error::BadRequest(format!(
+                            "coarsen item `{item}` is not DIM:N with N a whole number from 1, e.g. lat:4,lon:4"
+                        ))
+                    };
+                    let (dim, n) = item.split_once(':').ok_or_else(bad)?;
+                    let n: u64 = n.trim().parse().ok().filter(|&n| n > 0).ok_or_else(bad)?;
+                    Ok((dim.trim().to_owned(), n))
+                })
+                .collect::<Result<Vec<_>>>()
+        })
+        .transpose()?
+        .unwrap_or_default();
+    Ok(Request { op, over, area_weights, within, resample, coarsen })
+}
+
+/// The cells a reduction selects: stored indices per dimension, which dimensions one
+/// index picked, and the index selection in `s=` syntax when it is one.
+pub struct Cells {
+    pub selected: Vec<Vec<u64>>,
+    pub scalar: Vec<bool>,
+    pub zarr_selection: Option<String>,
+}
+
+/// The cells of `sel=` or `s=` (neither: every cell).
+pub fn cells(params: &Params, shape: &[u64], labels: &ArrayLabels) -> Result<Cells> {
+    let picked: Vec<Picked> = match (params.get("sel"), params.get("s")) {
+        (Some(_), Some(_)) => {
+            return Err(Error::BadRequest("give either s= (indices) or sel= (labels), not both".into()));
+        }
+        (Some(sel), None) => {
+            let resolved = Resolved::new(sel, shape, labels)?;
+            return expand(&resolved.picked, resolved.zarr_selection, labels);
+        }
+        (None, s) => Selection::parse(s.unwrap_or(""))?
+            .resolve(shape)?
+            .into_iter()
+            .map(|d| {
+                if d.drop {
+                    Picked::Index(d.start)
+                } else {
+                    // Strided selections become one run per index; plain ones one run.
+                    Picked::Runs(if d.step == 1 {
+                        vec![zarrd_core::coords::labels::Run { start: d.start, count: d.count }]
+                    } else {
+                        (0..d.count.min(MAX_GROUPS as u64 + 1))
+                            .map(|i| zarrd_core::coords::labels::Run { start: d.coord(i), count: 1 })
+                            .collect()
+                    })
+                }
+            })
+            .collect(),
+    };
+    let text = params.get("s").map(str::to_owned);
+    expand(&picked, text, labels)
+}
+
+fn expand(picked: &[Picked], zarr_selection: Option<String>, labels: &ArrayLabels) -> Result<Cells> {
+    let mut selected = Vec::with_capacity(picked.len());
+    for (d, p) in picked.iter().enumerate() {
+        let n = p.count();
+        if n > MAX_GROUPS as u64 {
+            return Err(Error::Status(
+                axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "the selection takes {n} indices of `{}`, more than a reduction plans per dimension ({MAX_GROUPS}); narrow it with sel= or s=",
+                    labels.name(d)
+                ),
+            ));
+        }
+        selected.push(p.runs().iter().flat_map(|r| r.start..r.start + r.count).collect());
+    }
+    let scalar = picked.iter().map(|p| matches!(p, Picked::Index(_))).collect();
+    Ok(Cells { selected, scalar, zarr_selection })
+}
+
+/// Builds the reduction and checks its size before any read: the cells to visit against
+/// `max_cells`, and the values median and percentiles hold against `max_bytes`.
+pub fn build(request: &Request, cells: Cells, labels: &ArrayLabels, max_cells: u64, max_bytes: u64) -> Result<Built> {
+    let names: Vec<String> = (0..labels.names.len()).map(|d| labels.name(d)).collect();
+    let built = request::build(request, &names, &labels.labels, cells.selected, &cells.scalar)?;
+    let count = built.reduction.cells();
+    if count > u128::from(max_cells) {
+        return Err(Error::Status(
+            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the reduction would visit {count} cells, more than limits.max_reduce_cells ({max_cells}); narrow the selection (sel= ranges on time, lat or lon) or the polygon"
+            ),
+        ));
+    }
+    if request.op.holds_values() && count * 8 > u128::from(max_bytes) {
+        return Err(Error::Status(
+            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "{} holds the values of each group: {count} cells ({} bytes), more than limits.max_response_bytes ({max_bytes}); narrow the selection or use mean, min, max, std, var or count",
+                request.op.name(),
+                count * 8
+            ),
+        ));
+    }
+    Ok(built)
+}
+
+/// The type results are given in: int64 counts; for min and max the decoded type, unless
+/// an integer result would have to say "nothing there" (a polygon or empty periods: then
+/// float64, as xarray's `where` and `resample` make it); float64 otherwise.
+pub fn result_type(request: &Request, cf: &CfValues) -> DataType {
+    match request.op {
+        Op::Count => DataType::Int64,
+        Op::Min | Op::Max if cf.decoded.is_float() => cf.decoded,
+        Op::Min | Op::Max if request.within.is_none() && request.resample.is_none() => cf.decoded,
+        _ => DataType::Float64,
+    }
+}
+
+/// `values` as little-endian elements of `data_type`.
+pub fn encode(values: &[f64], data_type: DataType) -> Vec<u8> {
+    let mut out = Vec::with_capacity(values.len() * data_type.size());
+    for &v in values {
+        match data_type {
+            DataType::Float32 => out.extend_from_slice(&(v as f32).to_le_bytes()),
+            DataType::Float16 => out.extend_from_slice(&half::f16::from_f64(v).to_le_bytes()),
+            DataType::Int64 => out.extend_from_slice(&(v as i64).to_le_bytes()),
+            DataType::Int32 => out.extend_from_slice(&(v as i32).to_le_bytes()),
+            DataType::Int16 => out.extend_from_slice(&(v as i16).to_le_bytes()),
+            DataType::Int8 => out.extend_from_slice(&(v as i8).to_le_bytes()),
+            DataType::UInt64 => out.extend_from_slice(&(v as u64).to_le_bytes()),
+            DataType::UInt32 => out.extend_from_slice(&(v as u32).to_le_bytes()),
+            DataType::UInt16 => out.extend_from_slice(&(v as u16).to_le_bytes()),
+            DataType::UInt8 | DataType::Bool => out.push(v as u8),
+            _ => out.extend_from_slice(&v.to_le_bytes()),
+        }
+    }
+    out
+}
+
+/// The result's columns (one per output dimension) and points (the dimensions one index
+/// picked, with that index's label).
+pub fn columns(
+    built: &Built,
+    cells_scalar: &[(usize, u64)],
+    labels: &ArrayLabels,
+) -> (Vec<Column>, Vec<(String, Label)>) {
+    let label = |d: usize, i: u64| table::label(labels, d, i);
+    let columns = built
+        .out
+        .iter()
+        .map(|(d, out)| {
+            let values = match out {
+                OutLabels::Selected { dim, indices } => indices.iter().map(|&i| label(*dim, i)).collect(),
+                OutLabels::Periods(starts) => starts.iter().map(|s| Label::Time(s.iso())).collect(),
+                OutLabels::Means { dim, values } => match labels.labels[*dim].as_ref().map(|l| &l.kind) {
+                    Some(zarrd_core::coords::labels::Kind::Time(cf)) => values
+                        .iter()
+                        .map(|&v| cf.datetime(v).map_or(Label::Missing, |t| Label::Time(t.iso())))
+                        .collect(),
+                    _ => values.iter().map(|&v| Label::Number(v)).collect(),
+                },
+            };
+            Column { name: labels.name(*d), labels: values }
+        })
+        .collect();
+    let points = cells_scalar.iter().map(|&(d, i)| (labels.name(d), label(d, i))).collect();
+    (columns, points)
+}

@@ -1,0 +1,110 @@
+//! `GET /v1/reduce/{ds}/{*path}?op=…&over=…[&sel=|s=][&weights=area][&within=WKT]
+//! [&resample=DIM:FREQ][&coarsen=DIM:N,…]&format=npy|bin|json|csv|png`: statistics of a
+//! selection computed next to the data, planned chunk by chunk (`zarrd_core::reduce`).
+
+use axum::extract::{RawQuery, State};
+use axum::http::{HeaderMap, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::analysis::reduction::{self, PARAMS};
+use crate::analysis::table;
+use crate::error::{Error, Result};
+use crate::http::conditional::{EtagBuilder, Validators, cache_control};
+use crate::http::encode::Format;
+use crate::http::extract::{NodePath, Params};
+use crate::http::render::Render;
+use crate::http::routes::labelled::with_selection;
+use crate::http::state::AppState;
+use zarrd_core::coords::cf::CfValues;
+use zarrd_core::read::ObjectVersion;
+use zarrd_core::zarr::metadata::ArrayMetadata;
+
+pub async fn reduce(
+    State(state): State<AppState>,
+    NodePath { ds, path }: NodePath,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response> {
+    let params = Params::parse(query.as_deref(), PARAMS)?;
+    let render = Render::from_request(&params, &headers)?;
+    let request = reduction::parse(&params)?;
+    let dataset = &state.catalog.dataset(&ds).await?;
+    let array = state.catalog.array(dataset, &path).await?;
+    if !array.meta.data_type.is_real_number() {
+        return Err(Error::BadRequest(format!(
+            "reductions take numbers; `{path}` holds {} values",
+            array.meta.data_type.name()
+        )));
+    }
+    let labels = state.coords.of(&state.catalog, dataset, &array).await?;
+    let cells = reduction::cells(&params, &array.meta.shape, &labels)?;
+    let zarr_selection = cells.zarr_selection.clone();
+    let scalars: Vec<(usize, u64)> =
+        cells.scalar.iter().enumerate().filter(|(_, s)| **s).map(|(d, _)| (d, cells.selected[d][0])).collect();
+    let limits = &state.config.limits;
+    let built = reduction::build(&request, cells, &labels, limits.max_reduce_cells, limits.max_response_bytes)?;
+    let cf = CfValues::of(&array.meta);
+    let data_type = reduction::result_type(&request, &cf);
+    let (columns, points) = reduction::columns(&built, &scalars, &labels);
+    let shape = built.reduction.shape();
+    let n: u64 = shape.iter().product();
+    let meta = ArrayMetadata { data_type, ..ArrayMetadata::clone(&array.meta) };
+    let render_bytes = if render.format == Format::Csv {
+        let size = table::csv_bytes(n, data_type, &columns);
+        if size > u128::from(limits.max_response_bytes) {
+            return Err(Error::TooLarge {
+                what: "CSV (the longest text of each row)",
+                size,
+                limit: limits.max_response_bytes,
+            });
+        }
+        size as u64
+    } else {
+        render.check(&meta, &shape, limits.max_response_bytes)?
+    };
+    // The key parts of the validators: everything the result depends on but the objects.
+    let mut tag = EtagBuilder::new("reduce");
+    tag.text(&ds).text(&path).digest(array.meta.digest).text(query.as_deref().unwrap_or(""));
+    render.hash_into(&mut tag);
+    for digest in &labels.digests {
+        tag.digest(*digest);
+    }
+    let validators = |versions: &[(String, ObjectVersion)]| {
+        let mut tag = tag.clone();
+        for (key, version) in versions {
+            tag.text(key).text(version.as_str());
+        }
+        let missing = versions.iter().any(|(_, v)| v.is_missing());
+        Validators::new(tag.finish(), cache_control(&state.config, missing)).varying(render.varies())
+    };
+    if headers.contains_key(header::IF_NONE_MATCH) {
+        let mut versions = Vec::new();
+        for selection in built.reduction.reads(&array) {
+            versions.extend(array.validation_object_versions(&selection).await?);
+        }
+        let v = validators(&versions);
+        if v.current(&headers) {
+            return Ok(with_selection(v.unchanged(), zarr_selection.as_deref()));
+        }
+    }
+    // The accumulators (or held values), then the body.
+    let working = n * 64 + if request.op.holds_values() { built.reduction.cells() as u64 * 8 } else { 0 };
+    let held = array.budget.reserve(working + render_bytes + n * 8).await?;
+    let reduced = built.reduction.run(&array).await?;
+    let data = reduction::encode(&reduced.values, data_type);
+    let body = async {
+        let response = match render.format {
+            Format::Csv => {
+                render.with_data_headers(table::csv(&data, data_type, &columns).into_response(), data_type, &shape)?
+            }
+            Format::Json => render.with_data_headers(
+                table::json(&data, data_type, &shape, &columns, &points).into_response(),
+                data_type,
+                &shape,
+            )?,
+            _ => render.respond(data, 0, &meta, &shape)?,
+        };
+        Ok(with_selection(crate::http::budget_body::holding(response, held), zarr_selection.as_deref()))
+    };
+    validators(&reduced.object_versions).respond(&headers, body).await
+}
