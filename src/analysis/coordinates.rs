@@ -20,6 +20,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use zarrd_core::coords::calendar::CfTime;
 use zarrd_core::coords::cf::CfValues;
+pub use zarrd_core::coords::dimension_names;
 use zarrd_core::coords::labels::{Kind, Labels};
 use zarrd_core::read::ArrayReader;
 use zarrd_core::read::selection::DimSelection;
@@ -33,16 +34,6 @@ const EAST: [&str; 6] = ["degrees_east", "degree_east", "degree_e", "degrees_e",
 
 /// Units that say "degrees north".
 const NORTH: [&str; 6] = ["degrees_north", "degree_north", "degree_n", "degrees_n", "degreen", "degreesn"];
-
-/// The dimension names of an array: its own, else the `_ARRAY_DIMENSIONS` attribute.
-pub fn dimension_names(meta: &ArrayMetadata) -> Option<Vec<Option<String>>> {
-    if let Some(names) = &meta.dimension_names {
-        return Some(names.clone());
-    }
-    let Some(Value::Array(list)) = meta.attributes.get("_ARRAY_DIMENSIONS") else { return None };
-    let names: Vec<Option<String>> = list.iter().map(|v| v.as_str().map(str::to_owned)).collect();
-    (names.len() == meta.shape.len()).then_some(names)
-}
 
 /// The path of the array named `name` in the group of the array at `path`.
 pub fn sibling(path: &str, name: &str) -> String {

@@ -6,30 +6,33 @@ use zarrd_core::coords::sel::Picked;
 use zarrd_core::read::selection::Selection;
 use zarrd_core::reduce::op::Op;
 use zarrd_core::reduce::polygon::Shape;
-use zarrd_core::reduce::request::{self, Built, Freq, MAX_GROUPS, OutLabels, Request, RequestError};
+use zarrd_core::reduce::request::{self, Built, Freq, MAX_GROUPS, Request, RequestError};
 use zarrd_core::zarr::data_type::DataType;
 
 use crate::analysis::coordinates::ArrayLabels;
 use crate::analysis::select::Resolved;
-use crate::analysis::table::{self, Column, Label};
 use crate::error::{Error, Result};
-use crate::http::extract::Params;
 
 impl From<RequestError> for Error {
     fn from(e: RequestError) -> Self {
         match e {
             RequestError::Invalid(m) => Self::BadRequest(m),
             RequestError::Unsupported(m) => Self::Unsupported(m),
-            RequestError::TooLarge(m) => Self::Status(axum::http::StatusCode::PAYLOAD_TOO_LARGE, m),
+            RequestError::TooLarge(m) => Self::OverLimit(m),
         }
     }
+}
+
+/// Query parameters by name (the HTTP edge's parsed query).
+pub trait Get {
+    fn get(&self, name: &str) -> Option<&str>;
 }
 
 /// The parameters `/v1/reduce` takes.
 pub const PARAMS: &[&str] = &["sel", "s", "over", "op", "weights", "within", "resample", "coarsen", "format"];
 
 /// Parses the reduction parameters.
-pub fn parse(params: &Params) -> Result<Request> {
+pub fn parse(params: &impl Get) -> Result<Request> {
     let op = Op::parse(params.get("op").ok_or_else(|| {
         Error::BadRequest(
             "op is required: mean, sum, min, max, std, var, count, median or pNN (a percentile, e.g. p90)".into(),
@@ -86,7 +89,7 @@ pub struct Cells {
 }
 
 /// The cells of `sel=` or `s=` (neither: every cell).
-pub fn cells(params: &Params, shape: &[u64], labels: &ArrayLabels) -> Result<Cells> {
+pub fn cells(params: &impl Get, shape: &[u64], labels: &ArrayLabels) -> Result<Cells> {
     let picked: Vec<Picked> = match (params.get("sel"), params.get("s")) {
         (Some(_), Some(_)) => {
             return Err(Error::BadRequest("give either s= (indices) or sel= (labels), not both".into()));
@@ -123,13 +126,10 @@ fn expand(picked: &[Picked], zarr_selection: Option<String>, labels: &ArrayLabel
     for (d, p) in picked.iter().enumerate() {
         let n = p.count();
         if n > MAX_GROUPS as u64 {
-            return Err(Error::Status(
-                axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    "the selection takes {n} indices of `{}`, more than a reduction plans per dimension ({MAX_GROUPS}); narrow it with sel= or s=",
-                    labels.name(d)
-                ),
-            ));
+            return Err(Error::OverLimit(format!(
+                "the selection takes {n} indices of `{}`, more than a reduction plans per dimension ({MAX_GROUPS}); narrow it with sel= or s=",
+                labels.name(d)
+            )));
         }
         selected.push(p.runs().iter().flat_map(|r| r.start..r.start + r.count).collect());
     }
@@ -144,22 +144,16 @@ pub fn build(request: &Request, cells: Cells, labels: &ArrayLabels, max_cells: u
     let built = request::build(request, &names, &labels.labels, cells.selected, &cells.scalar)?;
     let count = built.reduction.cells();
     if count > u128::from(max_cells) {
-        return Err(Error::Status(
-            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-            format!(
-                "the reduction would visit {count} cells, more than limits.max_reduce_cells ({max_cells}); narrow the selection (sel= ranges on time, lat or lon) or the polygon"
-            ),
-        ));
+        return Err(Error::OverLimit(format!(
+            "the reduction would visit {count} cells, more than limits.max_reduce_cells ({max_cells}); narrow the selection (sel= ranges on time, lat or lon) or the polygon"
+        )));
     }
     if request.op.holds_values() && count * 8 > u128::from(max_bytes) {
-        return Err(Error::Status(
-            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-            format!(
-                "{} holds the values of each group: {count} cells ({} bytes), more than limits.max_response_bytes ({max_bytes}); narrow the selection or use mean, min, max, std, var or count",
-                request.op.name(),
-                count * 8
-            ),
-        ));
+        return Err(Error::OverLimit(format!(
+            "{} holds the values of each group: {count} cells ({} bytes), more than limits.max_response_bytes ({max_bytes}); narrow the selection or use mean, min, max, std, var or count",
+            request.op.name(),
+            count * 8
+        )));
     }
     Ok(built)
 }
@@ -195,34 +189,4 @@ pub fn encode(values: &[f64], data_type: DataType) -> Vec<u8> {
         }
     }
     out
-}
-
-/// The result's columns (one per output dimension) and points (the dimensions one index
-/// picked, with that index's label).
-pub fn columns(
-    built: &Built,
-    cells_scalar: &[(usize, u64)],
-    labels: &ArrayLabels,
-) -> (Vec<Column>, Vec<(String, Label)>) {
-    let label = |d: usize, i: u64| table::label(labels, d, i);
-    let columns = built
-        .out
-        .iter()
-        .map(|(d, out)| {
-            let values = match out {
-                OutLabels::Selected { dim, indices } => indices.iter().map(|&i| label(*dim, i)).collect(),
-                OutLabels::Periods(starts) => starts.iter().map(|s| Label::Time(s.iso())).collect(),
-                OutLabels::Means { dim, values } => match labels.labels[*dim].as_ref().map(|l| &l.kind) {
-                    Some(zarrd_core::coords::labels::Kind::Time(cf)) => values
-                        .iter()
-                        .map(|&v| cf.datetime(v).map_or(Label::Missing, |t| Label::Time(t.iso())))
-                        .collect(),
-                    _ => values.iter().map(|&v| Label::Number(v)).collect(),
-                },
-            };
-            Column { name: labels.name(*d), labels: values }
-        })
-        .collect();
-    let points = cells_scalar.iter().map(|&(d, i)| (labels.name(d), label(d, i))).collect();
-    (columns, points)
 }

@@ -78,15 +78,10 @@ pub fn fill_json(data_type: DataType, fill: &[u8], flavor: Flavor) -> Value {
     scalar_json(data_type, fill, flavor)
 }
 
-/// The dimension names of an array: its own, else (for v2 arrays) the `_ARRAY_DIMENSIONS`
-/// attribute xarray writes, when it has one string per dimension.
+/// The dimension names of an array (its own, else xarray's `_ARRAY_DIMENSIONS`), when
+/// every dimension has one.
 fn dimension_names(meta: &ArrayMetadata) -> Option<Vec<Option<String>>> {
-    if let Some(names) = &meta.dimension_names {
-        return Some(names.clone());
-    }
-    let Some(Value::Array(list)) = meta.attributes.get("_ARRAY_DIMENSIONS") else { return None };
-    let names: Option<Vec<Option<String>>> = list.iter().map(|v| v.as_str().map(|s| Some(s.to_owned()))).collect();
-    names.filter(|n| n.len() == meta.shape.len())
+    zarrd_core::coords::dimension_names(meta).filter(|names| names.iter().all(Option::is_some))
 }
 
 /// The view's codecs: `bytes` (little endian; no configuration for one-byte types, as

@@ -33,6 +33,10 @@ pub enum Error {
     TooLarge { what: &'static str, size: u128, limit: u64 },
     #[error("{0}")]
     TooManyChunks(String),
+    /// Work beyond another configured limit (a reduction's cells, values it would hold):
+    /// the detail gives the size, the limit and what to narrow.
+    #[error("{0}")]
+    OverLimit(String),
     #[error("byte range not satisfiable: {0}")]
     RangeNotSatisfiable(String, u64),
     #[error("{0}")]
@@ -78,7 +82,7 @@ impl Error {
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::Unauthorized { .. } => StatusCode::UNAUTHORIZED,
             Self::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
-            Self::TooLarge { .. } | Self::TooManyChunks(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::TooLarge { .. } | Self::TooManyChunks(_) | Self::OverLimit(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::RangeNotSatisfiable(..) => StatusCode::RANGE_NOT_SATISFIABLE,
             Self::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
             Self::Unsupported(_) => StatusCode::UNPROCESSABLE_ENTITY,
@@ -98,7 +102,7 @@ impl Error {
             Self::NotFound(_) => "not-found",
             Self::Unauthorized { .. } => "unauthorized",
             Self::NotAcceptable(_) => "not-acceptable",
-            Self::TooLarge { .. } | Self::TooManyChunks(_) => "too-large",
+            Self::TooLarge { .. } | Self::TooManyChunks(_) | Self::OverLimit(_) => "too-large",
             Self::RangeNotSatisfiable(..) => "range-not-satisfiable",
             Self::PreconditionFailed(_) => "precondition-failed",
             Self::Unsupported(_) => "unsupported-feature",

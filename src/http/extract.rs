@@ -32,6 +32,12 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for NodePath {
 #[derive(Debug, Default)]
 pub struct Params(BTreeMap<String, String>);
 
+impl crate::analysis::reduction::Get for Params {
+    fn get(&self, name: &str) -> Option<&str> {
+        Params::get(self, name)
+    }
+}
+
 impl Params {
     pub fn parse(raw: Option<&str>, allowed: &[&str]) -> Result<Self> {
         let mut map = BTreeMap::new();

@@ -24,6 +24,7 @@ pub mod routes;
 pub mod schema;
 pub mod server;
 pub mod state;
+pub mod table;
 pub mod versions;
 
 pub use state::AppState;

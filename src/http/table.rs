@@ -11,6 +11,7 @@ use zarrd_core::zarr::data_type::DataType;
 
 use crate::analysis::coordinates::ArrayLabels;
 use crate::http::encode;
+use zarrd_core::reduce::request::{Built, OutLabels};
 
 /// One label of a result.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,6 +88,36 @@ pub fn columns(labels: &ArrayLabels, picked: &[Picked]) -> (Vec<Column>, Vec<(St
         }
     }
     (kept, points)
+}
+
+/// The result's columns (one per output dimension) and points (the dimensions one index
+/// picked, with that index's label).
+pub fn reduced_columns(
+    built: &Built,
+    cells_scalar: &[(usize, u64)],
+    labels: &ArrayLabels,
+) -> (Vec<Column>, Vec<(String, Label)>) {
+    let at = |d: usize, i: u64| label(labels, d, i);
+    let columns = built
+        .out
+        .iter()
+        .map(|(d, out)| {
+            let values = match out {
+                OutLabels::Selected { dim, indices } => indices.iter().map(|&i| at(*dim, i)).collect(),
+                OutLabels::Periods(starts) => starts.iter().map(|s| Label::Time(s.iso())).collect(),
+                OutLabels::Means { dim, values } => match labels.labels[*dim].as_ref().map(|l| &l.kind) {
+                    Some(zarrd_core::coords::labels::Kind::Time(cf)) => values
+                        .iter()
+                        .map(|&v| cf.datetime(v).map_or(Label::Missing, |t| Label::Time(t.iso())))
+                        .collect(),
+                    _ => values.iter().map(|&v| Label::Number(v)).collect(),
+                },
+            };
+            Column { name: labels.name(*d), labels: values }
+        })
+        .collect();
+    let points = cells_scalar.iter().map(|&(d, i)| (labels.name(d), at(d, i))).collect();
+    (columns, points)
 }
 
 /// The JSON body of `data` (decoded elements of `data_type` in C order, of `shape`) with

@@ -1,7 +1,10 @@
 // Coordinates for people: CF time decoding (units "days since 2000-01-01", calendars), the
 // grid cell under a coordinate (cell edges midway between coordinates, outer cells as wide
 // as their neighbour: the rule the map tiles use, so the readout names the cell the tile
-// shows there), and number formatting. No DOM here; viewer.js and views.js use these.
+// shows there), and number formatting. No DOM here; viewer.js, views.js and series.js use
+// these. The dates of a time coordinate array come from the server (its labels, the same
+// as /v1/slice sel= and /v1/reduce give); the decoding here is for what the server has no
+// labels for (an array attribute `time_units` over an index) and for older servers.
 "use strict";
 
 const CF_UNITS = {

@@ -3,11 +3,13 @@
 // their last two dimensions beside them, as xarray writes) are a map over zarrd's /maps/
 // tiles; others a deep-zoom view over its IIIF service (views.js). The last two dimensions
 // are height and width; a slider fixes each leading one, labelled with its coordinate
-// values (CF times as dates, cf.js). The value under the cursor comes from /v1/slice, so it
-// is the stored value, not a colour read back. The colorbar is drawn from the server's own
-// colormap tables and window, and every tile is asked for with that explicit window, so
-// the two cannot disagree. The view (indices, colormap, window, position, clicked point)
-// is kept in the URL's query, so a view can be shared.
+// values (CF times as the server's ISO dates, in the coordinate's own calendar; cf.js only
+// where no coordinate array gives them). The value under the cursor comes from /v1/slice,
+// so it is the stored value, not a colour read back. The colorbar is drawn from the
+// server's own colormap tables and window, and every tile is asked for with that explicit
+// window, so the two cannot disagree. A click on the map, or an area drawn on it, shows a
+// series below (series.js). The view (indices, colormap, window, position, the series'
+// point or area, monthly means) is kept in the URL's query, so a view can be shared.
 //
 // Private datasets: the person gives an API key or a token (kept in sessionStorage, so in
 // this tab only, never in localStorage or a cookie); the viewer trades it for a capability
@@ -19,7 +21,7 @@
 const $ = (id) => document.getElementById(id);
 const state = {
   ds: null, path: null, meta: null, base: "", dims: [], indices: [], geo: null,
-  auto: null, colormaps: null, point: null, nodes: new Map(), restore: null, opened: 0,
+  auto: null, colormaps: null, series: null, monthly: false, nodes: new Map(), restore: null, opened: 0,
 };
 const SECRET = "zarrd.credential";
 const BEHIND = /^(\/t\/[^/]+)(\/.*)?$/;
@@ -52,14 +54,20 @@ async function mint() {
   state.expires = Date.parse(body.expires_at);
 }
 
-async function json(url, retried) {
+// A GET behind the capability URL in use.
+async function request(url, retried) {
   // Minted again a minute before it expires (or when the server says it has).
   if (sessionStorage.getItem(SECRET) && state.expires && Date.now() > state.expires - 60000) await mint();
   const r = await fetch(state.base + url);
   if (r.status === 401 && !retried && sessionStorage.getItem(SECRET)) {
     await mint();
-    return json(url, true);
+    return request(url, true);
   }
+  return r;
+}
+
+async function json(url) {
+  const r = await request(url);
   const body = await r.json();
   if (!r.ok) throw new Error(body.detail || r.statusText);
   return body;
@@ -163,7 +171,7 @@ function dimensionNames(meta) {
 }
 
 // The 1-D coordinate array named `name` beside the array, with `n` values: its values,
-// attributes and labels (CF times decoded to dates), or null.
+// attributes and labels (CF times as dates), or null.
 async function coordinate(name, n, nodes) {
   const parent = state.path.split("/").slice(0, -1).join("/");
   const path = parent ? `${parent}/${name}` : name;
@@ -171,8 +179,20 @@ async function coordinate(name, n, nodes) {
   const node = nodes.find((x) => x.path === path && x.node_type === "array");
   if (!node || !node.shape || node.shape.length !== 1 || node.shape[0] !== n || n > 1000000) return null;
   const at = `${encodeURIComponent(state.ds)}/${enc(path)}`;
-  const [meta, slice] = await Promise.all([json(`/v1/arrays/${at}`), json(`/v1/slice/${at}?format=json`)]);
+  const meta = await json(`/v1/arrays/${at}`);
   const attrs = meta.attributes || {};
+  // A CF time: the server's labels (a label selection of all of it, `..` a date past any
+  // data), the very text its series, sel= and resample use, in every CF calendar.
+  if (/\ssince\s/.test(attrs.units || "")) {
+    try {
+      const all = await json(`/v1/slice/${at}?sel=${encodeURIComponent(`${name}:..9999-12-30`)}&format=json`);
+      const labels = all.coords && all.coords[name];
+      if (Array.isArray(labels) && labels.length === n) return { name, path, values: all.data, attrs, labels, isTime: true, server: true };
+    } catch (e) {
+      // An older server, or labels it cannot make: the page decodes them below.
+    }
+  }
+  const slice = await json(`/v1/slice/${at}?format=json`);
   const values = slice.data;
   const dates = timeLabels(values, attrs.units, attrs.calendar);
   const units = attrs.units ? ` ${attrs.units}` : "";
@@ -232,17 +252,30 @@ async function openArray(ds, path, query) {
   });
   const restored = (state.restore.get("idx") || "").split(",").map(Number);
   state.indices = state.dims.slice(0, -2).map((dim, d) => (Number.isInteger(restored[d]) && restored[d] >= 0 && restored[d] < dim.n ? restored[d] : 0));
-  const pt = (state.restore.get("pt") || "").split(",").map(Number);
-  state.point = pt.length === 2 && pt.every(Number.isInteger) ? pt : null;
   state.geo = await geoGrid(ticket);
   if (ticket !== state.opened) return;
+  state.series = restoredSeries(state.restore);
+  state.monthly = state.restore.get("monthly") === "1";
   buildSliders();
   $("colormap").value = state.restore.get("cmap") || $("colormap").value || "viridis";
   $("vmin").value = state.restore.get("vmin") || "";
   $("vmax").value = state.restore.get("vmax") || "";
   $("controls").hidden = false;
   await refresh(true);
-  if (state.point && state.indices.length) showSeries(state.point);
+  if (state.series && state.indices.length) showSeries();
+}
+
+// The series of the URL: `area` (a drawn area) or `ll` (a clicked place) on a map, `pt`
+// (a cell by index; on a map, the place of that cell's coordinates).
+function restoredSeries(q) {
+  const ring = state.geo ? parseRing(q.get("area")) : null;
+  if (ring) return { kind: "area", ring };
+  const ll = (q.get("ll") || "").split(",").map(Number);
+  if (state.geo && ll.length === 2 && ll.every(Number.isFinite)) return { kind: "point", lat: ll[0], lon: ll[1] };
+  const pt = (q.get("pt") || "").split(",").map(Number);
+  const [h, w] = state.meta.shape.slice(-2);
+  if (pt.length !== 2 || !pt.every(Number.isInteger) || pt[0] < 0 || pt[1] < 0 || pt[0] >= h || pt[1] >= w) return null;
+  return state.geo ? { kind: "point", lat: state.geo.lat.values[pt[0]], lon: state.geo.lon.values[pt[1]] } : { kind: "cell", cell: pt };
 }
 
 // The latitude/longitude grid of the array, when it is on one and the map tiles serve it.
@@ -286,7 +319,7 @@ function setIndex(d, i) {
     $(`slider-${d}-label`).textContent = state.dims[d].coord ? state.dims[d].coord.labels[i] : String(i);
   }
   // The series runs along the first dimension at the others' indices: a new one for those.
-  if (d > 0 && state.point && !$("series").hidden) showSeries(state.point);
+  if (d > 0 && state.series && !$("series").hidden) showSeries();
   refresh(false);
 }
 
@@ -340,7 +373,13 @@ function saveState() {
   if ($("vmin").value !== "") q.set("vmin", $("vmin").value);
   if ($("vmax").value !== "") q.set("vmax", $("vmax").value);
   for (const [k, v] of Object.entries(viewPosition())) q.set(k, v);
-  if (state.point && !$("series").hidden) q.set("pt", state.point.join(","));
+  const s = state.series;
+  if (s && !$("series").hidden) {
+    if (s.kind === "point") q.set("ll", `${s.lat},${s.lon}`);
+    else if (s.kind === "cell") q.set("pt", s.cell.join(","));
+    else q.set("area", ringText(s.ring));
+    if (state.monthly && monthlyAvailable()) q.set("monthly", "1");
+  }
   const url = `${location.pathname}?${q}`;
   if (url !== location.pathname + location.search) history.replaceState(null, "", url);
 }
@@ -382,6 +421,6 @@ $("forget").addEventListener("click", () => {
 });
 
 for (const id of ["vmin", "vmax", "colormap"]) $(id).addEventListener("change", () => state.meta && refresh(false));
-$("series-close").addEventListener("click", () => { closeSeries(); saveState(); });
+setupSeries();
 window.addEventListener("popstate", openFromLocation);
 start();

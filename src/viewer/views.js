@@ -1,13 +1,15 @@
 // The views of viewer.js: the map (OpenLayers over /maps/ tiles and the Natural Earth
 // outline), the deep-zoom view (OpenSeadragon over IIIF), and what both share: the
-// colorbar, the readout of the value and coordinates under the cursor, and the time series
-// of a clicked point along the first leading dimension (uPlot).
+// colorbar and the readout of the value and coordinates under the cursor. A click picks
+// the point of the series panel (series.js), which also draws on the map.
 "use strict";
 
 const views = { map: null, data: null, osd: null, plot: null, hover: 0, tracker: null };
 
 function hideViews() {
   $("map").hidden = true;
+  $("tools").hidden = true;
+  disarmDraw();
   $("osd").hidden = true;
   $("legend").hidden = true;
   $("readout").hidden = true;
@@ -91,6 +93,7 @@ function tileUrl() {
 async function showMap(fresh) {
   $("osd").hidden = true;
   $("map").hidden = false;
+  $("tools").hidden = false;
   $("readout").hidden = false;
   const tj = state.geo.tilejson;
   const source = new ol.source.XYZ({
@@ -109,12 +112,16 @@ async function showMap(fresh) {
     window.zarrdMap = views.map;
     views.map.on("pointermove", (ev) => { if (!ev.dragging) hoverMap(ev.coordinate); });
     views.map.on("click", (ev) => {
-      const cell = mapCell(ev.coordinate);
-      if (cell) showSeries(cell);
+      // While an area is being drawn, clicks place its corners.
+      if (series.draw || !mapCell(ev.coordinate)) return;
+      // The clicked place, not the cell: the server picks the grid point (and says which).
+      const [lon, lat] = ol.proj.toLonLat(ev.coordinate).map((v) => Number(v.toFixed(4)));
+      showSeries({ kind: "point", lat, lon });
     });
     views.map.on("moveend", saveSoon);
     views.map.getViewport().addEventListener("pointerleave", () => { $("value").textContent = ""; $("coords").textContent = ""; });
     new ResizeObserver(() => views.map.updateSize()).observe($("stage"));
+    setupMapSeries(views.map);
   } else {
     views.data.setSource(source);
     views.map.updateSize();
@@ -172,6 +179,8 @@ function restoreViewport(osd, q) {
 
 async function showImage(fresh) {
   $("map").hidden = true;
+  $("tools").hidden = true;
+  disarmDraw();
   $("osd").hidden = false;
   $("readout").hidden = false;
   let info;
@@ -210,7 +219,7 @@ async function showImage(fresh) {
     views.osd.addHandler("canvas-click", (ev) => {
       if (!ev.quick) return;
       const cell = imageCell(ev.position);
-      if (cell) showSeries(cell);
+      if (cell) showSeries({ kind: "cell", cell });
     });
     views.osd.addHandler("animation-finish", saveSoon);
   }
@@ -238,7 +247,7 @@ function hoverImage(position) {
   readValue(cell);
 }
 
-// ---- shared: readout, colorbar, time series ----
+// ---- shared: readout, colorbar ----
 
 function coordText(cell) {
   const dims = state.dims;
@@ -283,76 +292,4 @@ function drawLegend() {
     ctx.fillRect(i, 0, 1, 1);
   }
   $("legend").hidden = false;
-}
-
-function closeSeries() {
-  $("series").hidden = true;
-  if (views.plot) { views.plot.destroy(); views.plot = null; }
-}
-
-// The values of `cell` along the first leading dimension (the others at their sliders).
-async function showSeries(cell) {
-  if (!state.indices.length) return;
-  state.point = cell;
-  const dim = state.dims[0];
-  const s = [":", ...state.indices.slice(1), ...cell].join(",");
-  const attrs = state.meta.attributes || {};
-  let data;
-  try {
-    data = (await json(`/v1/slice/${encodeURIComponent(state.ds)}/${enc(state.path)}?s=${s}&format=json`)).data;
-  } catch (e) {
-    $("series-title").textContent = e.message;
-    $("series").hidden = false;
-    return;
-  }
-  const label = (i) => (dim.coord ? dim.coord.labels[i] : String(i));
-  const name = attrs.long_name || state.path.split("/").pop();
-  $("series-title").textContent = `${name}${attrs.units ? " (" + attrs.units + ")" : ""} along ${dim.name} at ${coordText(cell).split(" · ").slice(0, 2).join(", ")} [${cell.join(",")}]`;
-  $("series").hidden = false;
-  const box = $("series-plot");
-  if (views.plot) views.plot.destroy();
-  const xs = data.map((_, i) => i);
-  const size = () => ({ width: Math.max(200, box.clientWidth), height: Math.max(80, $("series").clientHeight - 28) });
-  views.plot = new uPlot({
-    ...size(),
-    legend: { show: false },
-    // Room for the last date label at the right edge.
-    padding: [8, 48, 0, 0],
-    scales: { x: { time: false } },
-    axes: [
-      { values: (u, splits) => splits.map((i) => (Number.isInteger(i) && i >= 0 && i < dim.n ? label(i) : "")), space: 90 },
-      { values: (u, splits) => splits.map(formatValue), size: 60 },
-    ],
-    series: [{ value: (u, i) => (i === null ? "" : label(i)) }, { stroke: "#1f6fb2", width: 1.5, spanGaps: false, value: (u, v) => formatValue(v) }],
-    hooks: { draw: [drawSeriesMarker] },
-    cursor: { drag: { x: false, y: false } },
-  }, [xs, data], box);
-  window.zarrdPlot = views.plot;
-  // A click on the plot moves the first slider to that step.
-  views.plot.over.addEventListener("click", () => {
-    const i = views.plot.cursor.idx;
-    if (Number.isInteger(i)) setIndex(0, i);
-  });
-  if (!views.resize) {
-    views.resize = new ResizeObserver(() => views.plot && views.plot.setSize(size()));
-    views.resize.observe($("series"));
-  }
-  saveSoon();
-}
-
-// The current step of the first slider, as a line on the plot.
-function drawSeriesMarker(u) {
-  const plot = u && u.ctx ? u : views.plot;
-  if (!plot) return;
-  if (!u || !u.ctx) { plot.redraw(false, false); return; }
-  const x = plot.valToPos(state.indices[0], "x", true);
-  const ctx = plot.ctx;
-  ctx.save();
-  ctx.strokeStyle = "#c00";
-  ctx.lineWidth = 1;
-  ctx.beginPath();
-  ctx.moveTo(x, plot.bbox.top);
-  ctx.lineTo(x, plot.bbox.top + plot.bbox.height);
-  ctx.stroke();
-  ctx.restore();
 }

@@ -7,7 +7,6 @@ use axum::response::{IntoResponse, Response};
 
 use crate::analysis::coordinates::ArrayLabels;
 use crate::analysis::select::Resolved;
-use crate::analysis::table;
 use crate::catalog::Dataset;
 use crate::error::{Error, Result};
 use crate::http::budget_body;
@@ -15,6 +14,7 @@ use crate::http::conditional::{EtagBuilder, Validators, cache_control};
 use crate::http::encode::Format;
 use crate::http::render::Render;
 use crate::http::state::AppState;
+use crate::http::table;
 use zarrd_core::coords::cf::CfValues;
 use zarrd_core::read::{ArrayReader, ObjectVersion};
 use zarrd_core::zarr::metadata::ArrayMetadata;

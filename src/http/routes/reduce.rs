@@ -7,7 +7,6 @@ use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::analysis::reduction::{self, PARAMS};
-use crate::analysis::table;
 use crate::error::{Error, Result};
 use crate::http::conditional::{EtagBuilder, Validators, cache_control};
 use crate::http::encode::Format;
@@ -15,6 +14,7 @@ use crate::http::extract::{NodePath, Params};
 use crate::http::render::Render;
 use crate::http::routes::labelled::with_selection;
 use crate::http::state::AppState;
+use crate::http::table;
 use zarrd_core::coords::cf::CfValues;
 use zarrd_core::read::ObjectVersion;
 use zarrd_core::zarr::metadata::ArrayMetadata;
@@ -45,7 +45,7 @@ pub async fn reduce(
     let built = reduction::build(&request, cells, &labels, limits.max_reduce_cells, limits.max_response_bytes)?;
     let cf = CfValues::of(&array.meta);
     let data_type = reduction::result_type(&request, &cf);
-    let (columns, points) = reduction::columns(&built, &scalars, &labels);
+    let (columns, points) = table::reduced_columns(&built, &scalars, &labels);
     let shape = built.reduction.shape();
     let n: u64 = shape.iter().product();
     let meta = ArrayMetadata { data_type, ..ArrayMetadata::clone(&array.meta) };

@@ -40,6 +40,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("viewer.css", CSS, include_str!("../../viewer/viewer.css")),
     ("cf.js", JS, include_str!("../../viewer/cf.js")),
     ("views.js", JS, include_str!("../../viewer/views.js")),
+    ("series.js", JS, include_str!("../../viewer/series.js")),
     ("ome.js", JS, include_str!("../../viewer/ome.js")),
     ("ome.css", CSS, include_str!("../../viewer/ome.css")),
     ("openseadragon.min.js", JS, include_str!("../../viewer/openseadragon.min.js")),

@@ -51,11 +51,7 @@ impl Axis {
             return Err(AxisError::NotMonotonic(i + 1));
         }
         let ascending: Vec<f64> = if descending { coords.iter().rev().copied().collect() } else { coords.to_vec() };
-        let mut edges = Vec::with_capacity(n + 1);
-        edges.push(ascending[0] - (ascending[1] - ascending[0]) / 2.0);
-        edges.extend(ascending.windows(2).map(|w| f64::midpoint(w[0], w[1])));
-        edges.push(ascending[n - 1] + (ascending[n - 1] - ascending[n - 2]) / 2.0);
-        Ok(Self { edges, descending })
+        Ok(Self { edges: zarrd_core::coords::cell_edges(&ascending), descending })
     }
 
     /// Cells on this axis.

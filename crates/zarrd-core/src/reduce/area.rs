@@ -26,11 +26,7 @@ fn edges(coords: &[f64], what: &'static str) -> Result<Vec<f64>, AreaError> {
     if coords.iter().any(|c| !c.is_finite()) {
         return Err(AreaError::NotFinite(what));
     }
-    let mut out = Vec::with_capacity(n + 1);
-    out.push(coords[0] - (coords[1] - coords[0]) / 2.0);
-    out.extend(coords.windows(2).map(|w| f64::midpoint(w[0], w[1])));
-    out.push(coords[n - 1] + (coords[n - 1] - coords[n - 2]) / 2.0);
-    Ok(out)
+    Ok(crate::coords::cell_edges(coords))
 }
 
 /// Per latitude index, `|sin φ₂ − sin φ₁|` of its cell (edges clipped to ±90°).

@@ -15,6 +15,8 @@ pub mod plan;
 pub mod polygon;
 pub mod request;
 
+use std::sync::Arc;
+
 use futures::{StreamExt, TryStreamExt};
 
 use crate::coords::cf::CfValues;
@@ -122,8 +124,11 @@ impl Reduction {
         let (visited, pieces, blocks) = self.plan(array);
         let shape = self.shape();
         let n_out: usize = shape.iter().product::<u64>() as usize;
-        let mut folder = Folder::new(self, n_out);
-        let cf = CfValues::of(&array.meta);
+        // Folding runs in the CPU pool (the runtime's threads only wait), the next block's
+        // read in flight meanwhile; the folder travels there and back.
+        let mut folder = Folder::new(Arc::new(self.clone()), n_out);
+        let cf = Arc::new(CfValues::of(&array.meta));
+        let item = array.meta.data_type.size();
         let mut versions = Vec::new();
         let selections: Vec<Vec<DimSelection>> = blocks.iter().map(|b| b.selection(&pieces)).collect();
         let reads =
@@ -132,7 +137,13 @@ impl Reduction {
         let mut blocks = blocks.iter();
         while let Some((data, object_versions)) = reads.try_next().await? {
             let Some(block) = blocks.next() else { break };
-            folder.fold(&data, &cf, &cells_of(block, &pieces, &visited), array.meta.data_type.size());
+            let (cells, cf) = (cells_of(block, &pieces, &visited), Arc::clone(&cf));
+            folder = crate::ops::cpu::run(move || {
+                folder.fold(&data, &cf, &cells, item);
+                folder
+            })
+            .await
+            .map_err(ReadError::Task)?;
             versions.extend(object_versions);
         }
         Ok(Reduced { values: folder.finish(), shape, object_versions: versions })
@@ -156,16 +167,16 @@ fn cells_of(block: &Block, pieces: &[Vec<Piece>], visited: &[Vec<usize>]) -> Vec
 }
 
 /// The accumulators, and how a cell finds its own.
-struct Folder<'a> {
-    reduction: &'a Reduction,
+struct Folder {
+    reduction: Arc<Reduction>,
     accs: Vec<Acc>,
     values: Vec<Vec<f64>>,
     /// Output strides of the grouped dimensions (0 for reduced ones).
     strides: Vec<usize>,
 }
 
-impl<'a> Folder<'a> {
-    fn new(reduction: &'a Reduction, n_out: usize) -> Self {
+impl Folder {
+    fn new(reduction: Arc<Reduction>, n_out: usize) -> Self {
         let mut strides = vec![0usize; reduction.fates.len()];
         let mut stride = 1usize;
         for (d, fate) in reduction.fates.iter().enumerate().rev() {
@@ -176,16 +187,16 @@ impl<'a> Folder<'a> {
         }
         let holds = reduction.op.holds_values();
         Self {
-            reduction,
             accs: if holds { Vec::new() } else { vec![Acc::default(); n_out] },
             values: if holds { vec![Vec::new(); n_out] } else { Vec::new() },
             strides,
+            reduction,
         }
     }
 
     /// Folds a block's decoded cells: `cells[d]` are the selected indices along `d`.
     fn fold(&mut self, data: &[u8], cf: &CfValues, cells: &[Vec<usize>], item: usize) {
-        let r = self.reduction;
+        let r = Arc::clone(&self.reduction);
         let rank = cells.len();
         // Per dimension and cell: its output offset and weight.
         let offsets: Vec<Vec<usize>> = (0..rank)
