@@ -8,7 +8,6 @@
 
 use crate::common;
 
-use std::io::Read;
 use std::path::Path;
 
 /// Targets: the route family's small and large bodies. The large slices are streamed (over
@@ -99,21 +98,7 @@ fn decode(coding: &str, accept: &str, body: &[u8], what: &str) -> Vec<u8> {
     if !coding.is_empty() && coding != "identity" {
         assert!(q_of(accept, coding) > 0.0, "{what}: {coding} chosen, which `{accept}` does not accept");
     }
-    let mut out = Vec::new();
-    match coding {
-        "" | "identity" => out.extend_from_slice(body),
-        "gzip" => {
-            flate2::read::GzDecoder::new(body).read_to_end(&mut out).unwrap_or_else(|e| panic!("{what}: gzip: {e}"));
-        }
-        "deflate" => {
-            flate2::read::ZlibDecoder::new(body)
-                .read_to_end(&mut out)
-                .unwrap_or_else(|e| panic!("{what}: deflate: {e}"));
-        }
-        "zstd" => out = zstd::decode_all(body).unwrap_or_else(|e| panic!("{what}: zstd: {e}")),
-        other => panic!("{what}: unexpected Content-Encoding {other}"),
-    }
-    out
+    common::decoded_body(coding, body, what)
 }
 
 /// The same response twice: its identity body and a decoded one must agree.

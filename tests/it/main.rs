@@ -5,6 +5,7 @@
 
 mod common;
 
+mod analysis;
 mod api;
 mod auth;
 mod auth_cache;

@@ -137,6 +137,39 @@ pub async fn get_with(app: &Router, uri: &str, headers: &[(&str, &str)]) -> Repl
     reply
 }
 
+/// What browsers send as `Accept-Encoding`.
+pub const BROWSER_ENCODINGS: &str = "gzip, deflate, br, zstd";
+
+/// A GET as a browser makes it (`Accept-Encoding: gzip, deflate, br, zstd`), the body read
+/// whole and decoded from its `Content-Encoding`.
+pub async fn browser_get(app: &Router, uri: &str) -> Reply {
+    let mut reply = get_with(app, uri, &[("accept-encoding", BROWSER_ENCODINGS)]).await;
+    let coding = reply.header("content-encoding").to_owned();
+    reply.body = Bytes::from(decoded_body(&coding, &reply.body, uri));
+    reply.headers.remove("content-encoding");
+    reply
+}
+
+/// `body` decoded from the `Content-Encoding` `coding`.
+pub fn decoded_body(coding: &str, body: &[u8], what: &str) -> Vec<u8> {
+    use std::io::Read as _;
+    let mut out = Vec::new();
+    match coding {
+        "" | "identity" => out.extend_from_slice(body),
+        "gzip" => {
+            flate2::read::GzDecoder::new(body).read_to_end(&mut out).unwrap_or_else(|e| panic!("{what}: gzip: {e}"));
+        }
+        "deflate" => {
+            flate2::read::ZlibDecoder::new(body)
+                .read_to_end(&mut out)
+                .unwrap_or_else(|e| panic!("{what}: deflate: {e}"));
+        }
+        "zstd" => out = zstd::decode_all(body).unwrap_or_else(|e| panic!("{what}: zstd: {e}")),
+        other => panic!("{what}: unexpected Content-Encoding {other}"),
+    }
+    out
+}
+
 /// A GET, without checking for panics (for the tests that inject them).
 pub async fn send(app: &Router, uri: &str, headers: &[(&str, &str)]) -> Reply {
     let mut req = Request::get(uri);

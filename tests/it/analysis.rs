@@ -1,0 +1,230 @@
+//! Labels, points and statistics near the data (`docs/analysis.md`) over the xarray-written
+//! store of `tests/fixtures/analysis`: every case of `cases.json` — label selections and
+//! reductions whose answers xarray computed (and numpy checked again) — answers the same
+//! values, labels, grid point, `Zarr-Selection` and status; CSV carries the same rows; a
+//! point's series reads only the chunks holding the point; the cell limit answers 413
+//! before any read; revalidation answers 304.
+
+#![allow(clippy::unwrap_used, clippy::float_cmp)] // exact expected labels
+
+use crate::common;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use common::{CountingStore, browser_get};
+use serde_json::Value;
+use zarrd_core::store::Store;
+
+fn dir() -> std::path::PathBuf {
+    common::fixtures().join("analysis")
+}
+
+fn cases() -> Vec<Value> {
+    serde_json::from_slice(&std::fs::read(dir().join("cases.json")).unwrap()).unwrap()
+}
+
+fn app_with_config(config: zarrd::config::Config) -> axum::Router {
+    common::app_with(vec![("analysis", common::local_store(&dir().join("analysis.zarr")))], config)
+}
+
+fn app() -> axum::Router {
+    app_with_config(common::config(""))
+}
+
+/// Whether two numbers agree to 1e-9 relative (NaN, as `null`, only with NaN).
+fn close(got: &Value, want: &Value) -> bool {
+    match (got.as_f64(), want.as_f64()) {
+        (Some(g), Some(w)) => g == w || (g - w).abs() <= 1e-9 * w.abs().max(g.abs()),
+        _ => got == want,
+    }
+}
+
+/// Nested lists of numbers compared element by element.
+fn same_values(got: &Value, want: &Value) -> bool {
+    match (got, want) {
+        (Value::Array(g), Value::Array(w)) => g.len() == w.len() && g.iter().zip(w).all(|(g, w)| same_values(g, w)),
+        _ => close(got, want),
+    }
+}
+
+/// Labels: strings exactly, numbers to 1e-9 (coarsened labels are means).
+fn same_labels(got: &Value, want: &Value) -> bool {
+    match (got, want) {
+        (Value::Object(g), Value::Object(w)) => {
+            g.len() == w.len() && w.iter().all(|(k, w)| g.get(k).is_some_and(|g| same_labels(g, w)))
+        }
+        (Value::Array(g), Value::Array(w)) => g.len() == w.len() && g.iter().zip(w).all(|(g, w)| same_labels(g, w)),
+        _ => close(got, want),
+    }
+}
+
+/// What differs between the answer to `case` and its expected answer.
+async fn check(app: &axum::Router, case: &Value) -> Vec<String> {
+    let url = case["url"].as_str().unwrap();
+    let want = &case["expected"];
+    let reply = browser_get(app, url).await;
+    let mut wrong = Vec::new();
+    if reply.status.as_u16() != want["status"].as_u64().unwrap() as u16 {
+        return vec![format!("status {} (want {}): {}", reply.status, want["status"], reply.describe())];
+    }
+    if !reply.status.is_success() {
+        reply.assert_problem(reply.status.as_u16());
+        return wrong;
+    }
+    let got = reply.json();
+    if got["shape"] != want["shape"] {
+        wrong.push(format!("shape {} (want {})", got["shape"], want["shape"]));
+    }
+    if got["data_type"] != want["dtype"] {
+        wrong.push(format!("data_type {} (want {})", got["data_type"], want["dtype"]));
+    }
+    if !same_values(&got["data"], &want["values"]) {
+        wrong.push(format!("values {} (want {})", got["data"], want["values"]));
+    }
+    if !same_labels(&got["coords"], &want["coords"]) {
+        wrong.push(format!("coords {} (want {})", got["coords"], want["coords"]));
+    }
+    let point = if got.get("point").is_some() { got["point"].clone() } else { Value::Object(Default::default()) };
+    let want_point =
+        if want.get("point").is_some() { want["point"].clone() } else { Value::Object(Default::default()) };
+    if !same_labels(&point, &want_point) {
+        wrong.push(format!("point {point} (want {want_point})"));
+    }
+    if let Some(selection) = want.get("zarr_selection") {
+        let header = reply.headers.get("zarr-selection").map(|v| Value::from(v.to_str().unwrap()));
+        if header.as_ref().unwrap_or(&Value::Null) != selection {
+            wrong.push(format!("Zarr-Selection {header:?} (want {selection})"));
+        }
+    }
+    wrong
+}
+
+#[tokio::test]
+async fn every_case_answers_what_xarray_computed() {
+    let app = app();
+    let cases = cases();
+    assert!(cases.len() >= 100, "the fixture has {} cases", cases.len());
+    let mut failures = Vec::new();
+    for case in &cases {
+        for problem in check(&app, case).await {
+            failures.push(format!("{} ({}): {problem}", case["name"].as_str().unwrap(), case["url"].as_str().unwrap()));
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} cases differ:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}
+
+/// The rows of a CSV body: the header's names, then each row's fields.
+fn csv_rows(body: &[u8]) -> (Vec<String>, Vec<Vec<String>>) {
+    let text = std::str::from_utf8(body).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap().split(',').map(str::to_owned).collect();
+    (header, lines.map(|l| l.split(',').map(str::to_owned).collect()).collect())
+}
+
+#[tokio::test]
+async fn csv_has_a_row_per_element_with_its_labels() {
+    let app = app();
+    let cases = cases();
+    let mut checked = 0;
+    for name in ["sel_point_series_month", "reduce_resample_1M_over_latlon", "reduce_resample_1M_360_day"] {
+        let case = cases.iter().find(|c| c["name"] == name).unwrap_or_else(|| panic!("no case {name}"));
+        let want = &case["expected"];
+        let url = case["url"].as_str().unwrap().replace("format=json", "format=csv");
+        let reply = browser_get(&app, &url).await;
+        assert_eq!(reply.status, 200, "{}", reply.describe());
+        assert_eq!(reply.header("content-type"), "text/csv; charset=utf-8");
+        let (header, rows) = csv_rows(&reply.body);
+        let dims: Vec<&String> = want["coords"].as_object().unwrap().keys().collect();
+        assert_eq!(header.last().unwrap(), "value");
+        assert_eq!(header.len(), dims.len() + 1, "{name}: {header:?}");
+        // One kept dimension in these cases: its labels in order, then the values.
+        let dim = header[0].as_str();
+        let labels = want["coords"][dim].as_array().unwrap();
+        let values = want["values"].as_array().unwrap();
+        assert_eq!(rows.len(), values.len(), "{name}");
+        for ((row, label), value) in rows.iter().zip(labels).zip(values) {
+            let label_text = label.as_str().map_or_else(|| label.as_f64().unwrap().to_string(), str::to_owned);
+            let got_label = row[0].parse::<f64>().map_or(row[0].clone(), |v| v.to_string());
+            assert_eq!(got_label, label_text, "{name}: {row:?}");
+            match value.as_f64() {
+                Some(v) => assert!(
+                    close(&Value::from(row[1].parse::<f64>().unwrap()), &Value::from(v)),
+                    "{name}: {row:?} vs {v}"
+                ),
+                None => assert_eq!(row[1], "", "{name}: a missing value is an empty field"),
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 30);
+}
+
+#[tokio::test]
+async fn a_point_series_reads_only_the_chunks_holding_the_point() {
+    let counting = CountingStore::new(Arc::new(
+        object_store::local::LocalFileSystem::new_with_prefix(dir().join("analysis.zarr")).unwrap(),
+    ));
+    let store = Store::new(counting.clone(), object_store::path::Path::default());
+    let app = common::app_with(vec![("analysis", store)], common::config(""));
+    // The labels first (coordinate arrays: read once, then cached).
+    let warm =
+        browser_get(&app, "/v1/slice/analysis/daily/tas?sel=lat:~45.3,lon:~-75.2,time:2001-01-01&format=json").await;
+    assert_eq!(warm.status, 200, "{}", warm.describe());
+    let before = counting.gets.load(Ordering::SeqCst);
+    // tas is chunked (73, 24, 36): the whole time axis at one point is 15 chunks.
+    let series = browser_get(
+        &app,
+        "/v1/reduce/analysis/daily/tas?op=mean&resample=time:1M&sel=lat:~45.3,lon:~-75.2&format=json",
+    )
+    .await;
+    assert_eq!(series.status, 200, "{}", series.describe());
+    assert_eq!(series.json()["shape"], serde_json::json!([36]));
+    let reads = counting.gets.load(Ordering::SeqCst) - before;
+    assert!(reads <= 15, "a point's series read {reads} objects; 15 chunks hold it");
+    assert!(reads >= 14, "the point's 15 chunks were read ({reads} GETs; the first may be cached)");
+}
+
+#[tokio::test]
+async fn reductions_beyond_the_cell_limit_are_413_before_any_read() {
+    let app = app_with_config(common::config("[limits]\nmax_reduce_cells = 1000\n"));
+    let reply =
+        browser_get(&app, "/v1/reduce/analysis/daily/tas?op=mean&over=lat,lon&sel=time:2001-01-01..2001-01-31").await;
+    let doc = reply.assert_problem(413);
+    let detail = doc["detail"].as_str().unwrap();
+    // 31 days × 72 × 144 cells.
+    assert!(detail.contains("321408") && detail.contains("1000") && detail.contains("narrow"), "{detail}");
+    let small =
+        browser_get(&app, "/v1/reduce/analysis/daily/tas?op=mean&sel=time:2001-01-01..2001-01-31,lat:~45,lon:~285")
+            .await;
+    assert_eq!(small.status, 200, "{}", small.describe());
+}
+
+#[tokio::test]
+async fn label_selections_and_reductions_revalidate() {
+    let app = app();
+    for url in [
+        "/v1/slice/analysis/daily/tas?sel=lat:~45.3,lon:~-75.2&format=json",
+        "/v1/reduce/analysis/daily/tas?op=max&over=lat,lon&sel=lat:40..50,lon:280..290&format=csv",
+    ] {
+        let first = browser_get(&app, url).await;
+        assert_eq!(first.status, 200, "{}", first.describe());
+        let etag = first.header("etag").to_owned();
+        assert!(etag.ends_with('"') && etag.len() > 10, "{url}: {etag}");
+        let again =
+            common::get_with(&app, url, &[("if-none-match", &etag), ("accept-encoding", common::BROWSER_ENCODINGS)])
+                .await;
+        assert_eq!(again.status, 304, "{url}: {}", again.describe());
+        assert_eq!(again.header("etag"), etag);
+        // Another selection is another representation.
+        let other = browser_get(&app, &url.replace("40..50", "40..45").replace("~45.3", "~40")).await;
+        assert_ne!(other.header("etag"), etag, "{url}");
+    }
+}
+
+#[tokio::test]
+async fn csv_is_for_labelled_results_only() {
+    let app = app();
+    let doc = browser_get(&app, "/v1/slice/analysis/daily/tas?s=0,0:2,0:2&format=csv").await.assert_problem(400);
+    assert!(doc["detail"].as_str().unwrap().contains("sel="), "{doc}");
+}
