@@ -31,7 +31,10 @@ pub fn is_ops(path: &str) -> bool {
 /// Whether requests to the route labelled `label` read array data (whose `200`s the
 /// response cache may keep).
 pub fn reads_data(label: &str) -> bool {
-    matches!(label, "/v1/slice" | "/v1/chunk" | "/iiif/3" | "/maps" | "/zarr" | "/compat/v3" | "/compat/v2")
+    matches!(
+        label,
+        "/v1/slice" | "/v1/reduce" | "/v1/chunk" | "/iiif/3" | "/maps" | "/zarr" | "/compat/v3" | "/compat/v2"
+    )
 }
 
 #[cfg(test)]

@@ -95,6 +95,9 @@ pub fn routes(ds: &str) -> Vec<(String, u16)> {
         (format!("/v1/datasets/{ds}"), 200),
         (format!("/v1/arrays/{ds}/{ARRAY}"), 200),
         (format!("/v1/slice/{ds}/{ARRAY}?s=0:2,0:3"), 200),
+        (format!("/v1/reduce/{ds}/{ARRAY}?op=mean&s=0:2,0:3"), 200),
+        // Past the access layer, the array has no labels: 400 naming its dimensions.
+        (format!("/v1/slice/{ds}/{ARRAY}?sel=nowhere:1"), 400),
         (format!("/v1/chunks/{ds}/{ARRAY}"), 200),
         (format!("/v1/chunk/{ds}/{ARRAY}?c=0,0"), 200),
         (format!("/zarr/{ds}"), 308),
