@@ -100,18 +100,25 @@ impl Coordinates {
         Self { labels }
     }
 
-    /// The labels of every dimension of `reader` that has a coordinate array.
+    /// The labels of every dimension of `reader` that has a coordinate array, or a scale
+    /// in the OME-Zarr multiscales of its group.
     pub async fn of(&self, catalog: &Catalog, dataset: &Dataset, reader: &ArrayReader) -> Result<ArrayLabels> {
-        let names = dimension_names(&reader.meta).unwrap_or_else(|| vec![None; reader.meta.shape.len()]);
+        let ome = ome_level(catalog, dataset, reader).await;
+        let mut names = dimension_names(&reader.meta).unwrap_or_else(|| vec![None; reader.meta.shape.len()]);
+        if let Some(level) = &ome {
+            for (name, axis) in names.iter_mut().zip(&level.axes) {
+                name.get_or_insert_with(|| axis.clone());
+            }
+        }
         let mut labels = Vec::with_capacity(names.len());
         let mut digests = Vec::with_capacity(names.len());
-        for (name, &extent) in names.iter().zip(&reader.meta.shape) {
+        for (d, (name, &extent)) in names.iter().zip(&reader.meta.shape).enumerate() {
             let coordinate = match name {
                 Some(name) => coordinate_array(catalog, dataset, reader, name, extent).await?,
                 None => None,
             };
             let Some(coordinate) = coordinate else {
-                labels.push(None);
+                labels.push(ome.as_ref().and_then(|level| level.labels(d, extent)).map(Arc::new));
                 digests.push(0);
                 continue;
             };
@@ -122,6 +129,41 @@ impl Coordinates {
         }
         Ok(ArrayLabels { names, labels, digests })
     }
+}
+
+/// An array that is a level of an OME-Zarr multiscale image: its axes' names, and the
+/// scale and translation of its coordinate transformations.
+struct OmeLevel {
+    axes: Vec<String>,
+    scale: Vec<f64>,
+    translation: Vec<f64>,
+}
+
+impl OmeLevel {
+    /// Dimension `d`'s labels, `translation + i × scale`, when the level has a scale for it
+    /// (and the labels are few enough to hold).
+    fn labels(&self, d: usize, extent: u64) -> Option<Labels> {
+        let scale = *self.scale.get(d)?;
+        let shift = self.translation.get(d).copied().unwrap_or(0.0);
+        (extent <= MAX_LABELS && scale.is_finite() && scale != 0.0)
+            .then(|| Labels::new((0..extent).map(|i| shift + i as f64 * scale).collect(), Kind::Plain))
+    }
+}
+
+/// The OME-Zarr level `reader` is, from its group's `multiscales` (the metadata the
+/// catalog caches; nothing is read for arrays outside an image).
+async fn ome_level(catalog: &Catalog, dataset: &Dataset, reader: &ArrayReader) -> Option<OmeLevel> {
+    let (parent, name) = reader.path.rsplit_once('/').unwrap_or(("", reader.path.as_str()));
+    let Ok(Node::Group(group)) = catalog.find(dataset, parent).await else { return None };
+    zarrd_core::zarr::ome::multiscales(&group.attributes).into_iter().find_map(|m| {
+        let level = m.levels.iter().find(|l| l.path == name)?;
+        let rank = reader.meta.shape.len();
+        (m.axes.len() == rank).then(|| OmeLevel {
+            axes: m.axes.iter().map(|a| a.name.clone()).collect(),
+            scale: level.scale.clone().unwrap_or_default(),
+            translation: level.translation.clone().unwrap_or_default(),
+        })
+    })
 }
 
 /// Reads a coordinate array, CF-decoded, as labels of the kind its attributes say.

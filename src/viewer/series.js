@@ -73,11 +73,12 @@ function seriesUrl(format) {
     // The other leading dimensions at their sliders, by index (the first is the axis).
     if (dims.length > 3) set("s", [":", ...state.indices.slice(1), ":", ":"].join(","));
   } else {
-    const items = s.kind === "point" ? state.indices.slice(1).map((_, d) => labelItem(d + 1)) : [null];
-    if (items.every(Boolean)) {
+    // A place on the map by label (the server picks the grid point); a cell, or a place
+    // where another leading dimension has no labels (sel= and s= do not mix), by index.
+    const items = s.kind === "point" ? state.indices.slice(1).map((_, d) => labelItem(d + 1)) : null;
+    if (items && items.every(Boolean)) {
       set("sel", [...items, `${ydim.name}:~${s.lat}`, `${xdim.name}:~${s.lon}`].join(","));
     } else {
-      // A leading dimension without labels: the cell under the point, by index.
       const cell = s.kind === "cell" ? s.cell : geoCell(s.lat, s.lon);
       if (!cell) return null;
       set("s", [":", ...state.indices.slice(1), ...cell].join(","));

@@ -228,3 +228,35 @@ async fn csv_is_for_labelled_results_only() {
     let doc = browser_get(&app, "/v1/slice/analysis/daily/tas?s=0,0:2,0:2&format=csv").await.assert_problem(400);
     assert!(doc["detail"].as_str().unwrap().contains("sel="), "{doc}");
 }
+
+#[tokio::test]
+async fn ome_axes_label_dimensions_by_their_scale_and_translation() {
+    // An OME-Zarr 0.4 image (v2 arrays without dimension names): its axes name the
+    // dimensions, `translation + index × scale` labels them. Level s1 of ozp04_5d has
+    // scale [1, 1, 2, 1, 1] and translation [0, 0, 0, 0.25, 0.25] (its .zattrs).
+    let image = common::fixtures().join("ome/images/ozp04_5d.ome.zarr");
+    let app = common::app_with(vec![("img", common::local_store(&image))], common::config(""));
+    let attrs: Value = serde_json::from_slice(&std::fs::read(image.join(".zattrs")).unwrap()).unwrap();
+    let level = &attrs["multiscales"][0]["datasets"][1];
+    assert_eq!(level["path"], "s1");
+    let transforms = level["coordinateTransformations"].as_array().unwrap();
+    let scale = transforms[0]["scale"].as_array().unwrap();
+    let shift = transforms[1]["translation"].as_array().unwrap();
+    let label = |d: usize, i: f64| shift[d].as_f64().unwrap() + i * scale[d].as_f64().unwrap();
+    // The nearest labels to (z 2.1, y 10.3, x 20.2): indices 1, 10, 20.
+    let by_label = browser_get(&app, "/v1/slice/img/s1?sel=t:0,c:1,z:~2.1,y:~10.3,x:~20.2&format=json").await;
+    assert_eq!(by_label.status, 200, "{}", by_label.describe());
+    assert_eq!(by_label.header("zarr-selection"), "0,1,1,10,20");
+    let doc = by_label.json();
+    assert_eq!(doc["point"]["z"], label(2, 1.0));
+    assert_eq!(doc["point"]["y"], label(3, 10.0));
+    assert_eq!(doc["point"]["x"], label(4, 20.0));
+    // The same element by index (as stored: uint16; by label CF-decoded: the v2 fill is
+    // missing, so float32, as xarray reads it).
+    let by_index = browser_get(&app, "/v1/slice/img/s1?s=0,1,1,10,20&format=json").await.json();
+    assert_eq!(doc["data_type"], "float32");
+    assert_eq!(doc["data"].as_f64(), by_index["data"].as_f64());
+    // A range of y labels keeps the dimension, labelled.
+    let rows = browser_get(&app, "/v1/slice/img/s1?sel=t:0,c:0,z:0,x:0.25,y:0.2..3&format=json").await.json();
+    assert_eq!(rows["coords"]["y"], serde_json::json!([label(3, 0.0), label(3, 1.0), label(3, 2.0)]));
+}

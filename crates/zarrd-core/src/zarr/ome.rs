@@ -54,6 +54,9 @@ impl Axis {
 pub struct Level {
     pub path: String,
     pub scale: Option<Vec<f64>>,
+    /// The `translation` of its `coordinateTransformations`, applied after `scale` (and
+    /// then the multiscale's own), as the spec orders them.
+    pub translation: Option<Vec<f64>>,
 }
 
 /// One entry of `multiscales`.
@@ -75,10 +78,14 @@ pub struct Channel {
     pub active: bool,
 }
 
-fn scale_of(transforms: Option<&Value>) -> Option<Vec<f64>> {
+fn transform_of(transforms: Option<&Value>, kind: &str) -> Option<Vec<f64>> {
     let list = transforms?.as_array()?;
-    let scale = list.iter().find(|t| t.get("type").and_then(Value::as_str) == Some("scale"))?;
-    scale.get("scale")?.as_array()?.iter().map(Value::as_f64).collect()
+    let found = list.iter().find(|t| t.get("type").and_then(Value::as_str) == Some(kind))?;
+    found.get(kind)?.as_array()?.iter().map(Value::as_f64).collect()
+}
+
+fn scale_of(transforms: Option<&Value>) -> Option<Vec<f64>> {
+    transform_of(transforms, "scale")
 }
 
 fn axis(v: &Value) -> Option<Axis> {
@@ -98,17 +105,27 @@ pub fn multiscales(attributes: &Map<String, Value>) -> Vec<Multiscale> {
         .filter_map(|m| {
             let datasets = m.get("datasets")?.as_array()?;
             let global = scale_of(m.get("coordinateTransformations"));
+            let global_shift = transform_of(m.get("coordinateTransformations"), "translation");
             let levels = datasets
                 .iter()
                 .filter_map(|d| {
                     let path = d.get("path")?.as_str()?.trim_matches('/').to_owned();
                     let mut scale = scale_of(d.get("coordinateTransformations"));
-                    if let (Some(s), Some(g)) = (scale.as_mut(), &global)
-                        && s.len() == g.len()
-                    {
-                        s.iter_mut().zip(g).for_each(|(a, b)| *a *= b);
+                    let mut translation = transform_of(d.get("coordinateTransformations"), "translation");
+                    if let Some(g) = &global {
+                        for v in [scale.as_mut(), translation.as_mut()].into_iter().flatten() {
+                            if v.len() == g.len() {
+                                v.iter_mut().zip(g).for_each(|(a, b)| *a *= b);
+                            }
+                        }
                     }
-                    Some(Level { path, scale })
+                    if let Some(g) = &global_shift {
+                        let t = translation.get_or_insert_with(|| vec![0.0; g.len()]);
+                        if t.len() == g.len() {
+                            t.iter_mut().zip(g).for_each(|(a, b)| *a += b);
+                        }
+                    }
+                    Some(Level { path, scale, translation })
                 })
                 .collect();
             let axes = m.get("axes").and_then(Value::as_array).map(|a| a.iter().filter_map(axis).collect());

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Questions near the data against xarray in-process (docs/performance.md "Analysis near the
+# data"): point series warm and cold, a monthly area-weighted polygon mean, and zarrd's peak
+# memory over growing reductions — on the EDR peers' store (../shared/tools/edr-peers,
+# daily.zarr), xarray in the Debian trixie chroot. Not part of the test suite or of CI.
+#
+#   bash benches/analysis.sh
+#
+# Knobs: ZARRD_BIN (an existing release binary), CHROOT (/tmp/trixie), VENV (a venv in the
+# chroot with xarray; default /opt/venv, given xarray, cftime and pandas when it lacks them),
+# ROUNDS (3), PORT (19600; the caches-off server listens on PORT+1).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SHARED=${SHARED:-$ROOT/../shared}
+CHROOT=${CHROOT:-/tmp/trixie}
+VENV=${VENV:-/opt/venv}
+ROUNDS=${ROUNDS:-3}
+PORT=${PORT:-19600}
+log() { printf '[analysis] %s\n' "$*"; }
+
+bash "$SHARED/tools/setup_py313.sh" "$CHROOT" >/dev/null
+if ! chroot "$CHROOT" "$VENV/bin/python" -c 'import xarray, cftime' 2>/dev/null; then
+  log "installing xarray, cftime and pandas into $CHROOT$VENV"
+  whl=$(mktemp -d)
+  python3 -m pip download -q --only-binary=:all: --python-version 3.13 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+    --platform any -d "$whl" xarray cftime pandas
+  mkdir -p "$CHROOT/tmp/whl-analysis" && cp "$whl"/*.whl "$CHROOT/tmp/whl-analysis/"
+  chroot "$CHROOT" "$VENV/bin/pip" install -q --no-index --find-links /tmp/whl-analysis xarray cftime pandas
+fi
+DATA=$CHROOT/tmp/edr-store
+if [ ! -f "$DATA/daily.zarr/zarr.json" ]; then
+  log "writing the EDR peers' store into $DATA"
+  mkdir -p "$DATA" && cp "$SHARED/tools/edr-peers/make_bench.py" "$DATA/"
+  chroot "$CHROOT" "$VENV/bin/python" /tmp/edr-store/make_bench.py /tmp/edr-store >/dev/null
+fi
+if [ -z "${ZARRD_BIN:-}" ]; then
+  (cd "$ROOT" && cargo build --release --quiet)
+  ZARRD_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/zarrd"
+fi
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
+"$ZARRD_BIN" serve --listen "127.0.0.1:$PORT" --dataset "daily=$DATA/daily.zarr" >/tmp/analysis-warm.log 2>&1 &
+pids+=($!)
+ZARRD__CACHE__CHUNK_BYTES=0 ZARRD__CACHE__RESPONSE_BYTES=0 \
+  "$ZARRD_BIN" serve --listen "127.0.0.1:$((PORT + 1))" --dataset "daily=$DATA/daily.zarr" >/tmp/analysis-cold.log 2>&1 &
+cold_pid=$!
+pids+=("$cold_pid")
+for p in "$PORT" $((PORT + 1)); do
+  for _ in $(seq 50); do curl -sf "http://127.0.0.1:$p/healthz" >/dev/null && break; sleep 0.2; done
+done
+cp "$ROOT/benches/analysis.py" "$CHROOT/tmp/analysis-bench.py"
+log "zarrd $("$ZARRD_BIN" --version 2>/dev/null || echo) on $(nproc) cores; xarray $(chroot "$CHROOT" "$VENV/bin/python" -c 'import xarray; print(xarray.__version__)')"
+chroot "$CHROOT" "$VENV/bin/python" /tmp/analysis-bench.py /tmp/edr-store/daily.zarr \
+  "http://127.0.0.1:$PORT" "http://127.0.0.1:$((PORT + 1))" "$ROUNDS" "$cold_pid"
