@@ -85,9 +85,8 @@ async fn check(app: &axum::Router, case: &Value) -> Vec<String> {
     if !same_labels(&got["coords"], &want["coords"]) {
         wrong.push(format!("coords {} (want {})", got["coords"], want["coords"]));
     }
-    let point = if got.get("point").is_some() { got["point"].clone() } else { Value::Object(Default::default()) };
-    let want_point =
-        if want.get("point").is_some() { want["point"].clone() } else { Value::Object(Default::default()) };
+    let point_of = |doc: &Value| doc.get("point").cloned().unwrap_or_else(|| Value::Object(serde_json::Map::new()));
+    let (point, want_point) = (point_of(&got), point_of(want));
     if !same_labels(&point, &want_point) {
         wrong.push(format!("point {point} (want {want_point})"));
     }
