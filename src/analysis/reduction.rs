@@ -148,11 +148,12 @@ pub fn build(request: &Request, cells: Cells, labels: &ArrayLabels, max_cells: u
             "the reduction would visit {count} cells, more than limits.max_reduce_cells ({max_cells}); narrow the selection (sel= ranges on time, lat or lon) or the polygon"
         )));
     }
-    if request.op.holds_values() && count * 8 > u128::from(max_bytes) {
+    let held = if request.op.holds_values() { built.reduction.values_held() } else { 0 };
+    if held * 8 > u128::from(max_bytes) {
         return Err(Error::OverLimit(format!(
-            "{} holds the values of each group: {count} cells ({} bytes), more than limits.max_response_bytes ({max_bytes}); narrow the selection or use mean, min, max, std, var or count",
+            "{} holds the values of a group to rank them: up to {held} values ({} bytes), more than limits.max_response_bytes ({max_bytes}); narrow the selection or use mean, min, max, std, var or count",
             request.op.name(),
-            count * 8
+            held * 8
         )));
     }
     Ok(built)

@@ -88,7 +88,7 @@ pub async fn reduce(
         }
     }
     // The accumulators (or held values), then the body.
-    let working = n * 64 + if request.op.holds_values() { built.reduction.cells() as u64 * 8 } else { 0 };
+    let working = n * 64 + if request.op.holds_values() { built.reduction.values_held() as u64 * 8 } else { 0 };
     let held = array.budget.reserve(working + render_bytes + n * 8).await?;
     let reduced = built.reduction.run(&array).await?;
     let data = reduction::encode(&reduced.values, data_type);

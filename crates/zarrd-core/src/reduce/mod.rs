@@ -7,7 +7,8 @@
 //! the cells to visit into blocks at chunk edges; each block is one read (coalesced,
 //! decoded in the CPU pool), two in flight, folded as it arrives and dropped — memory
 //! holds the accumulators and two blocks, whatever the extent reduced (median and
-//! percentiles hold their groups' values).
+//! percentiles hold the values of the groups in flight: kept dimensions are read
+//! outermost, and a group is ranked and dropped when its last cell is in).
 
 pub mod area;
 pub mod op;
@@ -96,6 +97,30 @@ impl Reduction {
         self.visited().iter().map(|v| v.len() as u128).product()
     }
 
+    /// The values median and percentiles hold at most: a group's cells, or the cells of
+    /// the blocks in flight, whichever is more (never more than all the cells).
+    pub fn values_held(&self) -> u128 {
+        let (visited, strides) = (self.visited(), self.strides());
+        let largest = expected_cells(self, &visited, &strides, self.shape().iter().product::<u64>() as usize)
+            .into_iter()
+            .max()
+            .unwrap_or(0);
+        u128::from(largest.max(2 * BLOCK_CELLS)).min(self.cells())
+    }
+
+    /// Output strides of the grouped dimensions (0 for reduced ones).
+    fn strides(&self) -> Vec<usize> {
+        let mut strides = vec![0usize; self.fates.len()];
+        let mut stride = 1usize;
+        for (d, fate) in self.fates.iter().enumerate().rev() {
+            if let Fate::Grouped { len, .. } = fate {
+                strides[d] = stride;
+                stride *= len;
+            }
+        }
+        strides
+    }
+
     /// The reads, planned: pieces per dimension, and the blocks over them.
     fn plan(&self, array: &ArrayReader) -> (Vec<Vec<usize>>, Vec<Vec<Piece>>, Vec<Block>) {
         let visited = self.visited();
@@ -108,7 +133,12 @@ impl Reduction {
                 plan::pieces(&grid, d, &stored)
             })
             .collect();
-        let blocks = plan::blocks(&pieces, BLOCK_CELLS);
+        // Kept dimensions outermost: the blocks of one output element come together, so
+        // median and percentiles finish each group (and drop its values) early.
+        let grouped = |d: &usize| matches!(self.fates[*d], Fate::Grouped { .. });
+        let order: Vec<usize> =
+            (0..self.fates.len()).filter(grouped).chain((0..self.fates.len()).filter(|d| !grouped(d))).collect();
+        let blocks = plan::blocks(&pieces, BLOCK_CELLS, &order);
         (visited, pieces, blocks)
     }
 
@@ -126,7 +156,7 @@ impl Reduction {
         let n_out: usize = shape.iter().product::<u64>() as usize;
         // Folding runs in the CPU pool (the runtime's threads only wait), the next block's
         // read in flight meanwhile; the folder travels there and back.
-        let mut folder = Folder::new(Arc::new(self.clone()), n_out);
+        let mut folder = Folder::new(Arc::new(self.clone()), n_out, &visited);
         let cf = Arc::new(CfValues::of(&array.meta));
         let item = array.meta.data_type.size();
         let mut versions = Vec::new();
@@ -173,24 +203,43 @@ struct Folder {
     values: Vec<Vec<f64>>,
     /// Output strides of the grouped dimensions (0 for reduced ones).
     strides: Vec<usize>,
+    /// Median and percentiles: the cells each output element still waits for; at zero its
+    /// result is computed and its values dropped.
+    remaining: Vec<u64>,
+    results: Vec<f64>,
 }
 
 impl Folder {
-    fn new(reduction: Arc<Reduction>, n_out: usize) -> Self {
-        let mut strides = vec![0usize; reduction.fates.len()];
-        let mut stride = 1usize;
-        for (d, fate) in reduction.fates.iter().enumerate().rev() {
-            if let Fate::Grouped { len, .. } = fate {
-                strides[d] = stride;
-                stride *= len;
-            }
-        }
+    fn new(reduction: Arc<Reduction>, n_out: usize, visited: &[Vec<usize>]) -> Self {
+        let strides = reduction.strides();
         let holds = reduction.op.holds_values();
         Self {
             accs: if holds { Vec::new() } else { vec![Acc::default(); n_out] },
             values: if holds { vec![Vec::new(); n_out] } else { Vec::new() },
+            remaining: if holds { expected_cells(&reduction, visited, &strides, n_out) } else { Vec::new() },
+            results: if holds { vec![f64::NAN; n_out] } else { Vec::new() },
             strides,
             reduction,
+        }
+    }
+
+    /// Folds one cell's value into output element `out` with weight `w`.
+    #[inline]
+    fn add(&mut self, out: usize, x: f64, w: f64) {
+        if self.values.is_empty() {
+            self.accs[out].add(x, w);
+            return;
+        }
+        if !x.is_nan() {
+            self.values[out].push(x);
+        }
+        self.remaining[out] = self.remaining[out].saturating_sub(1);
+        if self.remaining[out] == 0 {
+            let q = match self.reduction.op {
+                Op::Percentile(q) => q,
+                _ => 50.0,
+            };
+            self.results[out] = percentile(&mut std::mem::take(&mut self.values[out]), q);
         }
     }
 
@@ -221,7 +270,8 @@ impl Folder {
             };
             if inside {
                 let x = cf.value(element).unwrap_or(f64::NAN);
-                if !x.is_nan() {
+                // NaN is skipped, but median and percentiles count it towards the group.
+                if !x.is_nan() || !self.values.is_empty() {
                     let mut out = 0usize;
                     let mut w = 1.0;
                     for d in 0..rank {
@@ -230,11 +280,7 @@ impl Folder {
                             w *= ws[index[d]];
                         }
                     }
-                    if self.values.is_empty() {
-                        self.accs[out].add(x, w);
-                    } else {
-                        self.values[out].push(x);
-                    }
+                    self.add(out, x, w);
                 }
             }
             for d in (0..rank).rev() {
@@ -249,9 +295,123 @@ impl Folder {
 
     fn finish(self) -> Vec<f64> {
         match self.reduction.op {
-            Op::Median => self.values.into_iter().map(|mut v| percentile(&mut v, 50.0)).collect(),
-            Op::Percentile(q) => self.values.into_iter().map(|mut v| percentile(&mut v, q)).collect(),
+            Op::Median | Op::Percentile(_) => self.results,
             op => self.accs.iter().map(|a| a.finish(op)).collect(),
         }
+    }
+}
+
+/// The cells each output element gathers: per kept dimension the visited indices of its
+/// group, per reduced one all of them, and for a mask the inside cells of each pair of
+/// latitude and longitude groups.
+fn expected_cells(r: &Reduction, visited: &[Vec<usize>], strides: &[usize], n_out: usize) -> Vec<u64> {
+    let group = |d: usize, i: usize| match &r.fates[d] {
+        Fate::Grouped { ids, .. } => ids[i] as usize,
+        Fate::Reduced => 0,
+    };
+    let groups = |d: usize| match &r.fates[d] {
+        Fate::Grouped { len, .. } => *len,
+        Fate::Reduced => 1,
+    };
+    // Per factor: (offset in the output, cells) entries; their product is every element.
+    let mut factors: Vec<Vec<(usize, u64)>> = Vec::new();
+    let masked = r.mask.as_ref().map(|m| (m.rows, m.cols));
+    for d in 0..r.fates.len() {
+        if masked.is_some_and(|(a, b)| d == a || d == b) {
+            continue;
+        }
+        let mut counts = vec![0u64; groups(d)];
+        for &i in &visited[d] {
+            counts[group(d, i)] += 1;
+        }
+        factors.push(counts.into_iter().enumerate().map(|(g, c)| (g * strides[d], c)).collect());
+    }
+    if let (Some(m), Some((rows, cols))) = (&r.mask, masked) {
+        let nc = r.selected[cols].len();
+        let gc = groups(cols);
+        let mut table = vec![0u64; groups(rows) * gc];
+        for &i in &visited[rows] {
+            for &j in &visited[cols] {
+                if m.inside[i * nc + j] {
+                    table[group(rows, i) * gc + group(cols, j)] += 1;
+                }
+            }
+        }
+        factors.push(
+            table.iter().enumerate().map(|(k, &c)| ((k / gc) * strides[rows] + (k % gc) * strides[cols], c)).collect(),
+        );
+    }
+    let mut out = vec![1u64; n_out];
+    let mut partial = vec![(0usize, 1u64)];
+    for factor in &factors {
+        partial = partial.iter().flat_map(|&(o, c)| factor.iter().map(move |&(fo, fc)| (o + fo, c * fc))).collect();
+    }
+    for (o, c) in partial {
+        if let Some(slot) = out.get_mut(o) {
+            *slot = c;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::float_cmp)] // small exact values
+mod tests {
+    use super::*;
+    use crate::zarr::data_type::DataType;
+
+    fn f64_values(values: &[f64]) -> Vec<u8> {
+        values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    fn identity() -> CfValues {
+        let doc = serde_json::json!({
+            "zarr_format": 3, "node_type": "array", "shape": [4], "data_type": "float64",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": "NaN",
+            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+        });
+        let crate::zarr::metadata::Node::Array(meta) = crate::zarr::metadata::Node::from_value(doc).unwrap() else {
+            panic!("not an array")
+        };
+        CfValues::of(&meta)
+    }
+
+    #[test]
+    fn medians_finish_each_group_as_soon_as_its_cells_are_in() {
+        // time × lat, 2 × 3, the median over lat for each time: group 0 is complete after
+        // the first row (one block), and its values are gone then.
+        let reduction = Reduction {
+            op: Op::Median,
+            selected: vec![vec![0, 1], vec![0, 1, 2]],
+            fates: vec![Fate::Grouped { ids: vec![0, 1], len: 2 }, Fate::Reduced],
+            weights: vec![None, None],
+            mask: None,
+        };
+        let visited = reduction.visited();
+        let mut folder = Folder::new(Arc::new(reduction.clone()), 2, &visited);
+        assert_eq!(folder.remaining, vec![3, 3]);
+        let cf = identity();
+        assert_eq!(cf.decoded, DataType::Float64);
+        folder.fold(&f64_values(&[3.0, f64::NAN, 1.0]), &cf, &[vec![0], vec![0, 1, 2]], 8);
+        assert_eq!(folder.results[0], 2.0, "the median of 3 and 1, NaN skipped");
+        assert_eq!(folder.values[0].capacity(), 0, "its values are dropped");
+        folder.fold(&f64_values(&[5.0, 7.0, 6.0]), &cf, &[vec![1], vec![0, 1, 2]], 8);
+        assert_eq!(folder.finish(), vec![2.0, 6.0]);
+    }
+
+    #[test]
+    fn a_mask_counts_only_its_inside_cells() {
+        // lat × lon 2 × 2 with one cell outside, everything reduced: 3 cells to wait for.
+        let reduction = Reduction {
+            op: Op::Percentile(100.0),
+            selected: vec![vec![0, 1], vec![0, 1]],
+            fates: vec![Fate::Reduced, Fate::Reduced],
+            weights: vec![None, None],
+            mask: Some(Mask { rows: 0, cols: 1, inside: vec![true, true, false, true] }),
+        };
+        let visited = reduction.visited();
+        let folder = Folder::new(Arc::new(reduction), 1, &visited);
+        assert_eq!(folder.remaining, vec![3]);
     }
 }

@@ -60,14 +60,16 @@ pub fn pieces(grid: &ChunkGrid, d: usize, stored: &[u64]) -> Vec<Piece> {
 }
 
 /// Groups pieces into blocks of at most `budget` cells each (unless one piece per
-/// dimension is more), every block one evenly spaced run per dimension.
-pub fn blocks(pieces: &[Vec<Piece>], budget: u64) -> Vec<Block> {
+/// dimension is more), every block one evenly spaced run per dimension. Blocks are split
+/// along the dimensions in `order` first (all dimensions, the outermost first): the
+/// blocks of one piece of `order[0]` come together.
+pub fn blocks(pieces: &[Vec<Piece>], budget: u64, order: &[usize]) -> Vec<Block> {
     let mut out = Vec::new();
     let whole = Block { pieces: pieces.iter().map(|p| 0..p.len()).collect() };
     if pieces.iter().any(Vec::is_empty) {
         return out;
     }
-    split(pieces, whole, budget.max(1), &mut out);
+    split(pieces, whole, budget.max(1), order, &mut out);
     out
 }
 
@@ -79,11 +81,13 @@ fn one_run(p: &[Piece]) -> bool {
     p.first().is_none_or(|first| p.iter().all(|x| x.run == first.run))
 }
 
-fn split(pieces: &[Vec<Piece>], block: Block, budget: u64, out: &mut Vec<Block>) {
+fn split(pieces: &[Vec<Piece>], block: Block, budget: u64, order: &[usize], out: &mut Vec<Block>) {
     let total = cells(pieces, &block);
     let fits = total <= u128::from(budget);
-    let splittable =
-        block.pieces.iter().zip(pieces).position(|(r, p)| r.len() > 1 && (!fits || !one_run(&p[r.clone()])));
+    let splittable = order.iter().copied().find(|&d| {
+        let r = &block.pieces[d];
+        r.len() > 1 && (!fits || !one_run(&pieces[d][r.clone()]))
+    });
     let Some(d) = splittable else {
         out.push(block);
         return;
@@ -99,7 +103,7 @@ fn split(pieces: &[Vec<Piece>], block: Block, budget: u64, out: &mut Vec<Block>)
         if breaks {
             let mut part = block.clone();
             part.pieces[d] = group_start..i;
-            split(pieces, part, budget, out);
+            split(pieces, part, budget, order, out);
             group_start = i;
             group_cells = 0;
         }
@@ -107,7 +111,7 @@ fn split(pieces: &[Vec<Piece>], block: Block, budget: u64, out: &mut Vec<Block>)
     }
     let mut part = block;
     part.pieces[d] = group_start..part.pieces[d].end;
-    split(pieces, part, budget, out);
+    split(pieces, part, budget, order, out);
 }
 
 impl Block {
@@ -167,13 +171,13 @@ mod tests {
         let p = vec![pieces(&g, 0, &time), pieces(&g, 1, &lat), pieces(&g, 2, &lon)];
         assert_eq!(p[0].len(), 15);
         // A point's series: one read of 1095 cells from 15 chunks.
-        let b = blocks(&p, 1 << 20);
+        let b = blocks(&p, 1 << 20, &[0, 1, 2]);
         assert_eq!(b.len(), 1);
         assert_eq!(b[0].selection(&p)[0], DimSelection { start: 0, step: 1, count: 1095, drop: false });
         // A whole field with a budget of two chunk-rows of time: blocks of whole chunks.
         let all = |n: u64| (0..n).collect::<Vec<u64>>();
         let p = vec![pieces(&g, 0, &all(1095)), pieces(&g, 1, &all(72)), pieces(&g, 2, &all(144))];
-        let b = blocks(&p, 2 * 73 * 72 * 144);
+        let b = blocks(&p, 2 * 73 * 72 * 144, &[0, 1, 2]);
         assert_eq!(b.len(), 8);
         let mut covered = 0u128;
         for block in &b {
@@ -183,6 +187,9 @@ mod tests {
         }
         assert_eq!(covered, 1095 * 72 * 144);
         // A tiny budget: one block per chunk.
-        assert_eq!(blocks(&p, 1).len(), 15 * 3 * 4);
+        assert_eq!(blocks(&p, 1, &[0, 1, 2]).len(), 15 * 3 * 4);
+        // Split along longitude first: the first blocks are one column of chunks.
+        let by_lon = blocks(&p, 1, &[2, 1, 0]);
+        assert_eq!(by_lon[..45].iter().map(|b| b.pieces[2].start).max(), Some(0));
     }
 }
