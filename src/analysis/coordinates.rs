@@ -168,11 +168,18 @@ async fn ome_level(catalog: &Catalog, dataset: &Dataset, reader: &ArrayReader) -
 
 /// Reads a coordinate array, CF-decoded, as labels of the kind its attributes say.
 async fn read_labels(coordinate: &ArrayReader) -> Result<Labels> {
+    let values = coordinate_values(coordinate, MAX_LABELS, "zarrd reads as labels").await?;
+    Ok(Labels::new(values, kind(&coordinate.meta, &coordinate.path)))
+}
+
+/// The values of a 1-D coordinate array, CF-decoded (NaN where missing), when it holds at
+/// most `limit` (else 422 saying what `purpose` reads).
+pub async fn coordinate_values(coordinate: &ArrayReader, limit: u64, purpose: &str) -> Result<Vec<f64>> {
     let meta = &coordinate.meta;
     let n = meta.shape[0];
-    if n > MAX_LABELS {
+    if n > limit {
         return Err(Error::Unsupported(format!(
-            "the coordinate array `{}` has {n} values, more than zarrd reads as labels ({MAX_LABELS})",
+            "the coordinate array `{}` has {n} values, more than {purpose} ({limit})",
             coordinate.path
         )));
     }
@@ -181,8 +188,7 @@ async fn read_labels(coordinate: &ArrayReader) -> Result<Labels> {
         return Err(Error::internal("an unstreamed read gave bands"));
     };
     let cf = CfValues::of(meta);
-    let values = data.chunks_exact(meta.data_type.size()).map(|b| cf.value(b).unwrap_or(f64::NAN)).collect();
-    Ok(Labels::new(values, kind(meta, &coordinate.path)))
+    Ok(data.chunks_exact(meta.data_type.size()).map(|b| cf.value(b).unwrap_or(f64::NAN)).collect())
 }
 
 /// What a coordinate array's labels measure, from its attributes and name.

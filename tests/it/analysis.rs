@@ -99,18 +99,58 @@ async fn check(app: &axum::Router, case: &Value) -> Vec<String> {
     wrong
 }
 
-#[tokio::test]
-async fn every_case_answers_what_xarray_computed() {
-    let app = app();
-    let cases = cases();
-    assert!(cases.len() >= 100, "the fixture has {} cases", cases.len());
-    let mut failures = Vec::new();
-    for case in &cases {
-        for problem in check(&app, case).await {
-            failures.push(format!("{} ({}): {problem}", case["name"].as_str().unwrap(), case["url"].as_str().unwrap()));
+/// What differs on `app` over `cases`, one line per problem.
+async fn failures(app: &axum::Router, cases: &[&Value]) -> Vec<String> {
+    let mut out = Vec::new();
+    for case in cases {
+        for problem in check(app, case).await {
+            out.push(format!("{} ({}): {problem}", case["name"].as_str().unwrap(), case["url"].as_str().unwrap()));
         }
     }
+    out
+}
+
+#[tokio::test]
+async fn every_case_answers_what_xarray_computed() {
+    let cases = cases();
+    assert!(cases.len() >= 100, "the fixture has {} cases", cases.len());
+    let failures = failures(&app(), &cases.iter().collect::<Vec<_>>()).await;
     assert!(failures.is_empty(), "{} of {} cases differ:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}
+
+#[tokio::test]
+async fn every_store_layout_answers_the_same() {
+    // The same data as Zarr v2 (other chunks), sharded on a rectilinear grid, a kerchunk
+    // reference set over the v2 copy (each written by its own writer:
+    // make_analysis_variants.py), a zip read in place and an object store in memory.
+    let variants = dir().join("variants").canonicalize().unwrap();
+    let kerchunk = zarrd::config::DatasetConfig {
+        url: variants.join("kerchunk.json").display().to_string(),
+        virtual_refs: vec![format!("file://{}/", variants.join("v2.zarr").display())],
+        ..Default::default()
+    };
+    let (_zip_dir, zip_path) = crate::zip::write_temp(
+        "analysis.zip",
+        &crate::zip::zip_bytes(&dir().join("analysis.zarr"), crate::zip::Kind::Deflated, ""),
+    );
+    let layouts: Vec<(&str, Store, bool)> = vec![
+        ("v2", common::local_store(&variants.join("v2.zarr")), false),
+        ("sharded_rectilinear", common::local_store(&variants.join("sharded_rectilinear.zarr")), false),
+        ("kerchunk", zarrd::catalog::open_store("analysis", &kerchunk).unwrap(), false),
+        ("zip", common::open_dataset(zip_path.display().to_string(), &[]), true),
+        ("memory", common::memory_store(&dir().join("analysis.zarr")).await, true),
+    ];
+    let cases = cases();
+    let mut problems = Vec::new();
+    for (layout, store, whole) in layouts {
+        // The variants hold daily/tas and its coordinates only.
+        let chosen: Vec<&Value> =
+            cases.iter().filter(|c| whole || c["url"].as_str().unwrap().contains("/analysis/daily/tas?")).collect();
+        assert!(chosen.len() >= 90, "{layout}: {} cases", chosen.len());
+        let app = common::app_with(vec![("analysis", store)], common::config(""));
+        problems.extend(failures(&app, &chosen).await.into_iter().map(|p| format!("{layout}: {p}")));
+    }
+    assert!(problems.is_empty(), "{} problems:\n{}", problems.len(), problems.join("\n"));
 }
 
 /// The rows of a CSV body: the header's names, then each row's fields.

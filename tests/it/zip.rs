@@ -25,7 +25,7 @@ use zarrd_core::store::zip::ZipFs;
 
 /// How a test archive is written.
 #[derive(Clone, Copy, Debug)]
-enum Kind {
+pub(crate) enum Kind {
     Stored,
     Deflated,
     /// Stored, with ZIP64 extra fields on every member and a ZIP64 end record.
@@ -33,7 +33,7 @@ enum Kind {
 }
 
 /// A zip of every file under `dir`, each named `{folder}{its path under dir}`.
-fn zip_bytes(dir: &Path, kind: Kind, folder: &str) -> Vec<u8> {
+pub(crate) fn zip_bytes(dir: &Path, kind: Kind, folder: &str) -> Vec<u8> {
     let mut files = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -60,7 +60,7 @@ fn zip_bytes(dir: &Path, kind: Kind, folder: &str) -> Vec<u8> {
 }
 
 /// Writes `bytes` to `name` in a fresh temporary folder.
-fn write_temp(name: &str, bytes: &[u8]) -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn write_temp(name: &str, bytes: &[u8]) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(name);
     std::fs::write(&path, bytes).unwrap();

@@ -3,13 +3,11 @@
 //! ([`crate::analysis::coordinates`], the xarray / CF layout). The array's no-data values
 //! beyond its Zarr fill are the CF ones of the core (`zarrd_core::coords::cf`).
 
-use crate::analysis::coordinates::coordinate_array;
+use crate::analysis::coordinates::{coordinate_array, coordinate_values};
 use crate::catalog::{Catalog, Dataset};
 use crate::error::{Error, Result};
 use crate::images::maps::geometry::{Axis, Grid};
 use zarrd_core::read::ArrayReader;
-use zarrd_core::read::selection::DimSelection;
-use zarrd_core::zarr::data_type::element_f64;
 
 pub use zarrd_core::coords::cf::cf_no_data;
 pub use zarrd_core::coords::dimension_names;
@@ -68,20 +66,7 @@ pub async fn coordinates(catalog: &Catalog, dataset: &Dataset, reader: &ArrayRea
 
 /// Reads a 1-D coordinate array as numbers and makes its axis (422 naming the problem).
 async fn axis(reader: &ArrayReader) -> Result<Axis> {
-    let n = reader.meta.shape[0];
-    if n > MAX_COORDINATES {
-        return Err(Error::Unsupported(format!(
-            "the coordinate array `{}` has {n} values, more than map tiles read ({MAX_COORDINATES})",
-            reader.path
-        )));
-    }
-    let output = reader.read(&[DimSelection::all(n)], 0, false).await?;
-    let Some(data) = output.data.into_bytes() else {
-        return Err(Error::internal("an unstreamed read gave bands"));
-    };
-    let item = reader.meta.data_type.size();
-    let values: Vec<f64> =
-        data.chunks_exact(item).map(|b| element_f64(b, reader.meta.data_type).unwrap_or(f64::NAN)).collect();
+    let values = coordinate_values(reader, MAX_COORDINATES, "map tiles read").await?;
     Axis::new(&values).map_err(|e| Error::Unsupported(format!("the coordinate array `{}` {e}", reader.path)))
 }
 

@@ -6,8 +6,8 @@
 //! 16-bit integer scaled by `scale_factor` alone (float64 too, since the factor is a
 //! float64); masked integers become float32 up to 16 bits and float64 beyond; floats keep
 //! their type. The Zarr `fill_value` is a missing value where xarray makes it one: in Zarr
-//! v2 (its backend reads it as `_FillValue`), not in v3 (there `_FillValue` is an attribute
-//! of its own, which xarray writes beside the fill).
+//! v2 (its backend reads it as `_FillValue`; a `null` fill is none), not in v3 (there
+//! `_FillValue` is an attribute of its own, which xarray writes beside the fill).
 
 use base64::Engine as _;
 use serde_json::Value;
@@ -36,7 +36,9 @@ impl CfValues {
         let (scale, offset) =
             if stored.is_real_number() { (attr("scale_factor"), attr("add_offset")) } else { (None, None) };
         let mut missing = if stored.is_real_number() { cf_no_data(meta) } else { Vec::new() };
-        if meta.zarr_format == 2
+        // A v2 `fill_value: null` is "no fill" (zarrd reads it as zeros): nothing missing.
+        let v2_fill = meta.zarr_format == 2 && !meta.document.get("fill_value").is_none_or(Value::is_null);
+        if v2_fill
             && let Some(fill) = element_f64(&meta.fill_value, stored).filter(|f| !f.is_nan())
             && stored.is_real_number()
         {
@@ -161,6 +163,8 @@ mod tests {
         };
         let mut m = (*m).clone();
         m.zarr_format = zarr_format;
+        // As a v2 `.zarray` keeps it (the fill is read from it).
+        m.document.insert("fill_value".into(), fill.clone());
         m
     }
 
@@ -207,5 +211,10 @@ mod tests {
         let v2 = CfValues::of(&meta("int16", &json!(-1), &json!({}), 2));
         assert_eq!(v2.decoded, DataType::Float32);
         assert!(v2.value(&(-1i16).to_le_bytes()).unwrap().is_nan());
+        // xarray writes `fill_value: null` for coordinates in v2: no value is missing (zarrd
+        // reads such a fill as zeros, which must stay values).
+        let mut no_fill = meta("int64", &json!(0), &json!({}), 2);
+        no_fill.document.insert("fill_value".into(), Value::Null);
+        assert!(CfValues::of(&no_fill).is_identity());
     }
 }
