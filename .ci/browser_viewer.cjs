@@ -128,6 +128,12 @@ async function mapView(browser) {
   const plotted = await page.evaluate(() => Array.from(window.zarrdPlot.data[1]));
   check(plotted.length === map.series.length && plotted.every((v, i) => f32(v) === f32(map.series[i])),
     `a click plots the cell's ${plotted.length} values along time as zarr-python reads them`);
+  // Asked by label (the server's nearest grid point), whose coordinates the title shows.
+  await page.waitForFunction(() => window.zarrdSeries, { timeout: 10000 });
+  const asked = await page.evaluate(() => ({ url: window.zarrdSeries.url, title: document.getElementById("series-title").textContent }));
+  const [clat, clon] = map.cell_coords;
+  check(asked.url.startsWith(`/v1/slice/${map.dataset}/${map.path}?sel=`) && asked.title.includes(`at the grid point lat ${clat}, lon ${clon} (`),
+    `the click asks /v1/slice by label and the title names grid point ${clat}, ${clon} (${asked.title})`);
   const p = await drawn(page, "#series-plot");
   check(p.opaque > 0 || (await page.evaluate(() => {
     const c = document.querySelector("#series-plot canvas");
