@@ -81,11 +81,15 @@ impl ArrayLabels {
     }
 }
 
-/// Decoded labels by coordinate-array version, shared by every request.
+/// Decoded labels by coordinate-array version, and each array's labels by its own
+/// version, shared by every request.
 #[derive(Clone)]
 pub struct Coordinates {
-    /// `(dataset, path, metadata digest)` → labels.
+    /// `(dataset, coordinate path, its metadata digest)` → labels.
     labels: Cache<(Arc<str>, String, u128), Arc<Labels>>,
+    /// `(dataset, array path, its metadata digest)` → the labels of its dimensions: a hot
+    /// point series finds them with one lookup, no catalog walk per dimension.
+    arrays: Cache<(Arc<str>, String, u128), Arc<ArrayLabels>>,
 }
 
 impl Coordinates {
@@ -97,12 +101,21 @@ impl Coordinates {
             .weigher(|_, l: &Arc<Labels>| u32::try_from(l.len() * 8 + 64).unwrap_or(u32::MAX))
             .time_to_live(ttl)
             .build();
-        Self { labels }
+        // Bounded by the coordinate labels above (each entry holds handles to those).
+        let arrays = Cache::builder().max_capacity(10_000).time_to_live(ttl).build();
+        Self { labels, arrays }
     }
 
     /// The labels of every dimension of `reader` that has a coordinate array, or a scale
-    /// in the OME-Zarr multiscales of its group.
-    pub async fn of(&self, catalog: &Catalog, dataset: &Dataset, reader: &ArrayReader) -> Result<ArrayLabels> {
+    /// in the OME-Zarr multiscales of its group: found once per version of the array (a
+    /// rewritten coordinate array is seen within `cache.metadata_ttl_secs`).
+    pub async fn of(&self, catalog: &Catalog, dataset: &Dataset, reader: &ArrayReader) -> Result<Arc<ArrayLabels>> {
+        let key = (Arc::clone(&reader.dataset), reader.path.clone(), reader.meta.digest);
+        let find = async { self.find(catalog, dataset, reader).await.map(Arc::new) };
+        self.arrays.try_get_with(key, find).await.map_err(Arc::unwrap_or_clone)
+    }
+
+    async fn find(&self, catalog: &Catalog, dataset: &Dataset, reader: &ArrayReader) -> Result<ArrayLabels> {
         let ome = ome_level(catalog, dataset, reader).await;
         let mut names = dimension_names(&reader.meta).unwrap_or_else(|| vec![None; reader.meta.shape.len()]);
         if let Some(level) = &ome {

@@ -2,6 +2,8 @@
 //! with `Zarr-Selection` (the index selection it resolved to) and, in JSON and CSV, the
 //! labels of the result.
 
+use std::borrow::Cow;
+
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
@@ -30,7 +32,7 @@ pub struct Labelled<'a> {
 
 impl Labelled<'_> {
     pub async fn respond(&self, sel: &str, headers: &HeaderMap) -> Result<Response> {
-        let array = self.array;
+        let array = &self.array.planned();
         if !array.meta.data_type.is_real_number() {
             return Err(Error::BadRequest(format!(
                 "sel= selects numbers by their labels; `{}` holds {} values: use s=",
@@ -42,8 +44,15 @@ impl Labelled<'_> {
         let resolved = Resolved::new(sel, &array.meta.shape, &labels)?;
         let cf = CfValues::of(&array.meta);
         // Rendered as the decoded type: the stored one unless packing or masks widen it.
-        let decoded = ArrayMetadata { data_type: cf.decoded, ..ArrayMetadata::clone(&array.meta) };
-        let (kept, points) = table::columns(&labels, &resolved.picked);
+        let decoded = if cf.decoded == array.meta.data_type {
+            Cow::Borrowed(array.meta.as_ref())
+        } else {
+            Cow::Owned(ArrayMetadata { data_type: cf.decoded, ..ArrayMetadata::clone(&array.meta) })
+        };
+        // Labels as text only for the bodies that carry them (a year of dates is a
+        // thousand strings: most of a binary answer's time).
+        let labelled = matches!(self.render.format, Format::Csv | Format::Json);
+        let (kept, points) = if labelled { table::columns(&labels, &resolved.picked) } else { Default::default() };
         let limit = self.state.config.limits.max_response_bytes;
         let render_bytes = if self.render.format == Format::Csv {
             let size = table::csv_bytes(resolved.len(), cf.decoded, &kept);

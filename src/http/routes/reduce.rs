@@ -29,7 +29,8 @@ pub async fn reduce(
     let render = Render::from_request(&params, &headers)?;
     let request = reduction::parse(&params)?;
     let dataset = &state.catalog.dataset(&ds).await?;
-    let array = state.catalog.array(dataset, &path).await?;
+    // Planned reads merge their own ranges; no window for other requests' (ArrayReader::planned).
+    let array = state.catalog.array(dataset, &path).await?.planned();
     if !array.meta.data_type.is_real_number() {
         return Err(Error::BadRequest(format!(
             "reductions take numbers; `{path}` holds {} values",
@@ -45,7 +46,9 @@ pub async fn reduce(
     let built = reduction::build(&request, cells, &labels, limits.max_reduce_cells, limits.max_response_bytes)?;
     let cf = CfValues::of(&array.meta);
     let data_type = reduction::result_type(&request, &cf);
-    let (columns, points) = table::reduced_columns(&built, &scalars, &labels);
+    let labelled = matches!(render.format, Format::Csv | Format::Json);
+    let (columns, points) =
+        if labelled { table::reduced_columns(&built, &scalars, &labels) } else { Default::default() };
     let shape = built.reduction.shape();
     let n: u64 = shape.iter().product();
     let meta = ArrayMetadata { data_type, ..ArrayMetadata::clone(&array.meta) };

@@ -90,6 +90,15 @@ impl std::fmt::Debug for Decoded {
 }
 
 impl ArrayReader {
+    /// The same array read without the cross-request coalescing window: for planned reads
+    /// (label selections, reductions) that already merge their own ranges and would only
+    /// wait for other requests — a point's series is one request of a few inner chunks,
+    /// where the window (a timer, 2 ms or more) was most of a cold answer's time.
+    #[must_use]
+    pub fn planned(&self) -> Self {
+        Self { coalescer: Coalescer::new(std::time::Duration::ZERO), ..self.clone() }
+    }
+
     /// The store key of the stored chunk (or shard) at `coords`.
     pub fn chunk_key(&self, coords: &[u64]) -> String {
         let key = self.meta.chunk_key_encoding.encode(coords);
