@@ -111,7 +111,8 @@ impl Coordinates {
     /// rewritten coordinate array is seen within `cache.metadata_ttl_secs`).
     pub async fn of(&self, catalog: &Catalog, dataset: &Dataset, reader: &ArrayReader) -> Result<Arc<ArrayLabels>> {
         let key = (Arc::clone(&reader.dataset), reader.path.clone(), reader.meta.digest);
-        let find = async { self.find(catalog, dataset, reader).await.map(Arc::new) };
+        // Boxed: finding walks the catalog per dimension (a large future), once per version.
+        let find = async { Box::pin(self.find(catalog, dataset, reader)).await.map(Arc::new) };
         self.arrays.try_get_with(key, find).await.map_err(Arc::unwrap_or_clone)
     }
 

@@ -74,6 +74,29 @@ impl CfValues {
         })
     }
 
+    /// Stored little-endian elements as their decoded values (NaN where missing) into `out`
+    /// (one per element): a plain loop for floats with nothing to decode.
+    pub fn values_into(&self, stored: &[u8], out: &mut [f64]) {
+        let plain = self.scale.is_none() && self.offset.is_none() && self.missing.is_empty();
+        match self.stored {
+            DataType::Float32 if plain => {
+                for (o, b) in out.iter_mut().zip(stored.chunks_exact(4)) {
+                    *o = f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+                }
+            }
+            DataType::Float64 if plain => {
+                for (o, b) in out.iter_mut().zip(stored.chunks_exact(8)) {
+                    *o = f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+                }
+            }
+            _ => {
+                for (o, b) in out.iter_mut().zip(stored.chunks_exact(self.stored.size().max(1))) {
+                    *o = self.value(b).unwrap_or(f64::NAN);
+                }
+            }
+        }
+    }
+
     /// Stored little-endian elements as decoded little-endian elements of
     /// [`Self::decoded`]; the input itself when decoding changes nothing.
     pub fn decode(&self, stored: Vec<u8>) -> Vec<u8> {

@@ -262,28 +262,42 @@ impl Folder {
         let weights: Vec<Option<Vec<f64>>> =
             (0..rank).map(|d| r.weights[d].as_ref().map(|w| cells[d].iter().map(|&i| w[i]).collect())).collect();
         let mask_cols = r.mask.as_ref().map(|m| r.selected[m.cols].len());
+        // Row by row along the last dimension: what the other dimensions give (offset,
+        // weight, mask row) once per row, the row's values decoded in one loop.
+        let last = rank.saturating_sub(1);
+        let row_len = cells.get(last).map_or(1, Vec::len);
+        let rows = if rank == 0 { 1 } else { data.len() / item / row_len.max(1) };
+        let mut values = vec![0f64; row_len];
         let mut index = vec![0usize; rank];
-        for element in data.chunks_exact(item) {
-            let inside = match (&r.mask, mask_cols) {
-                (Some(m), Some(nc)) => m.inside[cells[m.rows][index[m.rows]] * nc + cells[m.cols][index[m.cols]]],
-                _ => true,
-            };
-            if inside {
-                let x = cf.value(element).unwrap_or(f64::NAN);
+        for row in 0..rows {
+            let (mut base, mut weight) = (0usize, 1.0);
+            for d in 0..last {
+                base += offsets[d][index[d]];
+                if let Some(ws) = &weights[d] {
+                    weight *= ws[index[d]];
+                }
+            }
+            cf.values_into(&data[row * row_len * item..(row + 1) * row_len * item], &mut values);
+            for (j, &x) in values.iter().enumerate() {
+                if rank > 0 {
+                    index[last] = j;
+                }
+                let inside = match (&r.mask, mask_cols) {
+                    (Some(m), Some(nc)) => m.inside[cells[m.rows][index[m.rows]] * nc + cells[m.cols][index[m.cols]]],
+                    _ => true,
+                };
                 // NaN is skipped, but median and percentiles count it towards the group.
-                if !x.is_nan() || !self.values.is_empty() {
-                    let mut out = 0usize;
-                    let mut w = 1.0;
-                    for d in 0..rank {
-                        out += offsets[d][index[d]];
-                        if let Some(ws) = &weights[d] {
-                            w *= ws[index[d]];
-                        }
-                    }
+                if inside && (!x.is_nan() || !self.values.is_empty()) {
+                    let (out, w) = if rank == 0 {
+                        (0, 1.0)
+                    } else {
+                        (base + offsets[last][j], weights[last].as_ref().map_or(weight, |ws| weight * ws[j]))
+                    };
                     self.add(out, x, w);
                 }
             }
-            for d in (0..rank).rev() {
+            // The next row: the odometer over all but the last dimension.
+            for d in (0..last).rev() {
                 index[d] += 1;
                 if index[d] < cells[d].len() {
                     break;
