@@ -119,4 +119,18 @@ function screenPoint(page, x, y) {
   }, { x, y });
 }
 
-module.exports = { check, part, main, sleep, readNpy, drawn, screenPoint, ZARRITA_IMPORTS, pageOrigin };
+// The page fits the window: no scrolling, and every visible part inside it.
+function fits(page) {
+  return page.evaluate(() => {
+    const s = document.scrollingElement;
+    const out = [];
+    for (const e of document.querySelectorAll("main > section, #stage > *, aside")) {
+      if (e.hidden || e.offsetParent === null && getComputedStyle(e).position !== "fixed") continue;
+      const r = e.getBoundingClientRect();
+      if (r.left < 0 || r.top < 0 || r.right > innerWidth + 0.5 || r.bottom > innerHeight + 0.5) out.push(`${e.id || e.tagName} ${JSON.stringify(r)}`);
+    }
+    return { width: s.scrollWidth, height: s.scrollHeight, out };
+  });
+}
+
+module.exports = { check, part, main, sleep, readNpy, drawn, screenPoint, ZARRITA_IMPORTS, pageOrigin, fits };

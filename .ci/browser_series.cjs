@@ -20,7 +20,7 @@
 const fs = require("node:fs");
 const os = require("node:os");
 const path = require("node:path");
-const { check, part, main, sleep } = require("./browser_common.cjs");
+const { check, part, main, sleep, fits } = require("./browser_common.cjs");
 
 const base = process.argv[2];
 const mode = process.argv[3] || "public";
@@ -75,18 +75,6 @@ async function shown(page, kind, monthly) {
   }));
 }
 
-function fits(page) {
-  return page.evaluate(() => {
-    const s = document.scrollingElement;
-    const out = [];
-    for (const e of document.querySelectorAll("main > section, #stage > *, aside")) {
-      if (e.hidden || e.offsetParent === null && getComputedStyle(e).position !== "fixed") continue;
-      const r = e.getBoundingClientRect();
-      if (r.left < 0 || r.top < 0 || r.right > innerWidth + 0.5 || r.bottom > innerHeight + 0.5) out.push(`${e.id || e.tagName} ${JSON.stringify(r)}`);
-    }
-    return { width: s.scrollWidth, height: s.scrollHeight, out };
-  });
-}
 
 // Downloads go to a folder of our own: a click on the CSV link saves a real file there.
 async function downloads(browser) {

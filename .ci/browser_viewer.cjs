@@ -7,7 +7,7 @@
 // (zarr-python's); the view comes back from its URL; nothing overflows the window.
 // Prints "N passed, N failed" and exits non-zero on any failure.
 "use strict";
-const { check, part, main, sleep, drawn, screenPoint } = require("./browser_common.cjs");
+const { check, part, main, sleep, drawn, screenPoint, fits } = require("./browser_common.cjs");
 
 const base = process.argv[2];
 const map = JSON.parse(process.env.EXPECTED_MAP);
@@ -15,19 +15,6 @@ const shots = process.env.SHOTS || "";
 const f32 = (v) => (v === null ? null : Math.fround(v));
 
 
-// The page fits the window: no scrolling, and every visible part inside it.
-function fits(page) {
-  return page.evaluate(() => {
-    const s = document.scrollingElement;
-    const out = [];
-    for (const e of document.querySelectorAll("main > section, #stage > *, aside")) {
-      if (e.hidden || e.offsetParent === null && getComputedStyle(e).position !== "fixed") continue;
-      const r = e.getBoundingClientRect();
-      if (r.left < 0 || r.top < 0 || r.right > innerWidth + 0.5 || r.bottom > innerHeight + 0.5) out.push(`${e.id || e.tagName} ${JSON.stringify(r)}`);
-    }
-    return { width: s.scrollWidth, height: s.scrollHeight, out };
-  });
-}
 
 function watch(page) {
   const errors = [], requests = [];
