@@ -5,7 +5,7 @@
 //! immutable (and say so in `Cache-Control`), branches are not; an unknown ref is a 404;
 //! virtual chunks outside `virtual_refs` are refused.
 
-#![allow(clippy::unwrap_used)] // test helpers panic on broken fixtures by design
+#![allow(clippy::unwrap_used, clippy::float_cmp)] // test helpers panic on broken fixtures by design; fixture values compare exactly
 
 use crate::common;
 
@@ -249,4 +249,49 @@ async fn a_private_versioned_dataset_is_private_at_every_version() {
     let unknown = get(&app, "/v1/slice/nope@v1/tiny").await.assert_problem(404);
     let refused = get(&app, "/v1/slice/ic@v1/tiny").await.assert_problem(404);
     assert_eq!(refused["detail"].as_str().unwrap().replace("`ic`", "`nope`"), unknown["detail"].as_str().unwrap());
+}
+
+/// An `.npy` fixture's values as f64 (little-endian `<f4` or `<f8`).
+fn npy_values(name: &str) -> (Vec<u64>, Vec<f64>) {
+    let npy = parse_npy(&std::fs::read(fixtures().join("expected").join(name)).unwrap());
+    let values = match npy.descr.as_str() {
+        "<f4" => npy.data.chunks_exact(4).map(|b| f64::from(f32::from_le_bytes(b.try_into().unwrap()))).collect(),
+        "<f8" => npy.data.chunks_exact(8).map(|b| f64::from_le_bytes(b.try_into().unwrap())).collect(),
+        other => panic!("{name}: {other}"),
+    };
+    (npy.shape, values)
+}
+
+#[tokio::test]
+async fn labels_and_reductions_read_a_version_of_a_repository() {
+    // `air` of the virtual repository's main: (time, lat, lon) float32 with `_FillValue`
+    // -9999, virtual chunks in two NetCDF files; its coordinates are VirtualiZarr's too.
+    let app = app("virtual.icechunk", vec![place_sources()]);
+    let (shape, air) = npy_values("combined__air.npy");
+    let (_, lat) = npy_values("air__lat.npy");
+    let (_, lon) = npy_values("air__lon.npy");
+    let (nt, ny, nx) = (shape[0] as usize, shape[1] as usize, shape[2] as usize);
+    // The nearest grid point to 45.3 N, 260.2 E, ties to the lower index.
+    let nearest = |values: &[f64], v: f64| {
+        (0..values.len()).min_by(|&a, &b| (values[a] - v).abs().total_cmp(&(values[b] - v).abs())).unwrap()
+    };
+    let (i, j) = (nearest(&lat, 45.3), nearest(&lon, 260.2));
+    let series: Vec<f64> =
+        (0..nt).map(|t| air[(t * ny + i) * nx + j]).map(|v| if v == -9999.0 { f64::NAN } else { v }).collect();
+    let sel = "sel=lat:~45.3,lon:~260.2";
+    let slice = get(&app, &format!("/v1/slice/ic@main/air?{sel}&format=json")).await;
+    assert_eq!(slice.status, 200, "{}", slice.describe());
+    assert_eq!(slice.header("zarr-selection"), format!(":,{i},{j}"));
+    let got: Vec<f64> =
+        slice.json()["data"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap_or(f64::NAN)).collect();
+    assert_eq!(got.len(), nt);
+    // JSON writes float32 values in their shortest float32 form: compared as float32.
+    let same = |g: f64, w: f64| (g as f32) == (w as f32) || (g.is_nan() && w.is_nan());
+    assert!(got.iter().zip(&series).all(|(&g, &w)| same(g, w)), "{got:?} vs {series:?}");
+    let valid: Vec<f64> = series.iter().copied().filter(|v| !v.is_nan()).collect();
+    let mean = valid.iter().sum::<f64>() / valid.len() as f64;
+    let reduced = get(&app, &format!("/v1/reduce/ic@main/air?op=mean&{sel}&format=json")).await;
+    assert_eq!(reduced.status, 200, "{}", reduced.describe());
+    let got = reduced.json()["data"].as_f64().unwrap();
+    assert!((got - mean).abs() <= 1e-9 * mean.abs(), "{got} vs {mean}");
 }
