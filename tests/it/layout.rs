@@ -36,7 +36,7 @@ const SERVER_LEAVES: &[(&str, &[&str])] = &[("error", &[])];
 
 const CORE_LEAVES: &[(&str, &[&str])] = &[
     ("ops/cpu", &[]),
-    ("ops/metrics", &["ops/tally"]),
+    ("ops/metrics", &["ops/tally", "ops/cpu"]),
     ("ops/tally", &[]),
     ("ops/panics", &["ops/cpu"]),
     ("ops/logbuf", &[]),

@@ -8,6 +8,46 @@
 //! the pool's work stealing instead of blocking a thread.
 
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Instant;
+
+/// Nanoseconds the pool's threads spent in tasks started by [`run`], since the start.
+static BUSY_NANOS: AtomicU64 = AtomicU64::new(0);
+/// Tasks handed to the pool and not yet started.
+static QUEUED: AtomicU64 = AtomicU64::new(0);
+/// Tasks running on the pool now.
+static RUNNING: AtomicU64 = AtomicU64::new(0);
+
+/// What the pool is doing: its busy time so far, and the tasks waiting and running now.
+/// Busy seconds over wall seconds × threads, between two readings, is the fraction of the
+/// pool a read kept busy (`zarrd_cpu_pool_busy_seconds_total` / `zarrd_cpu_pool_threads`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PoolStats {
+    pub busy_seconds: f64,
+    pub threads: usize,
+    pub queued: u64,
+    pub running: u64,
+}
+
+pub fn pool_stats() -> PoolStats {
+    PoolStats {
+        busy_seconds: BUSY_NANOS.load(Relaxed) as f64 / 1e9,
+        threads: rayon::current_num_threads(),
+        queued: QUEUED.load(Relaxed),
+        running: RUNNING.load(Relaxed),
+    }
+}
+
+/// The pool's series for `GET /metrics`.
+pub fn render() -> String {
+    let s = pool_stats();
+    format!(
+        "# TYPE zarrd_cpu_pool_busy_seconds_total counter\nzarrd_cpu_pool_busy_seconds_total {}\n\
+         # TYPE zarrd_cpu_pool_threads gauge\nzarrd_cpu_pool_threads {}\n\
+         # TYPE zarrd_cpu_tasks gauge\nzarrd_cpu_tasks{{state=\"queued\"}} {}\nzarrd_cpu_tasks{{state=\"running\"}} {}\n",
+        s.busy_seconds, s.threads, s.queued, s.running
+    )
+}
 
 /// Starts rayon's global pool: one thread per CPU this process may run on *now*, the same
 /// count tokio's runtime takes when it is built (or `RAYON_NUM_THREADS` threads when that
@@ -40,10 +80,16 @@ where
     let (tx, rx) = tokio::sync::oneshot::channel();
     // The request's span goes along, so a panic here is logged with its request id.
     let span = tracing::Span::current();
+    QUEUED.fetch_add(1, Relaxed);
     rayon::spawn(move || {
         let _entered = span.enter();
+        QUEUED.fetch_sub(1, Relaxed);
+        RUNNING.fetch_add(1, Relaxed);
+        let started = Instant::now();
         let result = std::panic::catch_unwind(AssertUnwindSafe(work))
             .map_err(|panic| panic_message(panic.as_ref()).unwrap_or_else(|| "a CPU task panicked".to_owned()));
+        BUSY_NANOS.fetch_add(u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX), Relaxed);
+        RUNNING.fetch_sub(1, Relaxed);
         // The request may have gone away (client disconnected): nothing to tell then.
         let _ = tx.send(result);
     });
@@ -65,5 +111,21 @@ mod tests {
         assert!(err.contains("boom"), "{err}");
         // The pool survives a panicking task.
         assert_eq!(super::run(|| 1).await, Ok(1));
+    }
+
+    #[tokio::test]
+    async fn the_pool_counts_its_busy_time() {
+        let before = super::pool_stats();
+        let slept = super::run(|| std::thread::sleep(std::time::Duration::from_millis(20))).await;
+        assert_eq!(slept, Ok(()));
+        let after = super::pool_stats();
+        // Other tests share the pool: at least this task's 20 ms were added.
+        assert!(after.busy_seconds - before.busy_seconds >= 0.019, "{before:?} → {after:?}");
+        assert!(after.threads >= 1);
+        let text = super::render();
+        assert!(
+            text.contains("zarrd_cpu_pool_busy_seconds_total ") && text.contains("zarrd_cpu_tasks{state=\"queued\"}"),
+            "{text}"
+        );
     }
 }

@@ -25,10 +25,12 @@ pub fn handle() -> PrometheusHandle {
         .clone()
 }
 
-/// Everything for `GET /metrics`: the exporter's series and the per-thread tallies.
+/// Everything for `GET /metrics`: the exporter's series, the per-thread tallies and the
+/// CPU pool's busy time and tasks.
 pub fn render() -> String {
     let mut text = handle().render();
     text.push_str(&super::tally::render());
+    text.push_str(&super::cpu::render());
     text
 }
 
