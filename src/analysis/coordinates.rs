@@ -197,10 +197,7 @@ pub async fn coordinate_values(coordinate: &ArrayReader, limit: u64, purpose: &s
             coordinate.path
         )));
     }
-    let output = coordinate.read(&[DimSelection::all(n)], 0, false).await?;
-    let Some(data) = output.data.into_bytes() else {
-        return Err(Error::internal("an unstreamed read gave bands"));
-    };
+    let data = coordinate.read_whole(&[DimSelection::all(n)]).await?.data;
     let cf = CfValues::of(meta);
     Ok(data.chunks_exact(meta.data_type.size()).map(|b| cf.value(b).unwrap_or(f64::NAN)).collect())
 }

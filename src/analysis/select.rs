@@ -93,16 +93,14 @@ impl Resolved {
     pub async fn read(&self, array: &ArrayReader) -> Result<(Vec<u8>, Vec<(String, ObjectVersion)>, Reservation)> {
         let item = array.meta.data_type.size();
         if let [part] = self.parts.as_slice() {
-            let output = array.read(&part.selection, 0, false).await?;
-            let data = output.data.into_bytes().ok_or_else(|| Error::internal("an unstreamed read gave bands"))?;
-            return Ok((Vec::from(data), output.object_versions, output.reservation));
+            let whole = array.read_whole(&part.selection).await?;
+            return Ok((Vec::from(whole.data), whole.object_versions, whole.reservation));
         }
         let mut reservation = array.budget.reserve(self.len() * item as u64).await?;
         let mut out = vec![0u8; self.len() as usize * item];
         let mut versions = Vec::new();
         for part in &self.parts {
-            let output = array.read(&part.selection, 0, false).await?;
-            let data = output.data.into_bytes().ok_or_else(|| Error::internal("an unstreamed read gave bands"))?;
+            let whole = array.read_whole(&part.selection).await?;
             let count: Vec<u64> = part.selection.iter().map(|d| d.count).collect();
             let zeros = vec![0; count.len()];
             let ones = vec![1; count.len()];
@@ -114,9 +112,9 @@ impl Resolved {
                 dst_start: &part.at,
                 count: &count,
             };
-            copy_region(&data, &mut out, &region, item);
-            versions.extend(output.object_versions);
-            reservation.merge(output.reservation);
+            copy_region(&whole.data, &mut out, &region, item);
+            versions.extend(whole.object_versions);
+            reservation.merge(whole.reservation);
         }
         Ok((out, versions, reservation))
     }

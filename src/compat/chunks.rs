@@ -9,7 +9,7 @@ use bytes::Bytes;
 use zarrd_core::read::locate::Located;
 use zarrd_core::read::selection::DimSelection;
 use zarrd_core::read::strings::{decode_chunk, decode_cost};
-use zarrd_core::read::{ArrayReader, ObjectVersion, ReadError};
+use zarrd_core::read::{ArrayReader, ObjectVersion, ReadError, WholeRead};
 use zarrd_core::zarr::chunk_grid::Dim;
 use zarrd_core::zarr::codec::{ArrayToBytes, BytesToBytes, CodecChain, MAX_DECODED_CHUNK_BYTES, element_count};
 use zarrd_core::zarr::copy::{Region, copy_region, filled};
@@ -136,19 +136,16 @@ pub async fn view_chunk(
     // Otherwise the view chunk is a region of the array, read like any slice and padded to
     // the full chunk shape with the fill value (regular grids store boundary chunks whole).
     let selection = view_region(coords, chunk_shape, &meta.shape);
-    let output = Box::pin(reader.read(&selection, 0, false)).await?;
-    if output.object_versions.iter().all(|(_, v)| v.is_missing()) {
+    let whole = Box::pin(reader.read_whole(&selection)).await?;
+    if whole.object_versions.iter().all(|(_, v)| v.is_missing()) {
         return filled_chunk(reader, chunk_shape).await;
     }
-    let Some(data) = output.data.into_bytes() else {
-        return Err(ReadError::Task("a view chunk was read as a stream".into()));
-    };
+    let WholeRead { data, reservation, object_versions } = whole;
     let clipped: Vec<u64> = selection.iter().map(|s| s.count).collect();
     let item = meta.data_type.size();
     let full_bytes = chunk_shape.iter().product::<u64>() as usize * item;
     let _held = reader.budget.reserve(full_bytes as u64 * 2).await?;
     let (meta, shape) = (Arc::clone(meta), chunk_shape.to_vec());
-    let reservation = output.reservation;
     let encoded = zarrd_core::ops::cpu::run(move || {
         let _reservation = reservation;
         if clipped == shape {
@@ -170,7 +167,7 @@ pub async fn view_chunk(
     })
     .await
     .map_err(ReadError::Task)??;
-    Ok(Some(ViewChunk { bytes: encoded, object_versions: output.object_versions, passthrough: false }))
+    Ok(Some(ViewChunk { bytes: encoded, object_versions, passthrough: false }))
 }
 
 /// The region of an array of `shape` that view chunk `coords` covers, clipped to the array

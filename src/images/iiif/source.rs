@@ -226,12 +226,9 @@ impl Image {
         let mut y = y0;
         while y < y1 {
             let end = (y + band_rows).min(y1);
-            let output = reader.read(&Self::selection(fixed, y..end, x0..x1), 0, false).await?;
-            let Some(data) = output.data.into_bytes() else {
-                return Err(Error::internal("an unstreamed read gave bands"));
-            };
-            reducer.add_rows(y - y0, &data, x1 - x0, reader.meta.data_type, &reader.meta.fill_value);
-            object_versions.extend(output.object_versions);
+            let whole = reader.read_whole(&Self::selection(fixed, y..end, x0..x1)).await?;
+            reducer.add_rows(y - y0, &whole.data, x1 - x0, reader.meta.data_type, &reader.meta.fill_value);
+            object_versions.extend(whole.object_versions);
             y = end;
         }
         let mut plane = reducer.finish();
@@ -351,10 +348,7 @@ pub async fn scan_range(reader: &ArrayReader, no_data: &[f64]) -> Result<Window>
         let end = (start + slab).min(shape[0]);
         let mut selection: Vec<DimSelection> = shape.iter().map(|&n| DimSelection::all(n)).collect();
         selection[0] = DimSelection { start, step: 1, count: end - start, drop: false };
-        let output = reader.read(&selection, 0, false).await?;
-        let Some(data) = output.data.into_bytes() else {
-            return Err(Error::internal("an unstreamed read gave bands"));
-        };
+        let data = reader.read_whole(&selection).await?.data;
         for element in data.chunks_exact(item) {
             if element == reader.meta.fill_value.as_slice() {
                 continue;

@@ -121,18 +121,15 @@ pub async fn read(image: &Image, lookup: &Lookup, no_data: &[f64]) -> Result<Til
     let blocks: Vec<_> = futures::stream::iter(pairs)
         .map(|(r, c)| {
             let selection = selection(&image.id.indices, &row_plan.runs[r], &col_plan.runs[c]);
-            async move { reader.read(&selection, 0, false).await.map(|out| (r, c, out)) }
+            async move { reader.read_whole(&selection).await.map(|whole| (r, c, whole)) }
         })
         .buffer_unordered(FAN_OUT)
         .try_collect()
         .await?;
     let mut object_versions = Vec::new();
-    for (r, c, output) in blocks {
-        let Some(data) = output.data.into_bytes() else {
-            return Err(Error::internal("an unstreamed read gave bands"));
-        };
-        gather(reader, &data, (&row_plan, r), (&col_plan, c), no_data, &mut values);
-        object_versions.extend(output.object_versions);
+    for (r, c, whole) in blocks {
+        gather(reader, &whole.data, (&row_plan, r), (&col_plan, c), no_data, &mut values);
+        object_versions.extend(whole.object_versions);
     }
     object_versions.sort_unstable();
     object_versions.dedup();

@@ -275,16 +275,14 @@ async fn level_region(
                 selection = select(y..(y + band_rows).min(y1), x0..x1);
             }
             let end = (y + band_rows).min(y1);
-            let output = source.read(&selection, 0, false).await.map_err(|e| match e {
+            let data = source.read_whole(&selection).await.map_err(|e| match e {
                 ReadError::TooManyChunks { chunks, limit } => Error::TooManyChunks(format!(
                     "one row of {src_w} elements of `{}` spans {chunks} chunks, more than limits.max_chunks_per_request ({limit}) of the configuration; raise it for this command",
                     source.path
                 )),
                 other => Error::from(other),
-            })?;
-            let Some(data) = output.data.into_bytes() else {
-                return Err(Error::internal("an unstreamed read gave bands"));
-            };
+            })?
+            .data;
             match &mut reducer {
                 Some(reducer) => reducer.add_rows(y - y0, &data, src_w, meta.data_type, &meta.fill_value),
                 None => {

@@ -28,7 +28,7 @@ use futures::{StreamExt, TryStreamExt};
 
 pub use self::error::ReadError;
 pub use self::object_version::ObjectVersion;
-pub use self::reader::{ArrayReader, Decoded, ReadOutput, STREAM_MIN_BYTES};
+pub use self::reader::{ArrayReader, Decoded, ReadOutput, STREAM_MIN_BYTES, WholeRead};
 use crate::ops::budget::Reservation;
 use crate::read::assemble::{Assembly, INLINE_COPY_MAX};
 use crate::read::decode::{Source, decodes_inline, elements_of};
@@ -38,6 +38,15 @@ use crate::read::selection::DimSelection;
 use crate::read::stream::Group;
 
 impl ArrayReader {
+    /// Reads a resolved selection whole (no header room, never streamed): what every
+    /// reader but the slice route wants, without each checking for bands it never gets.
+    pub async fn read_whole(&self, selection: &[DimSelection]) -> Result<WholeRead, ReadError> {
+        let output = self.read(selection, 0, false).await?;
+        let data =
+            output.data.into_bytes().ok_or_else(|| ReadError::Task("a read without streaming gave bands".into()))?;
+        Ok(WholeRead { data, reservation: output.reservation, object_versions: output.object_versions })
+    }
+
     /// Reads a resolved selection into little-endian C-order elements: the whole output
     /// after `header_room` zero bytes (room for a header, so the body needs no second copy),
     /// or, when `stream` allows and the output is large, band by band.

@@ -51,6 +51,17 @@ pub struct ReadOutput {
     pub object_versions: Vec<(String, ObjectVersion)>,
 }
 
+/// A selection read whole, never streamed ([`ArrayReader::read_whole`]).
+#[derive(Debug)]
+pub struct WholeRead {
+    /// The elements, owned or shared with the chunk cache.
+    pub data: Bytes,
+    /// The memory budget held for `data`.
+    pub reservation: Reservation,
+    /// As [`ReadOutput::object_versions`].
+    pub object_versions: Vec<(String, ObjectVersion)>,
+}
+
 /// Outputs at least this large are streamed band by band when the caller allows it.
 pub const STREAM_MIN_BYTES: usize = 4 << 20;
 

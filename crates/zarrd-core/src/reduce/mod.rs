@@ -185,9 +185,8 @@ async fn read_block(
     array: &ArrayReader,
     selection: Vec<DimSelection>,
 ) -> Result<(bytes::Bytes, Vec<(String, ObjectVersion)>), ReadError> {
-    let output = array.read(&selection, 0, false).await?;
-    let data = output.data.into_bytes().ok_or_else(|| ReadError::Task("a reduction read gave bands".into()))?;
-    Ok((data, output.object_versions))
+    let whole = array.read_whole(&selection).await?;
+    Ok((whole.data, whole.object_versions))
 }
 
 /// Along each dimension, the selected indices of a block's cells (pieces count among the
