@@ -4,14 +4,20 @@
 //! and one `value` column. Numbers are written in their shortest form that parses back to
 //! the same value; missing values are `null` in JSON and empty in CSV.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
+use axum::response::{IntoResponse, Response};
+use zarrd_core::coords::labels::Kind;
 use zarrd_core::coords::sel::Picked;
+use zarrd_core::reduce::request::{Built, OutLabels};
 use zarrd_core::zarr::data_type::DataType;
+use zarrd_core::zarr::metadata::ArrayMetadata;
 
 use crate::analysis::coordinates::ArrayLabels;
-use crate::http::encode;
-use zarrd_core::reduce::request::{Built, OutLabels};
+use crate::error::{Error, Result};
+use crate::http::encode::{self, Format};
+use crate::http::render::Render;
 
 /// One label of a result.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,65 +70,114 @@ pub struct Column {
 /// The label of stored index `i` of dimension `d` (the index where it has no labels).
 pub fn label(labels: &ArrayLabels, d: usize, i: u64) -> Label {
     match &labels.labels[d] {
-        Some(l) => match (l.text(i as usize), l.is_time()) {
-            (None, _) => Label::Missing,
-            (Some(t), true) => Label::Time(t),
-            (Some(_), false) => Label::Number(l.values[i as usize]),
-        },
+        Some(l) if l.is_time() => l.text(i as usize).map_or(Label::Missing, Label::Time),
+        // Numbers stay numbers (a missing one is written as such by `Label`).
+        Some(l) => Label::Number(l.values[i as usize]),
         None => Label::Index(i),
     }
 }
 
-/// The labels of a label selection's result: the kept dimensions' columns, and the
-/// dimensions one label picked with that label.
-pub fn columns(labels: &ArrayLabels, picked: &[Picked]) -> (Vec<Column>, Vec<(String, Label)>) {
-    let at = |d: usize, i: u64| label(labels, d, i);
-    let (mut kept, mut points) = (Vec::new(), Vec::new());
-    for (d, p) in picked.iter().enumerate() {
-        match p {
-            Picked::Index(i) => points.push((labels.name(d), at(d, *i))),
-            Picked::Runs(runs) => {
-                let values = runs.iter().flat_map(|r| r.start..r.start + r.count).map(|i| at(d, i)).collect();
-                kept.push(Column { name: labels.name(d), labels: values });
-            }
-        }
-    }
-    (kept, points)
+/// What a labelled body carries beside the values: a column per kept dimension, and the
+/// label used for each dimension one label or index picked. Empty for the binary formats,
+/// whose answers carry no labels (a year of dates is a thousand strings: most of a binary
+/// answer's time).
+#[derive(Debug, Default)]
+pub struct Table {
+    pub kept: Vec<Column>,
+    pub points: Vec<(String, Label)>,
 }
 
-/// The result's columns (one per output dimension) and points (the dimensions one index
-/// picked, with that index's label).
-pub fn reduced_columns(
-    built: &Built,
-    cells_scalar: &[(usize, u64)],
-    labels: &ArrayLabels,
-) -> (Vec<Column>, Vec<(String, Label)>) {
-    let at = |d: usize, i: u64| label(labels, d, i);
-    let columns = built
-        .out
-        .iter()
-        .map(|(d, out)| {
-            let values = match out {
-                OutLabels::Selected { dim, indices } => indices.iter().map(|&i| at(*dim, i)).collect(),
-                OutLabels::Periods(starts) => starts.iter().map(|s| Label::Time(s.iso())).collect(),
-                OutLabels::Means { dim, values } => match labels.labels[*dim].as_ref().map(|l| &l.kind) {
-                    Some(zarrd_core::coords::labels::Kind::Time(cf)) => values
-                        .iter()
-                        .map(|&v| cf.datetime(v).map_or(Label::Missing, |t| Label::Time(t.iso())))
-                        .collect(),
-                    _ => values.iter().map(|&v| Label::Number(v)).collect(),
-                },
-            };
-            Column { name: labels.name(*d), labels: values }
-        })
-        .collect();
-    let points = cells_scalar.iter().map(|&(d, i)| (labels.name(d), at(d, i))).collect();
-    (columns, points)
+impl Table {
+    /// The labels of a label selection's result, when `render` writes them.
+    pub fn of_selection(render: &Render, labels: &ArrayLabels, picked: &[Picked]) -> Self {
+        let mut table = Self::default();
+        if !writes_labels(render) {
+            return table;
+        }
+        for (d, p) in picked.iter().enumerate() {
+            match p {
+                Picked::Index(i) => table.points.push((labels.name(d), label(labels, d, *i))),
+                Picked::Runs(runs) => {
+                    let values =
+                        runs.iter().flat_map(|r| r.start..r.start + r.count).map(|i| label(labels, d, i)).collect();
+                    table.kept.push(Column { name: labels.name(d), labels: values });
+                }
+            }
+        }
+        table
+    }
+
+    /// The labels of a reduction's result (a column per output dimension; `scalars` are the
+    /// dimensions one index picked, with that index), when `render` writes them.
+    pub fn of_reduction(render: &Render, built: &Built, scalars: &[(usize, u64)], labels: &ArrayLabels) -> Self {
+        if !writes_labels(render) {
+            return Self::default();
+        }
+        let kept = built
+            .out
+            .iter()
+            .map(|(d, out)| {
+                let values = match out {
+                    OutLabels::Selected { dim, indices } => indices.iter().map(|&i| label(labels, *dim, i)).collect(),
+                    OutLabels::Periods(starts) => starts.iter().map(|s| Label::Time(s.iso())).collect(),
+                    OutLabels::Means { dim, values } => match labels.labels[*dim].as_ref().map(|l| &l.kind) {
+                        Some(Kind::Time(cf)) => values
+                            .iter()
+                            .map(|&v| cf.datetime(v).map_or(Label::Missing, |t| Label::Time(t.iso())))
+                            .collect(),
+                        _ => values.iter().map(|&v| Label::Number(v)).collect(),
+                    },
+                };
+                Column { name: labels.name(*d), labels: values }
+            })
+            .collect();
+        let points = scalars.iter().map(|&(d, i)| (labels.name(d), label(labels, d, i))).collect();
+        Self { kept, points }
+    }
+
+    /// Rejects, before any read, a result too large to render in `render`'s format; the
+    /// memory its body takes beside the decoded data (`meta` of the decoded type).
+    pub fn check(&self, render: &Render, meta: &ArrayMetadata, shape: &[u64], limit: u64) -> Result<u64> {
+        if render.format != Format::Csv {
+            return render.check(meta, shape, limit);
+        }
+        let size = csv_bytes(shape.iter().product(), meta.data_type, &self.kept);
+        if size > u128::from(limit) {
+            return Err(Error::TooLarge { what: "CSV (the longest text of each row)", size, limit });
+        }
+        Ok(size as u64)
+    }
+
+    /// The response for decoded `data` of `shape` (`meta` of the decoded type) in
+    /// `render`'s format: JSON and CSV with the labels, the others as any slice.
+    pub fn respond(&self, render: &Render, data: Vec<u8>, meta: &ArrayMetadata, shape: &[u64]) -> Result<Response> {
+        let body = match render.format {
+            Format::Csv => csv(&data, meta.data_type, &self.kept),
+            Format::Json => json(&data, meta.data_type, shape, &self.kept, &self.points),
+            _ => return render.respond(data, 0, meta, shape),
+        };
+        render.with_data_headers(body.into_response(), meta.data_type, shape)
+    }
+}
+
+/// Whether `render`'s format writes labels.
+fn writes_labels(render: &Render) -> bool {
+    matches!(render.format, Format::Csv | Format::Json)
+}
+
+/// `meta` with its elements of `data_type`: how decoded values are rendered (packing and
+/// masks may widen the stored type).
+pub fn typed(meta: &ArrayMetadata, data_type: DataType) -> Cow<'_, ArrayMetadata> {
+    if meta.data_type == data_type {
+        Cow::Borrowed(meta)
+    } else {
+        Cow::Owned(ArrayMetadata { data_type, ..meta.clone() })
+    }
 }
 
 /// The JSON body of `data` (decoded elements of `data_type` in C order, of `shape`) with
 /// `"coords"` and, when any, `"point"`.
-pub fn json(data: &[u8], data_type: DataType, shape: &[u64], kept: &[Column], points: &[(String, Label)]) -> Vec<u8> {
+fn json(data: &[u8], data_type: DataType, shape: &[u64], kept: &[Column], points: &[(String, Label)]) -> Vec<u8> {
     let mut body = encode::json(data, data_type, shape);
     body.pop(); // the closing brace, reopened for the labels
     let mut out = String::new();
@@ -160,7 +215,7 @@ pub fn json(data: &[u8], data_type: DataType, shape: &[u64], kept: &[Column], po
 }
 
 /// The most bytes [`csv`] writes for `n` elements of `data_type` under `kept`.
-pub fn csv_bytes(n: u64, data_type: DataType, kept: &[Column]) -> u128 {
+fn csv_bytes(n: u64, data_type: DataType, kept: &[Column]) -> u128 {
     let row: usize = kept.iter().map(|c| c.labels.iter().map(Label::width).max().unwrap_or(1) + 1).sum::<usize>()
         + encode::json_bytes_per_element(data_type) as usize
         + 1;
@@ -168,7 +223,7 @@ pub fn csv_bytes(n: u64, data_type: DataType, kept: &[Column]) -> u128 {
 }
 
 /// CSV of `data` (decoded elements in C order over the `kept` columns).
-pub fn csv(data: &[u8], data_type: DataType, kept: &[Column]) -> Vec<u8> {
+fn csv(data: &[u8], data_type: DataType, kept: &[Column]) -> Vec<u8> {
     let mut out = String::new();
     for column in kept {
         push_csv_field(&mut out, &column.name);

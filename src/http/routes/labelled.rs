@@ -2,10 +2,8 @@
 //! with `Zarr-Selection` (the index selection it resolved to) and, in JSON and CSV, the
 //! labels of the result.
 
-use std::borrow::Cow;
-
 use axum::http::{HeaderMap, HeaderValue, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
 use crate::analysis::coordinates::ArrayLabels;
 use crate::analysis::select::Resolved;
@@ -13,13 +11,11 @@ use crate::catalog::Dataset;
 use crate::error::{Error, Result};
 use crate::http::budget_body;
 use crate::http::conditional::{EtagBuilder, Validators, cache_control};
-use crate::http::encode::Format;
 use crate::http::render::Render;
 use crate::http::state::AppState;
-use crate::http::table;
+use crate::http::table::{self, Table};
 use zarrd_core::coords::cf::CfValues;
 use zarrd_core::read::{ArrayReader, ObjectVersion};
-use zarrd_core::zarr::metadata::ArrayMetadata;
 
 /// One label-selection request.
 pub struct Labelled<'a> {
@@ -43,26 +39,10 @@ impl Labelled<'_> {
         let labels = self.state.coords.of(&self.state.catalog, self.dataset, array).await?;
         let resolved = Resolved::new(sel, &array.meta.shape, &labels)?;
         let cf = CfValues::of(&array.meta);
-        // Rendered as the decoded type: the stored one unless packing or masks widen it.
-        let decoded = if cf.decoded == array.meta.data_type {
-            Cow::Borrowed(array.meta.as_ref())
-        } else {
-            Cow::Owned(ArrayMetadata { data_type: cf.decoded, ..ArrayMetadata::clone(&array.meta) })
-        };
-        // Labels as text only for the bodies that carry them (a year of dates is a
-        // thousand strings: most of a binary answer's time).
-        let labelled = matches!(self.render.format, Format::Csv | Format::Json);
-        let (kept, points) = if labelled { table::columns(&labels, &resolved.picked) } else { Default::default() };
-        let limit = self.state.config.limits.max_response_bytes;
-        let render_bytes = if self.render.format == Format::Csv {
-            let size = table::csv_bytes(resolved.len(), cf.decoded, &kept);
-            if size > u128::from(limit) {
-                return Err(Error::TooLarge { what: "CSV (the longest text of each row)", size, limit });
-            }
-            size as u64
-        } else {
-            self.render.check(&decoded, &resolved.shape, limit)?
-        };
+        let decoded = table::typed(&array.meta, cf.decoded);
+        let table = Table::of_selection(&self.render, &labels, &resolved.picked);
+        let render_bytes =
+            table.check(&self.render, &decoded, &resolved.shape, self.state.config.limits.max_response_bytes)?;
         if headers.contains_key(header::IF_NONE_MATCH) {
             let validators = self.validators(&resolved, &labels, &resolved.validation_versions(array).await?);
             if validators.current(headers) {
@@ -73,21 +53,7 @@ impl Labelled<'_> {
         let (stored, versions, reservation) = resolved.read(array).await?;
         held.merge(reservation);
         let body = async {
-            let data = cf.decode(stored);
-            let shape = &resolved.shape;
-            let response = match self.render.format {
-                Format::Csv => self.render.with_data_headers(
-                    table::csv(&data, cf.decoded, &kept).into_response(),
-                    cf.decoded,
-                    shape,
-                )?,
-                Format::Json => self.render.with_data_headers(
-                    table::json(&data, cf.decoded, shape, &kept, &points).into_response(),
-                    cf.decoded,
-                    shape,
-                )?,
-                _ => self.render.respond(data, 0, &decoded, shape)?,
-            };
+            let response = table.respond(&self.render, cf.decode(stored), &decoded, &resolved.shape)?;
             Ok(with_selection(budget_body::holding(response, held), resolved.zarr_selection.as_deref()))
         };
         self.validators(&resolved, &labels, &versions).respond(headers, body).await

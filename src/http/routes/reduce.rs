@@ -4,20 +4,18 @@
 
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
 use crate::analysis::reduction::{self, PARAMS};
 use crate::error::{Error, Result};
 use crate::http::conditional::{EtagBuilder, Validators, cache_control};
-use crate::http::encode::Format;
 use crate::http::extract::{NodePath, Params};
 use crate::http::render::Render;
 use crate::http::routes::labelled::with_selection;
 use crate::http::state::AppState;
-use crate::http::table;
+use crate::http::table::{self, Table};
 use zarrd_core::coords::cf::CfValues;
 use zarrd_core::read::ObjectVersion;
-use zarrd_core::zarr::metadata::ArrayMetadata;
 
 pub async fn reduce(
     State(state): State<AppState>,
@@ -45,26 +43,11 @@ pub async fn reduce(
     let limits = &state.config.limits;
     let built = reduction::build(&request, cells, &labels, limits.max_reduce_cells, limits.max_response_bytes)?;
     let cf = CfValues::of(&array.meta);
-    let data_type = reduction::result_type(&request, &cf);
-    let labelled = matches!(render.format, Format::Csv | Format::Json);
-    let (columns, points) =
-        if labelled { table::reduced_columns(&built, &scalars, &labels) } else { Default::default() };
+    let meta = table::typed(&array.meta, reduction::result_type(&request, &cf));
+    let table = Table::of_reduction(&render, &built, &scalars, &labels);
     let shape = built.reduction.shape();
     let n: u64 = shape.iter().product();
-    let meta = ArrayMetadata { data_type, ..ArrayMetadata::clone(&array.meta) };
-    let render_bytes = if render.format == Format::Csv {
-        let size = table::csv_bytes(n, data_type, &columns);
-        if size > u128::from(limits.max_response_bytes) {
-            return Err(Error::TooLarge {
-                what: "CSV (the longest text of each row)",
-                size,
-                limit: limits.max_response_bytes,
-            });
-        }
-        size as u64
-    } else {
-        render.check(&meta, &shape, limits.max_response_bytes)?
-    };
+    let render_bytes = table.check(&render, &meta, &shape, limits.max_response_bytes)?;
     // The key parts of the validators: everything the result depends on but the objects.
     let mut tag = EtagBuilder::new("reduce");
     tag.text(&ds).text(&path).digest(array.meta.digest).text(query.as_deref().unwrap_or(""));
@@ -94,19 +77,9 @@ pub async fn reduce(
     let working = n * 64 + if request.op.holds_values() { built.reduction.values_held() as u64 * 8 } else { 0 };
     let held = array.budget.reserve(working + render_bytes + n * 8).await?;
     let reduced = built.reduction.run(&array).await?;
-    let data = reduction::encode(&reduced.values, data_type);
+    let data = reduction::encode(&reduced.values, meta.data_type);
     let body = async {
-        let response = match render.format {
-            Format::Csv => {
-                render.with_data_headers(table::csv(&data, data_type, &columns).into_response(), data_type, &shape)?
-            }
-            Format::Json => render.with_data_headers(
-                table::json(&data, data_type, &shape, &columns, &points).into_response(),
-                data_type,
-                &shape,
-            )?,
-            _ => render.respond(data, 0, &meta, &shape)?,
-        };
+        let response = table.respond(&render, data, &meta, &shape)?;
         Ok(with_selection(crate::http::budget_body::holding(response, held), zarr_selection.as_deref()))
     };
     validators(&reduced.object_versions).respond(&headers, body).await
