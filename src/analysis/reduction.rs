@@ -137,9 +137,16 @@ fn expand(picked: &[Picked], zarr_selection: Option<String>, labels: &ArrayLabel
     Ok(Cells { selected, scalar, zarr_selection })
 }
 
+/// A reduction built and checked, with the values it holds at most (median and
+/// percentiles; 0 for the others).
+pub struct Checked {
+    pub built: Built,
+    pub values_held: u128,
+}
+
 /// Builds the reduction and checks its size before any read: the cells to visit against
 /// `max_cells`, and the values median and percentiles hold against `max_bytes`.
-pub fn build(request: &Request, cells: Cells, labels: &ArrayLabels, max_cells: u64, max_bytes: u64) -> Result<Built> {
+pub fn build(request: &Request, cells: Cells, labels: &ArrayLabels, max_cells: u64, max_bytes: u64) -> Result<Checked> {
     let names: Vec<String> = (0..labels.names.len()).map(|d| labels.name(d)).collect();
     let built = request::build(request, &names, &labels.labels, cells.selected, &cells.scalar)?;
     let count = built.reduction.cells();
@@ -156,7 +163,7 @@ pub fn build(request: &Request, cells: Cells, labels: &ArrayLabels, max_cells: u
             held * 8
         )));
     }
-    Ok(built)
+    Ok(Checked { built, values_held: held })
 }
 
 /// The type results are given in: int64 counts; for min and max the decoded type, unless

@@ -2,6 +2,8 @@
 //! [&resample=DIM:FREQ][&coarsen=DIM:N,…]&format=npy|bin|json|csv|png`: statistics of a
 //! selection computed next to the data, planned chunk by chunk (`zarrd_core::reduce`).
 
+use std::sync::Arc;
+
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, header};
 use axum::response::Response;
@@ -41,7 +43,8 @@ pub async fn reduce(
     let scalars: Vec<(usize, u64)> =
         cells.scalar.iter().enumerate().filter(|(_, s)| **s).map(|(d, _)| (d, cells.selected[d][0])).collect();
     let limits = &state.config.limits;
-    let built = reduction::build(&request, cells, &labels, limits.max_reduce_cells, limits.max_response_bytes)?;
+    let reduction::Checked { built, values_held } =
+        reduction::build(&request, cells, &labels, limits.max_reduce_cells, limits.max_response_bytes)?;
     let cf = CfValues::of(&array.meta);
     let meta = table::typed(&array.meta, reduction::result_type(&request, &cf));
     let table = Table::of_reduction(&render, &built, &scalars, &labels);
@@ -73,10 +76,10 @@ pub async fn reduce(
             return Ok(with_selection(v.unchanged(), zarr_selection.as_deref()));
         }
     }
-    // The accumulators (or held values), then the body.
-    let working = n * 64 + if request.op.holds_values() { built.reduction.values_held() as u64 * 8 } else { 0 };
+    // The accumulators and held values, then the body.
+    let working = n * 64 + values_held as u64 * 8;
     let held = array.budget.reserve(working + render_bytes + n * 8).await?;
-    let reduced = built.reduction.run(&array).await?;
+    let reduced = Arc::new(built.reduction).run(&array).await?;
     let data = reduction::encode(&reduced.values, meta.data_type);
     let body = async {
         let response = table.respond(&render, data, &meta, &shape)?;

@@ -105,7 +105,8 @@ impl Reduction {
             .into_iter()
             .max()
             .unwrap_or(0);
-        u128::from(largest.max(2 * BLOCK_CELLS)).min(self.cells())
+        let cells = visited.iter().map(|v| v.len() as u128).product();
+        u128::from(largest.max(2 * BLOCK_CELLS)).min(cells)
     }
 
     /// Output strides of the grouped dimensions (0 for reduced ones).
@@ -149,14 +150,15 @@ impl Reduction {
         blocks.iter().map(|b| b.selection(&pieces)).collect()
     }
 
-    /// Reads and folds every cell to visit.
-    pub async fn run(&self, array: &ArrayReader) -> Result<Reduced, ReadError> {
+    /// Reads and folds every cell to visit (shared with the folder, which travels to the
+    /// CPU pool and back).
+    pub async fn run(self: Arc<Self>, array: &ArrayReader) -> Result<Reduced, ReadError> {
         let (visited, pieces, blocks) = self.plan(array);
         let shape = self.shape();
         let n_out: usize = shape.iter().product::<u64>() as usize;
         // Folding runs in the CPU pool (the runtime's threads only wait), the next block's
         // read in flight meanwhile; the folder travels there and back.
-        let mut folder = Folder::new(Arc::new(self.clone()), n_out, &visited);
+        let mut folder = Folder::new(Arc::clone(&self), n_out, &visited);
         let cf = Arc::new(CfValues::of(&array.meta));
         let item = array.meta.data_type.size();
         let mut versions = Vec::new();
