@@ -110,7 +110,12 @@ impl Labels {
     fn normalized(&self, v: f64) -> f64 {
         match self.kind {
             Kind::Longitude => {
-                let west = self.values.iter().copied().fold(f64::INFINITY, f64::min);
+                // The lowest label: an end of sorted labels (no scan per lookup).
+                let west = match self.order {
+                    Order::Ascending => self.values.first().copied().unwrap_or(f64::NAN),
+                    Order::Descending => self.values.last().copied().unwrap_or(f64::NAN),
+                    Order::None => self.values.iter().copied().fold(f64::INFINITY, f64::min),
+                };
                 if west.is_finite() { west + (v - west).rem_euclid(360.0) } else { v }
             }
             _ => v,

@@ -106,7 +106,10 @@ impl Picked {
 
     /// The number of indices selected.
     pub fn count(&self) -> u64 {
-        self.runs().iter().map(|r| r.count).sum()
+        match self {
+            Self::Index(_) => 1,
+            Self::Runs(r) => r.iter().map(|r| r.count).sum(),
+        }
     }
 }
 
