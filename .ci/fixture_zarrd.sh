@@ -1,6 +1,7 @@
-# Sourced by the client checks (.ci/zarr_client.sh, .ci/compat_clients.sh,
-# .ci/browser_zarrita.sh): one pinned Python venv for every Python client, zarrita from
-# npm, and a zarrd serving the committed fixture sets on a free loopback port.
+# Sourced by the client checks (.ci/zarr_client.sh, .ci/compat_clients.sh, .ci/edr_clients.sh,
+# .ci/browser_zarrita.sh): one pinned Python venv for every Python client, zarrita (and
+# covjson-reader) from npm, and a zarrd serving the committed fixture sets on a free
+# loopback port.
 #
 # The caller sets REPO_ROOT and LOG_TAG before sourcing. Installs are cached under
 # ${XDG_CACHE_HOME:-$HOME/.cache}/zarrd-ci: the venv (compat-clients-venv, rebuilt when the
@@ -15,8 +16,9 @@ VENV=${ZARR_CLIENT_VENV:-$CI_CACHE/compat-clients-venv}
 STARTUP_TIMEOUT=30 # seconds
 
 # zarr 3.1.6 (the newest 3.1, no rectilinear grid; needs Python >= 3.11) with fsspec +
-# aiohttp (its HTTP path), TensorStore and xarray, and what they resolved to, pinned so runs
-# are reproducible.
+# aiohttp (its HTTP path), TensorStore and xarray; the EDR clients OWSLib, edr-pydantic and
+# covjson-pydantic (.ci/edr_clients.sh); and what they resolved to, pinned so runs are
+# reproducible.
 PINS=(
     zarr==3.1.6
     numpy==2.4.6
@@ -46,6 +48,14 @@ PINS=(
     pandas==3.1.1
     python-dateutil==4.0.0
     tzdata==2026.6
+    OWSLib==0.35.0
+    lxml==6.1.3
+    edr-pydantic==0.7.0
+    covjson-pydantic==0.8.0
+    pydantic==2.14.4
+    pydantic_core==2.50.5
+    annotated-types==0.8.0
+    typing-inspection==0.4.5
 )
 
 log() { printf '[%s] %s\n' "$LOG_TAG" "$*"; }
@@ -95,8 +105,10 @@ ensure_zarrita() {
 }
 
 # start_zarrd ZARRD WORK: zarrd on a free loopback port serving every fixture set
-# (conf, extra, v2, v2extra, fanout, fanoutextra, strings) and the sample, its log in
-# WORK/zarrd.log; waits for /healthz. Sets SERVER_PID and BASE; stop_zarrd stops it.
+# (conf, extra, v2, v2extra, fanout, fanoutextra, strings, codecs, codecsv2, analysis, edr)
+# and the sample, its log in WORK/zarrd.log; waits for /healthz. ZARRD_EXTRA_TOML, when set,
+# is appended to the configuration (more datasets). Sets SERVER_PID and BASE; stop_zarrd
+# stops it.
 start_zarrd() {
     local zarrd=$1 work=$2 f=$REPO_ROOT/tests/fixtures port deadline
     port=$("$VENV/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
@@ -122,6 +134,11 @@ url = "$f/codecs/data.zarr"
 url = "$f/codecs-v2/data.zarr"
 [datasets.sample]
 url = "$REPO_ROOT/data/sample.zarr"
+[datasets.analysis]
+url = "$f/analysis/analysis.zarr"
+[datasets.edr]
+url = "$f/edr/edr.zarr"
+${ZARRD_EXTRA_TOML:-}
 TOML
     log "starting $zarrd on 127.0.0.1:$port"
     RUST_LOG=${RUST_LOG:-info} "$zarrd" serve --config "$work/zarrd.toml" >"$work/zarrd.log" 2>&1 &
