@@ -48,7 +48,8 @@ pub fn rewrite(mut request: Request) -> Request {
 
 /// The access-control layer (see the module documentation).
 pub async fn layer(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let per_caller_route = matches!(crate::http::route::label(&request), "/v1/datasets" | "/metrics" | "/v1/tokens");
+    let per_caller_route = matches!(crate::http::route::label(&request), "/v1/datasets" | "/metrics" | "/v1/tokens")
+        || request.uri().path().trim_end_matches('/') == "/edr/collections";
     let (mut parts, body) = request.into_parts();
     let capability = parts.extensions.get::<CapabilityPath>().cloned();
     let caller = match identify(&state.auth, &parts, capability.as_ref()).await {

@@ -13,6 +13,7 @@ use object_store::GetRange;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::http::compress::NoCompress;
+use zarrd_core::read::ObjectVersion;
 
 /// Builds strong `ETag`s by hashing, in order, everything a response depends on.
 #[derive(Clone)]
@@ -260,6 +261,17 @@ pub struct Validators {
 impl Validators {
     pub fn new(etag: String, cache_control: impl Into<String>) -> Self {
         Self { etag, cache_control: cache_control.into(), varies: Varies::default(), last_modified: None }
+    }
+
+    /// The validators of an answer computed from stored objects: `tag` (what it depends
+    /// on besides them) with each object's version, and the configured `Cache-Control`,
+    /// shortened when an object was missing (read as fill).
+    pub fn of_objects(mut tag: EtagBuilder, versions: &[(String, ObjectVersion)], config: &Config) -> Self {
+        for (key, version) in versions {
+            tag.text(key).text(version.as_str());
+        }
+        let missing = versions.iter().any(|(_, v)| v.is_missing());
+        Self::new(tag.finish(), cache_control(config, missing))
     }
 
     /// What the 200 varies on besides the target (its 304 repeats it).

@@ -11,6 +11,10 @@ use axum::extract::{MatchedPath, Request};
 pub fn label(request: &Request) -> &str {
     let Some(matched) = request.extensions().get::<MatchedPath>() else { return "other" };
     let path = matched.as_str();
+    // Every EDR document and query is one route, as the standard is one interface.
+    if path.starts_with("/edr") {
+        return "/edr";
+    }
     let literal = path.find('{').map_or(path, |at| &path[..at]);
     let trimmed = literal.trim_end_matches('/');
     if trimmed.is_empty() { "/" } else { trimmed }
@@ -33,7 +37,7 @@ pub fn is_ops(path: &str) -> bool {
 pub fn reads_data(label: &str) -> bool {
     matches!(
         label,
-        "/v1/slice" | "/v1/reduce" | "/v1/chunk" | "/iiif/3" | "/maps" | "/zarr" | "/compat/v3" | "/compat/v2"
+        "/v1/slice" | "/v1/reduce" | "/edr" | "/v1/chunk" | "/iiif/3" | "/maps" | "/zarr" | "/compat/v3" | "/compat/v2"
     )
 }
 

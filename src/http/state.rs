@@ -50,6 +50,8 @@ pub struct Shared {
     pub maps: crate::images::maps::Maps,
     /// Decoded coordinate labels (`sel=`, `/v1/reduce`).
     pub coords: crate::analysis::coordinates::Coordinates,
+    /// EDR collections found in the datasets (`/edr`).
+    pub collections: crate::edr::collection::Collections,
     /// Kept responses of hot data requests (replayed by a middleware layer).
     pub responses: Arc<crate::http::responses::Responses>,
     /// Set when shutdown begins, so `/readyz` fails before the listener closes.
@@ -75,12 +77,14 @@ impl AppState {
         let auth = Arc::new(crate::auth::Auth::new(&config));
         let guard = Arc::new(crate::http::guard::Guard::new(&config.limits));
         let coords = crate::analysis::coordinates::Coordinates::new(&config);
+        let collections = crate::edr::collection::Collections::new(&config);
         Self(Arc::new(Shared {
             catalog: Arc::new(catalog),
             config: Arc::new(config),
             images,
             maps,
             coords,
+            collections,
             responses,
             shutting_down: Arc::new(AtomicBool::new(false)),
             health: Arc::new(health),

@@ -16,15 +16,23 @@ use crate::http::state::AppState;
 pub const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 
 /// The dataset a request names, `NAME` or `NAME@REF`, read from the matched route's own
-/// path parameters as its handler reads them (percent-decoded): `{ds}`, or the dataset of
-/// an IIIF `{identifier}`. `None` on routes that name none.
+/// path parameters as its handler reads them (percent-decoded): `{ds}`, the dataset of
+/// an IIIF `{identifier}`, or of an EDR collection `{cid}` (at `{ref}`). `None` on routes that name none.
 pub async fn named_dataset(parts: &mut Parts) -> Option<String> {
     use axum::extract::FromRequestParts;
     let Path(params) = Path::<HashMap<String, String>>::from_request_parts(parts, &()).await.ok()?;
-    match (params.get("ds"), params.get("identifier")) {
-        (Some(ds), _) => Some(ds.clone()),
-        (None, Some(id)) => Some(crate::images::iiif::grammar::Identifier::parse(id).ok()?.dataset),
-        (None, None) => None,
+    match (params.get("ds"), params.get("identifier"), params.get("cid")) {
+        (Some(ds), _, _) => Some(ds.clone()),
+        (None, Some(id), _) => Some(crate::images::iiif::grammar::Identifier::parse(id).ok()?.dataset),
+        // An EDR collection `DATASET[:GROUP…]`, at version `{ref}` on instance routes.
+        (None, None, Some(cid)) => {
+            let (dataset, _) = crate::edr::collection::parse_id(cid);
+            Some(match params.get("ref") {
+                Some(version) if !dataset.contains('@') => format!("{dataset}@{version}"),
+                _ => dataset.to_owned(),
+            })
+        }
+        (None, None, None) => None,
     }
 }
 

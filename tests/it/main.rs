@@ -18,6 +18,7 @@ mod conformance;
 mod containment;
 mod corpus;
 mod dtypes;
+mod edr;
 mod encodings;
 mod etags;
 mod http;

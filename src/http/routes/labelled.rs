@@ -10,7 +10,7 @@ use crate::analysis::select::Resolved;
 use crate::catalog::Dataset;
 use crate::error::{Error, Result};
 use crate::http::budget_body;
-use crate::http::conditional::{EtagBuilder, Validators, cache_control};
+use crate::http::conditional::{EtagBuilder, Validators};
 use crate::http::render::Render;
 use crate::http::state::AppState;
 use crate::http::table::{self, Table};
@@ -81,11 +81,7 @@ impl Labelled<'_> {
         for p in &resolved.picked {
             tag.number(u64::from(matches!(p, zarrd_core::coords::sel::Picked::Index(_))));
         }
-        for (key, version) in versions {
-            tag.text(key).text(version.as_str());
-        }
-        let missing = versions.iter().any(|(_, v)| v.is_missing());
-        Validators::new(tag.finish(), cache_control(&self.state.config, missing)).varying(self.render.varies())
+        Validators::of_objects(tag, versions, &self.state.config).varying(self.render.varies())
     }
 }
 

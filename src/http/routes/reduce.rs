@@ -10,14 +10,14 @@ use axum::response::Response;
 
 use crate::analysis::reduction::{self, PARAMS};
 use crate::error::{Error, Result};
-use crate::http::conditional::{EtagBuilder, Validators, cache_control};
+use crate::http::conditional::{EtagBuilder, Validators};
 use crate::http::extract::{NodePath, Params};
 use crate::http::render::Render;
 use crate::http::routes::labelled::with_selection;
 use crate::http::state::AppState;
 use crate::http::table::{self, Table};
 use zarrd_core::coords::cf::CfValues;
-use zarrd_core::read::ObjectVersion;
+use zarrd_core::read::{ArrayReader, ObjectVersion};
 
 pub async fn reduce(
     State(state): State<AppState>,
@@ -51,20 +51,9 @@ pub async fn reduce(
     let shape = built.reduction.shape();
     let n: u64 = shape.iter().product();
     let render_bytes = table.check(&render, &meta, &shape, limits.max_response_bytes)?;
-    // The key parts of the validators: everything the result depends on but the objects.
-    let mut tag = EtagBuilder::new("reduce");
-    tag.text(&ds).text(&path).digest(array.meta.digest).text(query.as_deref().unwrap_or(""));
-    render.hash_into(&mut tag);
-    for digest in &labels.digests {
-        tag.digest(*digest);
-    }
+    let tag = etag(&ds, &path, &array, query.as_deref(), &render, &labels.digests);
     let validators = |versions: &[(String, ObjectVersion)]| {
-        let mut tag = tag.clone();
-        for (key, version) in versions {
-            tag.text(key).text(version.as_str());
-        }
-        let missing = versions.iter().any(|(_, v)| v.is_missing());
-        Validators::new(tag.finish(), cache_control(&state.config, missing)).varying(render.varies())
+        Validators::of_objects(tag.clone(), versions, &state.config).varying(render.varies())
     };
     if headers.contains_key(header::IF_NONE_MATCH) {
         let mut versions = Vec::new();
@@ -86,4 +75,23 @@ pub async fn reduce(
         Ok(with_selection(crate::http::budget_body::holding(response, held), zarr_selection.as_deref()))
     };
     validators(&reduced.object_versions).respond(&headers, body).await
+}
+
+/// What a reduction depends on besides the stored objects: the array, the request and the
+/// versions of its labels (the objects' versions complete the `ETag`).
+fn etag(
+    ds: &str,
+    path: &str,
+    array: &ArrayReader,
+    query: Option<&str>,
+    render: &Render,
+    labels: &[u128],
+) -> EtagBuilder {
+    let mut tag = EtagBuilder::new("reduce");
+    tag.text(ds).text(path).digest(array.meta.digest).text(query.unwrap_or(""));
+    render.hash_into(&mut tag);
+    for digest in labels {
+        tag.digest(*digest);
+    }
+    tag
 }

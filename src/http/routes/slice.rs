@@ -8,7 +8,7 @@ use axum::response::Response;
 
 use crate::error::{Error, Result};
 use crate::http::budget_body;
-use crate::http::conditional::{EtagBuilder, Validators, cache_control};
+use crate::http::conditional::{EtagBuilder, Validators};
 use crate::http::extract::{NodePath, Params};
 use crate::http::render::Render;
 use crate::http::routes::labelled::Labelled;
@@ -54,8 +54,8 @@ struct Slice<'a> {
 impl Slice<'_> {
     /// The validators of the slice as read from objects of `versions`.
     fn validators(&self, versions: &[(String, ObjectVersion)]) -> Validators {
-        let etag = etag(self.ds, self.path, &self.array.meta, &self.selection, &self.render, versions);
-        Validators::new(etag, cache_control(&self.state.config, has_missing(versions))).varying(self.render.varies())
+        let tag = etag(self.ds, self.path, &self.array.meta, &self.selection, &self.render);
+        Validators::of_objects(tag, versions, &self.state.config).varying(self.render.varies())
     }
 
     /// A revalidation is answered before any chunk is fetched or decoded: from cached
@@ -113,29 +113,14 @@ impl Slice<'_> {
     }
 }
 
-/// A strong `ETag` from everything the bytes depend on: the array's metadata, the request
-/// and the version of every stored object read.
-fn etag(
-    ds: &str,
-    path: &str,
-    meta: &ArrayMetadata,
-    selection: &[DimSelection],
-    render: &Render,
-    versions: &[(String, ObjectVersion)],
-) -> String {
+/// What a slice depends on besides the stored objects: the array's metadata and the
+/// request (the objects' versions complete the `ETag`: `Validators::of_objects`).
+fn etag(ds: &str, path: &str, meta: &ArrayMetadata, selection: &[DimSelection], render: &Render) -> EtagBuilder {
     let mut tag = EtagBuilder::new("slice");
     tag.text(ds).text(path).digest(meta.digest);
     render.hash_into(&mut tag);
     for d in selection {
         tag.number(d.start).number(d.step).number(d.count).number(u64::from(d.drop));
     }
-    for (key, version) in versions {
-        tag.text(key).text(version.as_str());
-    }
-    tag.finish()
-}
-
-/// Whether any object a read touched was missing (read as fill).
-fn has_missing(versions: &[(String, ObjectVersion)]) -> bool {
-    versions.iter().any(|(_, v)| v.is_missing())
+    tag
 }

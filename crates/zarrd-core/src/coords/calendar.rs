@@ -6,10 +6,12 @@
 //! exactly rounded, and back once. Years are numbered astronomically (year 0 is 1 BC) in
 //! every calendar. A leaf: it refers to no other module.
 
-use std::cmp::Ordering;
 use std::fmt;
 
 mod parse;
+mod rounding;
+
+use rounding::scaled_micros;
 
 const DAY_US: i128 = 86_400_000_000;
 const HOUR_US: i64 = 3_600_000_000;
@@ -409,7 +411,23 @@ impl CfTime {
 
     /// The value (in this encoding's units, possibly fractional) of a date.
     pub fn value(&self, at: &DateTime) -> f64 {
-        let us = self.calendar.micros(at) - self.epoch_us;
+        self.value_of_micros(self.calendar.micros(at))
+    }
+
+    /// The value of a date as users write it, with a time zone offset applied (the
+    /// timeline is UTC): `2021-03-01T06:00+02:00` is 04:00 UTC. No zone is UTC. The date
+    /// must exist in the calendar.
+    pub fn value_in_zone(&self, text: &str) -> Result<f64, CalendarError> {
+        let (at, offset) =
+            parse_parts(text).map_err(|reason| CalendarError::Syntax { text: text.to_owned(), reason })?;
+        if let Some(reason) = at.fault(self.calendar) {
+            return Err(CalendarError::InvalidDate { text: text.to_owned(), calendar: self.calendar, reason });
+        }
+        Ok(self.value_of_micros(self.calendar.micros(&at) - i128::from(offset) * i128::from(MINUTE_US)))
+    }
+
+    fn value_of_micros(&self, micros: i128) -> f64 {
+        let us = micros - self.epoch_us;
         let unit = i128::from(self.unit_us);
         let (whole, part) = (us / unit, us % unit);
         if part == 0 {
@@ -443,52 +461,6 @@ fn unit_micros(unit: &str) -> Result<i64, String> {
             ));
         }
     })
-}
-
-/// `value × factor` rounded to an integer as cftime rounds it, computed exactly (an f64 is
-/// `mantissa × 2^exponent`), or None when it is not finite or does not fit in an `i64`.
-fn scaled_micros(value: f64, factor: i64) -> Option<i64> {
-    if !value.is_finite() {
-        return None;
-    }
-    let bits = value.to_bits();
-    let exponent = ((bits >> 52) & 0x7ff) as i32;
-    let fraction = bits & ((1 << 52) - 1);
-    let (mantissa, exponent) = if exponent == 0 { (fraction, -1074) } else { (fraction | 1 << 52, exponent - 1075) };
-    // Below 2^90: a 53-bit mantissa times a factor below 2^37.
-    let product = u128::from(mantissa) * u128::from(factor.unsigned_abs());
-    // |value × factor| = whole + a remainder, compared with one half (None: no remainder).
-    let (whole, remainder) = if exponent >= 0 {
-        if product != 0 && 128 - product.leading_zeros() + exponent.unsigned_abs() > 64 {
-            return None;
-        }
-        (product << exponent, None)
-    } else if exponent < -100 {
-        (0, (product != 0).then_some(Ordering::Less))
-    } else {
-        let shift = exponent.unsigned_abs();
-        let rest = product & ((1 << shift) - 1);
-        (product >> shift, (rest != 0).then(|| rest.cmp(&(1 << (shift - 1)))))
-    };
-    let whole = whole as i128;
-    let up = match remainder {
-        Some(Ordering::Greater) => 1,
-        Some(Ordering::Equal) => whole & 1,
-        _ => 0,
-    };
-    let fractional = i128::from(remainder.is_some());
-    let (nearest, floor, ceil) = if value.is_sign_negative() {
-        (-(whole + up), -(whole + fractional), -whole)
-    } else {
-        (whole + up, whole, whole + fractional)
-    };
-    // cftime (issue #187): 1 µs off a whole second is float error in units of a second or more.
-    let rounded = match nearest.rem_euclid(i128::from(SECOND_US)) {
-        1 if factor >= SECOND_US => floor,
-        999_999 if factor >= SECOND_US => ceil,
-        _ => nearest,
-    };
-    i64::try_from(rounded).ok()
 }
 
 /// Reads a date as [`DateTime::parse`] and CF units write it (not yet checked against a

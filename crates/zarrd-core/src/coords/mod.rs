@@ -2,6 +2,7 @@
 
 pub mod calendar;
 pub mod cf;
+pub mod geo;
 pub mod labels;
 pub mod sel;
 

@@ -1,0 +1,245 @@
+//! The EDR discovery documents: landing page, conformance, collections, one collection,
+//! instances, and the OpenAPI 3.0 description of `/edr` — with the members OGC API – EDR
+//! 1.1 defines and edr-pydantic checks (`crs` a list, date-times with a zone, vertical
+//! values as strings with a `vrs`).
+
+use serde_json::{Value, json};
+use zarrd_core::coords::geo::crs84_longitude;
+use zarrd_core::coords::labels::Kind;
+
+use crate::edr::collection::Collection;
+use crate::edr::encode::calendar_name;
+use crate::edr::query::QueryType;
+
+/// The conformance classes zarrd meets.
+pub const CONFORMANCE: [&str; 8] = [
+    "http://www.opengis.net/spec/ogcapi-common-1/1.0/conf/core",
+    "http://www.opengis.net/spec/ogcapi-edr-1/1.1/conf/core",
+    "http://www.opengis.net/spec/ogcapi-edr-1/1.1/conf/collections",
+    "http://www.opengis.net/spec/ogcapi-edr-1/1.1/conf/json",
+    "http://www.opengis.net/spec/ogcapi-edr-1/1.1/conf/covjson",
+    "http://www.opengis.net/spec/ogcapi-edr-1/1.1/conf/geojson",
+    "http://www.opengis.net/spec/ogcapi-edr-1/1.1/conf/queries",
+    "http://www.opengis.net/spec/ogcapi-edr-1/1.1/conf/instances",
+];
+
+/// The output formats of every query.
+pub const OUTPUT_FORMATS: [&str; 3] = ["CoverageJSON", "GeoJSON", "CSV"];
+
+/// The media type of the OpenAPI document, as OWSLib looks for it.
+pub const OPENAPI_TYPE: &str = "application/vnd.oai.openapi+json;version=3.0";
+
+const CRS84_WKT: &str = "GEOGCRS[\"WGS 84 (CRS84)\",DATUM[\"World Geodetic System 1984\",ELLIPSOID[\"WGS 84\",6378137,298.257223563]],CS[ellipsoidal,2],AXIS[\"geodetic longitude (Lon)\",east,ORDER[1],ANGLEUNIT[\"degree\",0.0174532925199433]],AXIS[\"geodetic latitude (Lat)\",north,ORDER[2],ANGLEUNIT[\"degree\",0.0174532925199433]],ID[\"OGC\",\"CRS84\"]]";
+
+fn link(href: &str, rel: &str, media: &str, title: &str) -> Value {
+    json!({"href": href, "rel": rel, "type": media, "title": title})
+}
+
+/// The landing page.
+pub fn landing(base: &str) -> Value {
+    json!({
+        "title": "zarrd",
+        "description": "Zarr arrays as OGC API - Environmental Data Retrieval collections",
+        "links": [
+            link(&format!("{base}/edr"), "self", "application/json", "this document"),
+            link(&format!("{base}/edr/api"), "service-desc", OPENAPI_TYPE, "the API definition"),
+            link(&format!("{base}/edr/conformance"), "conformance", "application/json", "conformance classes"),
+            link(&format!("{base}/edr/collections"), "data", "application/json", "the collections"),
+        ]
+    })
+}
+
+/// The conformance document.
+pub fn conformance() -> Value {
+    json!({"conformsTo": CONFORMANCE})
+}
+
+/// The collections document.
+pub fn collections(base: &str, collections: &[std::sync::Arc<Collection>]) -> Value {
+    json!({
+        "links": [link(&format!("{base}/edr/collections"), "self", "application/json", "the collections")],
+        "collections": collections.iter().map(|c| collection(c, None, &format!("{base}/edr/collections/{}", c.id))).collect::<Vec<_>>(),
+    })
+}
+
+/// One collection document at `href` (`instance`: its id when it is a version of a
+/// versioned dataset).
+pub fn collection(c: &Collection, instance: Option<&str>, href: &str) -> Value {
+    let mut queries = serde_json::Map::new();
+    for q in QueryType::ALL {
+        let mut variables = json!({
+            "title": format!("{} query", q.name()),
+            "query_type": q.name(),
+            "output_formats": OUTPUT_FORMATS,
+            "default_output_format": "CoverageJSON",
+            "crs_details": [{"crs": "CRS84", "wkt": CRS84_WKT}],
+        });
+        if q == QueryType::Radius {
+            variables["within_units"] = json!(["km", "m", "mi"]);
+        }
+        let link = json!({"href": format!("{href}/{}", q.name()), "rel": "data", "variables": variables});
+        queries.insert(q.name().to_owned(), json!({"link": link}));
+    }
+    if instance.is_none() && c.versioned {
+        let link = json!({"href": format!("{href}/instances"), "rel": "data", "variables": {"title": "instances", "query_type": "instances"}});
+        queries.insert("instances".into(), json!({"link": link}));
+    }
+    // OWSLib lists the collections that have a link whose rel says `data`.
+    let mut links = vec![link(href, "self", "application/json", "this collection")];
+    for q in QueryType::ALL {
+        let title = format!("{} query", q.name());
+        links.push(link(&format!("{href}/{}", q.name()), "data", "application/prs.coverage+json", &title));
+    }
+    let mut out = json!({
+        "id": instance.unwrap_or(&c.id),
+        "title": c.title,
+        "links": links,
+        "extent": extent(c),
+        "data_queries": queries,
+        "crs": ["CRS84"],
+        "output_formats": OUTPUT_FORMATS,
+        "parameter_names": parameter_names(c),
+    });
+    if let Some(d) = &c.description {
+        out["description"] = json!(d);
+    }
+    out
+}
+
+/// `extent`: the grid's cell edges in CRS84, the steps, the levels.
+fn extent(c: &Collection) -> Value {
+    let lat = zarrd_core::coords::geo::GridAxis::new(&c.lat, false);
+    let lon = zarrd_core::coords::geo::GridAxis::new(&c.lon, true);
+    let (south, north) = lat.edges();
+    let (west, east) = if lon.is_global() {
+        (-180.0, 180.0)
+    } else {
+        (crs84_longitude(lon.edges().0), crs84_longitude(lon.edges().1))
+    };
+    let mut out = json!({
+        "spatial": {"bbox": [[west, south.max(-90.0), east, north.min(90.0)]], "crs": CRS84_WKT},
+    });
+    if let Some(time) = &c.time
+        && let Kind::Time(cf) = &time.kind
+    {
+        let texts: Vec<String> = (0..time.len()).map(|i| edr_time(time, i)).collect();
+        let (first, last) = (texts.first().cloned().unwrap_or_default(), texts.last().cloned().unwrap_or_default());
+        let values = if texts.len() <= 10_000 { texts } else { vec![first.clone(), last.clone()] };
+        let trs = format!(
+            "TIMECRS[\"DateTime\",TDATUM[\"{}\"],CS[TemporalDateTime,1],AXIS[\"Time (T)\",future]]",
+            calendar_name(cf.calendar)
+        );
+        out["temporal"] = json!({"interval": [[first, last]], "values": values, "trs": trs});
+    }
+    if let Some(v) = &c.vertical {
+        let text = |x: f64| ryu::Buffer::new().format_finite(x).trim_end_matches(".0").to_owned();
+        let values: Vec<String> = v.labels.values.iter().map(|&x| text(x)).collect();
+        let (lo, hi) =
+            v.labels.values.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
+        let units = v.units.clone().unwrap_or_default();
+        out["vertical"] = json!({
+            "interval": [[text(lo), text(hi)]],
+            "values": values,
+            "vrs": format!("VERTCRS[\"{}\",CS[vertical,1],AXIS[\"{}\",{}],UNIT[\"{units}\",1]]", v.name, v.name, if v.positive.as_deref() == Some("down") { "down" } else { "up" }),
+        });
+    }
+    out
+}
+
+/// Step `i` as an EDR date-time.
+fn edr_time(labels: &zarrd_core::coords::labels::Labels, i: usize) -> String {
+    crate::edr::read::time_text(labels, i)
+}
+
+/// `parameter_names`: each parameter with its label and unit.
+fn parameter_names(c: &Collection) -> Value {
+    let mut out = serde_json::Map::new();
+    for p in &c.parameters {
+        let mut property = json!({"label": p.label});
+        if let Some(s) = &p.standard_name {
+            property["id"] = json!(format!("http://vocab.nerc.ac.uk/standard_name/{s}/"));
+        }
+        let mut parameter = json!({"type": "Parameter", "id": p.name, "observedProperty": property});
+        if p.label != p.name {
+            parameter["description"] = json!(p.label);
+        }
+        if let Some(units) = &p.units {
+            parameter["unit"] =
+                json!({"label": units, "symbol": {"value": units, "type": "http://www.opengis.net/def/uom/UCUM/"}});
+        }
+        out.insert(p.name.clone(), parameter);
+    }
+    Value::Object(out)
+}
+
+/// The instances document of a versioned dataset's collection: its branches and tags
+/// (`versions` as `Catalog::versions` lists them).
+pub fn instances(base: &str, c: &Collection, versions: &Value) -> Value {
+    let href = format!("{base}/edr/collections/{}/instances", c.id);
+    let mut list = Vec::new();
+    for kind in ["branches", "tags"] {
+        for v in versions[kind].as_array().into_iter().flatten() {
+            if let Some(name) = v["name"].as_str() {
+                list.push(collection(c, Some(name), &format!("{href}/{name}")));
+            }
+        }
+    }
+    json!({"links": [link(&href, "self", "application/json", "the versions of this collection")], "instances": list})
+}
+
+/// The OpenAPI 3.0 description of `/edr`.
+pub fn openapi(base: &str) -> Value {
+    let text = |name: &str, description: &str| json!({"name": name, "in": "query", "required": false, "description": description, "schema": {"type": "string"}});
+    let common = [
+        text("datetime", "an instant (the nearest step) or an interval a/b, a/.., ../b"),
+        text("z", "a level (the nearest), an interval a/b, or a list a,b,c"),
+        text("parameter-name", "a comma list of parameters (default: all)"),
+        text("crs", "CRS84 or EPSG:4326"),
+        text("f", "CoverageJSON (default), GeoJSON or CSV"),
+    ];
+    let cid = json!({"name": "collectionId", "in": "path", "required": true, "schema": {"type": "string"}});
+    let answers = json!({
+        "200": {"description": "the data", "content": {
+            "application/prs.coverage+json": {"schema": {"type": "object"}},
+            "application/geo+json": {"schema": {"type": "object"}},
+            "text/csv": {"schema": {"type": "string"}}}},
+        "400": {"description": "a bad parameter", "content": {"application/problem+json": {"schema": {"type": "object"}}}},
+        "404": {"description": "no such collection", "content": {"application/problem+json": {"schema": {"type": "object"}}}},
+        "413": {"description": "too large an answer", "content": {"application/problem+json": {"schema": {"type": "object"}}}},
+    });
+    let document = |summary: &str| json!({"get": {"summary": summary, "parameters": [text("f", "json")], "responses": {"200": {"description": summary, "content": {"application/json": {"schema": {"type": "object"}}}}}}});
+    let mut paths = serde_json::Map::new();
+    paths.insert("/edr".into(), document("the landing page"));
+    paths.insert("/edr/conformance".into(), document("the conformance classes"));
+    paths.insert("/edr/collections".into(), document("the collections"));
+    let mut one = document("one collection");
+    one["get"]["parameters"] = json!([cid, text("f", "json")]);
+    paths.insert("/edr/collections/{collectionId}".into(), one);
+    for (q, own) in [
+        (QueryType::Position, vec![text("coords", "POINT(lon lat) or MULTIPOINT((lon lat), ...)")]),
+        (QueryType::Area, vec![text("coords", "POLYGON((lon lat, ...)) or MULTIPOLYGON")]),
+        (QueryType::Cube, vec![text("bbox", "minlon,minlat,maxlon,maxlat")]),
+        (
+            QueryType::Radius,
+            vec![
+                text("coords", "POINT(lon lat)"),
+                text("within", "the radius"),
+                text("within-units", "km (default), m or mi"),
+            ],
+        ),
+    ] {
+        let mut parameters = vec![cid.clone()];
+        parameters.extend(own);
+        parameters.extend(common.iter().cloned());
+        paths.insert(
+            format!("/edr/collections/{{collectionId}}/{}", q.name()),
+            json!({"get": {"summary": format!("{} query", q.name()), "parameters": parameters, "responses": answers}}),
+        );
+    }
+    json!({
+        "openapi": "3.0.3",
+        "info": {"title": "zarrd OGC API - EDR", "version": "1.1"},
+        "servers": [{"url": base}],
+        "paths": paths,
+    })
+}

@@ -1,0 +1,261 @@
+//! A planned EDR query read: per place (a point, or the box of the cells taken) and
+//! parameter, one selection of the stored array — the steps, levels, rows and columns
+//! taken — read through the ordinary read path (only the chunks holding them, coalesced),
+//! CF-decoded, and laid out in C order of (t, z, y, x) whatever the array's own order.
+
+use zarrd_core::coords::cf::CfValues;
+use zarrd_core::coords::geo::{crs84_longitude, eastward_longitudes};
+use zarrd_core::coords::labels::{Kind, Run};
+use zarrd_core::coords::sel::Picked;
+use zarrd_core::ops::budget::Reservation;
+use zarrd_core::read::ObjectVersion;
+
+use crate::analysis::select::Resolved;
+use crate::catalog::{Catalog, Dataset};
+use crate::edr::collection::{Axis, Collection};
+use crate::edr::query::{Places, Plan};
+use crate::error::Result;
+
+/// The domain and values of one coverage.
+#[derive(Debug, Clone)]
+pub struct Coverage {
+    /// Cell centres: CRS84 longitudes eastwards, latitudes in stored order.
+    pub x: Vec<f64>,
+    pub y: Vec<f64>,
+    /// Which cells of the box were taken (row-major), `None` for a point.
+    pub mask: Option<Vec<bool>>,
+    /// Per parameter, the values in C order of (t, z, y, x); NaN where missing or not taken.
+    pub values: Vec<Vec<f64>>,
+}
+
+/// The axes shared by the coverages of an answer.
+#[derive(Debug, Clone)]
+pub struct Domain {
+    /// `YYYY-MM-DDTHH:MM:SSZ` per step taken, `None` without a time axis.
+    pub t: Option<Vec<String>>,
+    /// The levels taken, `None` without a vertical axis.
+    pub z: Option<Vec<f64>>,
+}
+
+impl Domain {
+    pub fn of(collection: &Collection, plan: &Plan) -> Self {
+        let t = plan.axes.contains(&Axis::T).then(|| {
+            let labels = collection.time.as_deref();
+            let mut out = Vec::with_capacity(plan.step_count() as usize);
+            for run in &plan.times {
+                for i in run.start..run.start + run.count {
+                    out.push(labels.map(|l| time_text(l, i as usize)).unwrap_or_default());
+                }
+            }
+            out
+        });
+        let z = plan.axes.contains(&Axis::Z).then(|| {
+            let labels = collection.vertical.as_ref().map(|v| &v.labels);
+            plan.levels.iter().map(|&i| labels.map_or(f64::NAN, |l| l.values[i as usize])).collect()
+        });
+        Self { t, z }
+    }
+}
+
+/// Step `i` of time labels as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn time_text(labels: &zarrd_core::coords::labels::Labels, i: usize) -> String {
+    let Kind::Time(cf) = &labels.kind else { return String::new() };
+    match cf.datetime(labels.values[i]) {
+        Some(d) if (0..=9999).contains(&d.year) => {
+            format!("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", d.year, d.month, d.day, d.hour, d.minute, d.second)
+        }
+        Some(d) => format!("{}Z", d.iso()),
+        None => String::new(),
+    }
+}
+
+/// What a query reads: one selection per place and parameter.
+struct Read {
+    /// Per place, per parameter.
+    selections: Vec<Vec<Resolved>>,
+}
+
+impl Read {
+    fn of(plan: &Plan, shapes: &[Vec<u64>]) -> Self {
+        let runs_of = |indices: &[u64]| {
+            let mut runs: Vec<Run> = Vec::new();
+            for &i in indices {
+                match runs.last_mut() {
+                    Some(r) if r.start + r.count == i => r.count += 1,
+                    _ => runs.push(Run { start: i, count: 1 }),
+                }
+            }
+            runs
+        };
+        let levels = runs_of(&plan.levels);
+        let places: Vec<(Vec<Run>, Vec<Run>)> = match &plan.places {
+            Places::Points { cells, .. } => cells
+                .iter()
+                .map(|&(r, c)| (vec![Run { start: r, count: 1 }], vec![Run { start: c, count: 1 }]))
+                .collect(),
+            Places::Box(taken) => {
+                let rows = Run { start: taken.rows.start, count: taken.rows.end - taken.rows.start };
+                let columns = taken.column_runs().into_iter().map(|(start, count)| Run { start, count }).collect();
+                vec![(vec![rows], columns)]
+            }
+        };
+        let selections = places
+            .iter()
+            .map(|(rows, columns)| {
+                plan.parameters
+                    .iter()
+                    .zip(shapes)
+                    .map(|(p, shape)| {
+                        let picked = p
+                            .axes
+                            .iter()
+                            .map(|axis| {
+                                Picked::Runs(match axis {
+                                    Axis::T => plan.times.clone(),
+                                    Axis::Z => levels.clone(),
+                                    Axis::Y => rows.clone(),
+                                    Axis::X => columns.clone(),
+                                })
+                            })
+                            .collect();
+                        Resolved::of(picked, shape)
+                    })
+                    .collect()
+            })
+            .collect();
+        Self { selections }
+    }
+}
+
+/// The versions of every stored object `plan` reads (for revalidation before reading).
+pub async fn versions(catalog: &Catalog, dataset: &Dataset, plan: &Plan) -> Result<Vec<(String, ObjectVersion)>> {
+    let (readers, shapes) = open(catalog, dataset, plan).await?;
+    let read = Read::of(plan, &shapes);
+    let mut out = Vec::new();
+    for place in &read.selections {
+        for (resolved, reader) in place.iter().zip(&readers) {
+            out.extend(resolved.validation_versions(reader).await?);
+        }
+    }
+    Ok(out)
+}
+
+async fn open(
+    catalog: &Catalog,
+    dataset: &Dataset,
+    plan: &Plan,
+) -> Result<(Vec<zarrd_core::read::ArrayReader>, Vec<Vec<u64>>)> {
+    let mut readers = Vec::with_capacity(plan.parameters.len());
+    for p in &plan.parameters {
+        // Planned reads merge their own ranges; no window for other requests'.
+        readers.push(catalog.array(dataset, &p.path).await?.planned());
+    }
+    let shapes = readers.iter().map(|r| r.meta.shape.clone()).collect();
+    Ok((readers, shapes))
+}
+
+/// Reads the values of `plan`: one coverage per point (or one for the box), the objects'
+/// versions, and the memory they hold.
+pub async fn read(
+    catalog: &Catalog,
+    dataset: &Dataset,
+    collection: &Collection,
+    plan: &Plan,
+) -> Result<(Vec<Coverage>, Vec<(String, ObjectVersion)>, Reservation)> {
+    let (readers, shapes) = open(catalog, dataset, plan).await?;
+    let read = Read::of(plan, &shapes);
+    let mut versions = Vec::new();
+    let mut held: Option<Reservation> = None;
+    let mut coverages = Vec::with_capacity(read.selections.len());
+    let (lat, lon) = (&collection.lat.values, &collection.lon.values);
+    let cells: Vec<(u64, u64)> = match &plan.places {
+        Places::Points { cells, .. } => cells.clone(),
+        Places::Box(_) => Vec::new(),
+    };
+    for (k, place) in read.selections.iter().enumerate() {
+        let mut values = Vec::with_capacity(place.len());
+        for ((resolved, reader), p) in place.iter().zip(&readers).zip(&plan.parameters) {
+            let (stored, v, reservation) = resolved.read(reader).await?;
+            versions.extend(v);
+            match &mut held {
+                Some(h) => h.merge(reservation),
+                None => held = Some(reservation),
+            }
+            let mut decoded = vec![0.0; resolved.len() as usize];
+            CfValues::of(&reader.meta).values_into(&stored, &mut decoded);
+            values.push(in_edr_order(&decoded, &resolved.full_shape, &p.axes));
+        }
+        let coverage = match &plan.places {
+            Places::Points { .. } => {
+                let (r, c) = cells[k];
+                Coverage { x: vec![crs84_longitude(lon[c as usize])], y: vec![lat[r as usize]], mask: None, values }
+            }
+            Places::Box(taken) => {
+                let mut values = values;
+                let per_cell = plan.values_per_cell() as usize;
+                let cells = taken.mask.len();
+                for v in &mut values {
+                    // Values are (t, z, y, x): the cell index cycles fastest after t and z.
+                    for (i, value) in v.iter_mut().enumerate() {
+                        if !taken.mask[i % cells] {
+                            *value = f64::NAN;
+                        }
+                    }
+                    debug_assert_eq!(v.len(), per_cell * cells);
+                }
+                Coverage {
+                    x: eastward_longitudes(&taken.columns, lon),
+                    y: taken.rows.clone().map(|r| lat[r as usize]).collect(),
+                    mask: Some(taken.mask.clone()),
+                    values,
+                }
+            }
+        };
+        coverages.push(coverage);
+    }
+    Ok((coverages, versions, held.unwrap_or_default()))
+}
+
+/// `values` in C order of the array's dimensions (extents `shape`, kinds `axes`) laid out
+/// in C order of (t, z, y, x).
+fn in_edr_order(values: &[f64], shape: &[u64], axes: &[Axis]) -> Vec<f64> {
+    let order = [Axis::T, Axis::Z, Axis::Y, Axis::X];
+    let dims: Vec<usize> = order.iter().filter_map(|a| axes.iter().position(|b| b == a)).collect();
+    if dims.windows(2).all(|w| w[0] < w[1]) {
+        return values.to_vec();
+    }
+    let mut strides = vec![1usize; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        strides[d] = strides[d + 1] * shape[d + 1] as usize;
+    }
+    let extents: Vec<usize> = dims.iter().map(|&d| shape[d] as usize).collect();
+    let mut out = Vec::with_capacity(values.len());
+    let mut index = vec![0usize; dims.len()];
+    for _ in 0..values.len() {
+        let at: usize = index.iter().zip(&dims).map(|(&i, &d)| i * strides[d]).sum();
+        out.push(values[at]);
+        for k in (0..index.len()).rev() {
+            index[k] += 1;
+            if index[k] < extents[k] {
+                break;
+            }
+            index[k] = 0;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_come_out_in_t_z_y_x_order() {
+        // (z, t, y, x) = (2, 3, 1, 1): value = 10 z + t.
+        let stored: Vec<f64> = (0..2).flat_map(|z| (0..3).map(move |t| f64::from(10 * z + t))).collect();
+        let out = in_edr_order(&stored, &[2, 3, 1, 1], &[Axis::Z, Axis::T, Axis::Y, Axis::X]);
+        assert_eq!(out, vec![0.0, 10.0, 1.0, 11.0, 2.0, 12.0]);
+        let same = in_edr_order(&stored, &[3, 2, 1, 1], &[Axis::T, Axis::Z, Axis::Y, Axis::X]);
+        assert_eq!(same, stored);
+    }
+}

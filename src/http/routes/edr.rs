@@ -1,0 +1,204 @@
+//! `/edr`: OGC API – Environmental Data Retrieval 1.1 (`docs/edr.md`): the discovery
+//! documents and the position, area, cube and radius queries of each collection (and of
+//! each version of a versioned dataset's collections).
+
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::auth::Identity;
+use crate::edr::collection::Collection;
+use crate::edr::query::{self, Format, QueryType};
+use crate::edr::{documents, encode, read};
+use crate::error::{Error, Result};
+use crate::http::budget_body;
+use crate::http::conditional::{EtagBuilder, Validators, Varies};
+use crate::http::encode::json_response;
+use crate::http::extract::{Params, base_url};
+use crate::http::state::AppState;
+
+/// Discovery documents take `f=json` (as OWSLib sends it) and nothing else.
+fn document_params(raw: Option<&str>) -> Result<()> {
+    let params = Params::parse(raw, &["f"])?;
+    match params.get("f") {
+        None | Some("json" | "application/json") => Ok(()),
+        Some(other) => Err(Error::BadRequest(format!("f `{other}` is not a format of this document; allowed: json"))),
+    }
+}
+
+fn document(state: &AppState, value: &serde_json::Value) -> Response {
+    json_response(value, &state.config.http.cache_control)
+}
+
+/// `GET /edr` and `/edr/`: the landing page.
+pub async fn landing(State(state): State<AppState>, headers: HeaderMap, RawQuery(q): RawQuery) -> Result<Response> {
+    document_params(q.as_deref())?;
+    Ok(document(&state, &documents::landing(&base_url(&headers))))
+}
+
+/// `GET /edr/api`: the OpenAPI 3.0 description of `/edr`.
+pub async fn api(State(state): State<AppState>, headers: HeaderMap, RawQuery(q): RawQuery) -> Result<Response> {
+    document_params(q.as_deref())?;
+    let mut response = document(&state, &documents::openapi(&base_url(&headers)));
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(documents::OPENAPI_TYPE));
+    Ok(response)
+}
+
+/// `GET /edr/conformance`.
+pub async fn conformance(State(state): State<AppState>, RawQuery(q): RawQuery) -> Result<Response> {
+    document_params(q.as_deref())?;
+    Ok(document(&state, &documents::conformance()))
+}
+
+/// `GET /edr/collections`: every collection of every dataset the caller may read (a
+/// dataset whose storage fails is left out and logged, not a failure of the list).
+pub async fn collections(
+    State(state): State<AppState>,
+    identity: Option<Extension<Identity>>,
+    headers: HeaderMap,
+    RawQuery(q): RawQuery,
+) -> Result<Response> {
+    document_params(q.as_deref())?;
+    let caller = identity.and_then(|Extension(Identity(caller))| caller);
+    let mut all = Vec::new();
+    for dataset in state.catalog.datasets().filter(|d| state.auth.may_read(caller.as_ref(), &d.name)) {
+        let name = dataset.name.to_string();
+        let found = async {
+            let dataset = state.catalog.dataset(&name).await?;
+            state.collections.of_dataset(&state.catalog, &state.coords, &dataset, &name).await
+        };
+        match found.await {
+            Ok(found) => all.extend(found),
+            Err(e) => tracing::warn!(dataset = name, error = %e, "EDR: the dataset's collections cannot be listed"),
+        }
+    }
+    Ok(document(&state, &documents::collections(&base_url(&headers), &all)))
+}
+
+async fn find(state: &AppState, cid: &str, instance: Option<&str>) -> Result<Arc<Collection>> {
+    crate::edr::find(&state.catalog, &state.coords, &state.collections, cid, instance).await
+}
+
+/// `GET /edr/collections/{cid}`.
+pub async fn collection(
+    State(state): State<AppState>,
+    Path(cid): Path<String>,
+    headers: HeaderMap,
+    RawQuery(q): RawQuery,
+) -> Result<Response> {
+    document_params(q.as_deref())?;
+    let c = find(&state, &cid, None).await?;
+    let href = format!("{}/edr/collections/{cid}", base_url(&headers));
+    Ok(document(&state, &documents::collection(&c, None, &href)))
+}
+
+/// `GET /edr/collections/{cid}/instances`: the branches and tags of a versioned dataset.
+pub async fn instances(
+    State(state): State<AppState>,
+    Path(cid): Path<String>,
+    headers: HeaderMap,
+    RawQuery(q): RawQuery,
+) -> Result<Response> {
+    document_params(q.as_deref())?;
+    let c = find(&state, &cid, None).await?;
+    let (name, _) = crate::edr::collection::parse_id(&cid);
+    let versions = state.catalog.versions(name).await?;
+    // Branch heads move: revalidate every time.
+    Ok(json_response(&documents::instances(&base_url(&headers), &c, &versions), "no-cache"))
+}
+
+/// `GET /edr/collections/{cid}/instances/{ref}`: one version's collection document.
+pub async fn instance(
+    State(state): State<AppState>,
+    Path((cid, version)): Path<(String, String)>,
+    headers: HeaderMap,
+    RawQuery(q): RawQuery,
+) -> Result<Response> {
+    document_params(q.as_deref())?;
+    let c = find(&state, &cid, Some(&version)).await?;
+    let href = format!("{}/edr/collections/{cid}/instances/{version}", base_url(&headers));
+    Ok(document(&state, &documents::collection(&c, Some(&version), &href)))
+}
+
+/// `GET /edr/collections/{cid}/{query}`.
+pub async fn query(
+    State(state): State<AppState>,
+    Path((cid, query)): Path<(String, String)>,
+    RawQuery(raw): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response> {
+    let query = QueryType::parse(&query)?;
+    let collection = find(&state, &cid, None).await?;
+    Answer { state: &state, collection: &collection, query }.respond(raw.as_deref(), &headers).await
+}
+
+/// `GET /edr/collections/{cid}/instances/{ref}/{query}`.
+pub async fn instance_query(
+    State(state): State<AppState>,
+    Path((cid, version, query)): Path<(String, String, String)>,
+    RawQuery(raw): RawQuery,
+    headers: HeaderMap,
+) -> Result<Response> {
+    let query = QueryType::parse(&query)?;
+    let collection = find(&state, &cid, Some(&version)).await?;
+    Answer { state: &state, collection: &collection, query }.respond(raw.as_deref(), &headers).await
+}
+
+/// One query of one collection.
+struct Answer<'a> {
+    state: &'a AppState,
+    collection: &'a Collection,
+    query: QueryType,
+}
+
+impl Answer<'_> {
+    async fn respond(&self, raw: Option<&str>, headers: &HeaderMap) -> Result<Response> {
+        let (state, collection) = (self.state, self.collection);
+        let params = Params::parse(raw, query::PARAMS)?;
+        let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+        let format = Format::choose(params.get("f"), accept)?;
+        let plan = query::plan(collection, self.query, &params)?;
+        let limits = &state.config.limits;
+        if plan.values() > u128::from(limits.max_reduce_cells) {
+            return Err(Error::OverLimit(format!(
+                "the query would read {} values, more than limits.max_reduce_cells ({}); narrow datetime, z, parameter-name or the geometry",
+                plan.values(),
+                limits.max_reduce_cells
+            )));
+        }
+        let size = encode::size_bound(&plan, format);
+        if size > u128::from(limits.max_response_bytes) {
+            return Err(Error::TooLarge { what: "EDR text", size, limit: limits.max_response_bytes });
+        }
+        let mut tag = EtagBuilder::new("edr");
+        tag.text(&collection.dataset.name).text(&collection.id).text(self.query.name());
+        tag.text(raw.unwrap_or("")).text(format.media_type());
+        plan.parameters.iter().flat_map(|p| &p.digests).for_each(|d| _ = tag.digest(*d));
+        let varies = Varies { accept: params.get("f").is_none(), encoding: true };
+        let validators = |versions: &[_]| Validators::of_objects(tag.clone(), versions, &state.config).varying(varies);
+        let dataset = &collection.dataset;
+        if headers.contains_key(header::IF_NONE_MATCH) {
+            let v = validators(&read::versions(&state.catalog, dataset, &plan).await?);
+            if v.current(headers) {
+                return Ok(v.unchanged());
+            }
+        }
+        let mut held = state.catalog.budget.reserve(u64::try_from(size).unwrap_or(u64::MAX)).await?;
+        let (coverages, versions, reservation) = read::read(&state.catalog, dataset, collection, &plan).await?;
+        held.merge(reservation);
+        let domain = read::Domain::of(collection, &plan);
+        let body = async {
+            let text = match format {
+                Format::CoverageJson { .. } => encode::coverage_json(collection, &plan, &domain, &coverages),
+                Format::GeoJson => encode::geo_json(&plan, &domain, &coverages),
+                Format::Csv => encode::csv(&plan, &domain, &coverages),
+            };
+            let response = ([(header::CONTENT_TYPE, format.media_type())], text).into_response();
+            Ok(budget_body::holding(response, held))
+        };
+        validators(&versions).respond(headers, body).await
+    }
+}
