@@ -1,6 +1,7 @@
 //! EDR answers as text: CoverageJSON (<https://docs.ogc.org/cs/21-069r2/21-069r2.html>),
-//! GeoJSON and CSV, written straight from the values (no JSON tree in between), and the
-//! size an answer may reach, known before any read.
+//! GeoJSON and CSV, written straight from the values (no JSON tree in between) piece by
+//! piece as the connection takes them ([`Text`]), and the size an answer may reach, known
+//! before any read.
 
 use std::fmt::Write as _;
 
@@ -129,46 +130,152 @@ pub fn parameter(p: &Parameter) -> Value {
     out
 }
 
-/// A CoverageJSON body.
-pub fn coverage_json(collection: &Collection, plan: &Plan, domain: &Domain, coverages: &[Coverage]) -> String {
+/// An answer, read: what its text is written from.
+pub struct Answer {
+    pub plan: Plan,
+    pub domain: Domain,
+    pub coverages: Vec<Coverage>,
+}
+
+/// A part of an answer's text.
+enum Part {
+    Fixed(String),
+    /// The values of one parameter in one coverage, comma-separated.
+    Values {
+        coverage: usize,
+        parameter: usize,
+    },
+    /// GeoJSON features, one per cell taken, step and level.
+    Features,
+    /// CSV rows, likewise.
+    Rows,
+}
+
+/// The pieces an answer is sent in (about this many bytes each).
+const PIECE: usize = 64 * 1024;
+
+/// An answer's text, written piece by piece on demand: fixed parts, then runs of numbers
+/// or rows, so that a large answer is never held whole as text.
+pub struct Text {
+    answer: std::sync::Arc<Answer>,
+    parts: Vec<Part>,
+    part: usize,
+    /// The next value or row of the current part.
+    cursor: usize,
+    /// Whether a GeoJSON feature was written (the next needs a comma).
+    wrote_row: bool,
+}
+
+impl Text {
+    fn new(answer: std::sync::Arc<Answer>, parts: Vec<Part>) -> Self {
+        Self { answer, parts, part: 0, cursor: 0, wrote_row: false }
+    }
+
+    /// The whole text.
+    pub fn whole(mut self) -> String {
+        let mut out = String::new();
+        while self.write(&mut out, usize::MAX) {}
+        out
+    }
+
+    /// The next piece of text, `None` at the end.
+    pub fn next_piece(&mut self) -> Option<bytes::Bytes> {
+        let mut out = String::with_capacity(PIECE + 1024);
+        while out.len() < PIECE && self.write(&mut out, PIECE) {}
+        (!out.is_empty()).then(|| bytes::Bytes::from(out))
+    }
+
+    /// Writes on until `out` holds `limit` bytes or the current part ends; false at the end.
+    fn write(&mut self, out: &mut String, limit: usize) -> bool {
+        let Some(part) = self.parts.get(self.part) else { return false };
+        let answer = &*self.answer;
+        let done = match part {
+            Part::Fixed(text) => {
+                out.push_str(text);
+                true
+            }
+            Part::Values { coverage, parameter } => {
+                let values = &answer.coverages[*coverage].values[*parameter];
+                let decoded = answer.plan.parameters[*parameter].decoded;
+                while self.cursor < values.len() && out.len() < limit {
+                    if self.cursor > 0 {
+                        out.push(',');
+                    }
+                    number(out, values[self.cursor], decoded, "null");
+                    self.cursor += 1;
+                }
+                self.cursor == values.len()
+            }
+            Part::Features | Part::Rows => {
+                let csv = matches!(part, Part::Rows);
+                let per = answer.coverages.first().map_or(0, |c| rows_per_coverage(&answer.domain, c));
+                let total = per * answer.coverages.len();
+                while self.cursor < total && out.len() < limit {
+                    let (c, at) = (self.cursor / per, self.cursor % per);
+                    self.cursor += 1;
+                    if csv {
+                        csv_row(out, answer, c, at);
+                    } else if feature(out, answer, c, at, self.wrote_row) {
+                        self.wrote_row = true;
+                    }
+                }
+                self.cursor == total
+            }
+        };
+        if done {
+            self.part += 1;
+            self.cursor = 0;
+        }
+        true
+    }
+}
+
+/// CoverageJSON.
+pub fn coverage_json(collection: &Collection, answer: std::sync::Arc<Answer>) -> Text {
+    let (plan, domain) = (&answer.plan, &answer.domain);
     let kind = domain_type(plan);
     let referencing = referencing(collection, domain).to_string();
     let parameters = parameters(plan).to_string();
-    let mut out = String::with_capacity(1024);
-    let multi = matches!(plan.places, Places::Points { multi: true, .. });
-    if multi {
-        let _ = write!(
-            out,
+    let mut parts = Vec::new();
+    if matches!(plan.places, Places::Points { multi: true, .. }) {
+        let head = format!(
             r#"{{"type":"CoverageCollection","domainType":"{kind}","parameters":{parameters},"referencing":{referencing},"coverages":["#
         );
-        for (i, c) in coverages.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
+        parts.push(Part::Fixed(head));
+        for k in 0..answer.coverages.len() {
+            if k > 0 {
+                parts.push(Part::Fixed(",".into()));
             }
-            coverage(&mut out, plan, domain, c, kind, &referencing, None);
+            coverage(&mut parts, &answer, k, kind, &referencing, None);
         }
-        out.push_str("]}");
-    } else if let Some(c) = coverages.first() {
-        coverage(&mut out, plan, domain, c, kind, &referencing, Some(&parameters));
+        parts.push(Part::Fixed("]}".into()));
+    } else if !answer.coverages.is_empty() {
+        coverage(&mut parts, &answer, 0, kind, &referencing, Some(&parameters));
+    }
+    Text::new(answer, merged(parts))
+}
+
+/// Neighbouring fixed parts as one.
+fn merged(parts: Vec<Part>) -> Vec<Part> {
+    let mut out: Vec<Part> = Vec::with_capacity(parts.len());
+    for part in parts {
+        match (out.last_mut(), part) {
+            (Some(Part::Fixed(a)), Part::Fixed(b)) => a.push_str(&b),
+            (_, part) => out.push(part),
+        }
     }
     out
 }
 
-/// One `Coverage` object.
-fn coverage(
-    out: &mut String,
-    plan: &Plan,
-    domain: &Domain,
-    c: &Coverage,
-    kind: &str,
-    referencing: &str,
-    parameters: Option<&str>,
-) {
+/// The parts of one `Coverage` object.
+fn coverage(parts: &mut Vec<Part>, answer: &Answer, k: usize, kind: &str, referencing: &str, parameters: Option<&str>) {
+    let (plan, domain, c) = (&answer.plan, &answer.domain, &answer.coverages[k]);
+    let mut out = String::new();
     let _ =
         write!(out, r#"{{"type":"Coverage","domain":{{"type":"Domain","domainType":"{kind}","axes":{{"x":{{"values":"#);
-    numbers(out, &c.x, DataType::Float64);
+    numbers(&mut out, &c.x, DataType::Float64);
     out.push_str(r#"},"y":{"values":"#);
-    numbers(out, &c.y, DataType::Float64);
+    numbers(&mut out, &c.y, DataType::Float64);
     out.push('}');
     if let Some(t) = &domain.t {
         out.push_str(r#","t":{"values":"#);
@@ -177,7 +284,7 @@ fn coverage(
     }
     if let Some(z) = &domain.z {
         out.push_str(r#","z":{"values":"#);
-        numbers(out, z, DataType::Float64);
+        numbers(&mut out, z, DataType::Float64);
         out.push('}');
     }
     let _ = write!(out, r#"}},"referencing":{referencing}}}"#);
@@ -186,7 +293,7 @@ fn coverage(
     }
     out.push_str(r#","ranges":{"#);
     let (names, shape) = range_axes(kind, domain, c);
-    for (i, (p, values)) in plan.parameters.iter().zip(&c.values).enumerate() {
+    for (i, p) in plan.parameters.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
@@ -195,11 +302,13 @@ fn coverage(
         if !names.is_empty() {
             let _ = write!(out, r#","axisNames":{},"shape":{}"#, json!(names), json!(shape));
         }
-        out.push_str(r#","values":"#);
-        numbers(out, values, p.decoded);
-        out.push('}');
+        out.push_str(r#","values":["#);
+        parts.push(Part::Fixed(std::mem::take(&mut out)));
+        parts.push(Part::Values { coverage: k, parameter: i });
+        out.push_str("]}");
     }
     out.push_str("}}");
+    parts.push(Part::Fixed(out));
 }
 
 /// The axis names and shape of a coverage's ranges.
@@ -229,100 +338,101 @@ fn json_text(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_default()
 }
 
-/// Visits every (coverage, step, level, cell) an answer lists in GeoJSON and CSV, in order:
-/// `f(x, y, step, level, values index)`.
-fn each_row(domain: &Domain, coverages: &[Coverage], mut f: impl FnMut(&Coverage, f64, f64, usize, usize, usize)) {
-    let nt = domain.t.as_ref().map_or(1, Vec::len);
-    let nz = domain.z.as_ref().map_or(1, Vec::len);
-    for c in coverages {
-        let (ny, nx) = (c.y.len(), c.x.len());
-        for t in 0..nt {
-            for z in 0..nz {
-                for r in 0..ny {
-                    for k in 0..nx {
-                        let cell = r * nx + k;
-                        if c.mask.as_ref().is_some_and(|m| !m[cell]) {
-                            continue;
-                        }
-                        let at = (t * nz + z) * ny * nx + cell;
-                        f(c, zarrd_core::coords::geo::crs84_longitude(c.x[k]), c.y[r], t, z, at);
-                    }
-                }
-            }
-        }
+/// Positions (step, level, cell) of one coverage, listed or skipped as rows.
+fn rows_per_coverage(domain: &Domain, c: &Coverage) -> usize {
+    domain.t.as_ref().map_or(1, Vec::len) * domain.z.as_ref().map_or(1, Vec::len) * c.y.len() * c.x.len()
+}
+
+/// Row `at` of coverage `k` (in C order of step, level, cell): its step, level, x, y and
+/// values index; `None` for a cell not taken.
+fn row(answer: &Answer, k: usize, at: usize) -> Option<(usize, usize, f64, f64)> {
+    let c = &answer.coverages[k];
+    let cells = c.y.len() * c.x.len();
+    let nz = answer.domain.z.as_ref().map_or(1, Vec::len);
+    let cell = at % cells;
+    if c.mask.as_ref().is_some_and(|m| !m[cell]) {
+        return None;
     }
+    let (r, x) = (cell / c.x.len(), cell % c.x.len());
+    Some((at / (nz * cells), (at / cells) % nz, zarrd_core::coords::geo::crs84_longitude(c.x[x]), c.y[r]))
 }
 
-/// A GeoJSON body: one `Point` feature per cell taken, step and level.
-pub fn geo_json(plan: &Plan, domain: &Domain, coverages: &[Coverage]) -> String {
-    let mut out = String::from(r#"{"type":"FeatureCollection","features":["#);
-    let mut first = true;
-    let names: Vec<String> = plan.parameters.iter().map(|p| json_text(&p.name)).collect();
-    each_row(domain, coverages, |c, x, y, t, z, at| {
-        if !first {
-            out.push(',');
-        }
-        first = false;
-        out.push_str(r#"{"type":"Feature","geometry":{"type":"Point","coordinates":["#);
-        number(&mut out, x, DataType::Float64, "null");
+/// One GeoJSON `Point` feature (with a comma before it when `after` one): false for a
+/// cell not taken.
+fn feature(out: &mut String, answer: &Answer, coverage: usize, at: usize, after: bool) -> bool {
+    let Some((t, z, x, y)) = row(answer, coverage, at) else { return false };
+    if after {
         out.push(',');
-        number(&mut out, y, DataType::Float64, "null");
-        out.push_str(r#"]},"properties":{"#);
-        let mut sep = "";
-        if let Some(times) = &domain.t {
-            let _ = write!(out, r#""datetime":{}"#, json_text(&times[t]));
-            sep = ",";
-        }
-        if let Some(levels) = &domain.z {
-            out.push_str(sep);
-            out.push_str(r#""z":"#);
-            number(&mut out, levels[z], DataType::Float64, "null");
-            sep = ",";
-        }
-        for ((name, p), values) in names.iter().zip(&plan.parameters).zip(&c.values) {
-            let _ = write!(out, "{sep}{name}:");
-            number(&mut out, values[at], p.decoded, "null");
-            sep = ",";
-        }
-        out.push_str("}}");
-    });
-    out.push_str("]}");
-    out
+    }
+    out.push_str(r#"{"type":"Feature","geometry":{"type":"Point","coordinates":["#);
+    number(out, x, DataType::Float64, "null");
+    out.push(',');
+    number(out, y, DataType::Float64, "null");
+    out.push_str(r#"]},"properties":{"#);
+    let mut sep = "";
+    if let Some(times) = &answer.domain.t {
+        let _ = write!(out, r#""datetime":{}"#, json_text(&times[t]));
+        sep = ",";
+    }
+    if let Some(levels) = &answer.domain.z {
+        out.push_str(sep);
+        out.push_str(r#""z":"#);
+        number(out, levels[z], DataType::Float64, "null");
+        sep = ",";
+    }
+    for (p, values) in answer.plan.parameters.iter().zip(&answer.coverages[coverage].values) {
+        let _ = write!(out, "{sep}{}:", json_text(&p.name));
+        number(out, values[at], p.decoded, "null");
+        sep = ",";
+    }
+    out.push_str("}}");
+    true
 }
 
-/// A CSV body: `datetime`, `z` (with levels), `lat`, `lon`, then one column per parameter.
-pub fn csv(plan: &Plan, domain: &Domain, coverages: &[Coverage]) -> String {
-    let mut out = String::new();
+/// One CSV row (nothing for a cell not taken).
+fn csv_row(out: &mut String, answer: &Answer, coverage: usize, at: usize) {
+    let Some((t, z, x, y)) = row(answer, coverage, at) else { return };
+    if let Some(times) = &answer.domain.t {
+        out.push_str(&times[t]);
+        out.push(',');
+    }
+    if let Some(levels) = &answer.domain.z {
+        number(out, levels[z], DataType::Float64, "");
+        out.push(',');
+    }
+    number(out, y, DataType::Float64, "");
+    out.push(',');
+    number(out, x, DataType::Float64, "");
+    for (p, values) in answer.plan.parameters.iter().zip(&answer.coverages[coverage].values) {
+        out.push(',');
+        number(out, values[at], p.decoded, "");
+    }
+    out.push_str("\r\n");
+}
+
+/// GeoJSON: a `FeatureCollection` with one `Point` feature per cell taken, step and level.
+pub fn geo_json(answer: std::sync::Arc<Answer>) -> Text {
+    let parts = vec![
+        Part::Fixed(r#"{"type":"FeatureCollection","features":["#.into()),
+        Part::Features,
+        Part::Fixed("]}".into()),
+    ];
+    Text::new(answer, parts)
+}
+
+/// CSV: `datetime`, `z` (with levels), `lat`, `lon`, then one column per parameter.
+pub fn csv(answer: std::sync::Arc<Answer>) -> Text {
     let mut header: Vec<String> = Vec::new();
-    if domain.t.is_some() {
+    if answer.domain.t.is_some() {
         header.push("datetime".into());
     }
-    if domain.z.is_some() {
+    if answer.domain.z.is_some() {
         header.push("z".into());
     }
     header.extend(["lat".into(), "lon".into()]);
-    header.extend(plan.parameters.iter().map(|p| csv_field(&p.name)));
-    out.push_str(&header.join(","));
-    out.push_str("\r\n");
-    each_row(domain, coverages, |c, x, y, t, z, at| {
-        if let Some(times) = &domain.t {
-            out.push_str(&times[t]);
-            out.push(',');
-        }
-        if let Some(levels) = &domain.z {
-            number(&mut out, levels[z], DataType::Float64, "");
-            out.push(',');
-        }
-        number(&mut out, y, DataType::Float64, "");
-        out.push(',');
-        number(&mut out, x, DataType::Float64, "");
-        for (p, values) in plan.parameters.iter().zip(&c.values) {
-            out.push(',');
-            number(&mut out, values[at], p.decoded, "");
-        }
-        out.push_str("\r\n");
-    });
-    out
+    header.extend(answer.plan.parameters.iter().map(|p| csv_field(&p.name)));
+    let parts = vec![Part::Fixed(header.join(",") + "\r\n"), Part::Rows];
+    Text::new(answer, parts)
 }
 
 /// A CSV field, quoted when it must be (RFC 4180).

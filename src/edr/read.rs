@@ -177,12 +177,16 @@ pub async fn read(
         for ((resolved, reader), p) in place.iter().zip(&readers).zip(&plan.parameters) {
             let (stored, v, reservation) = resolved.read(reader).await?;
             versions.extend(v);
-            match &mut held {
-                Some(h) => h.merge(reservation),
-                None => held = Some(reservation),
-            }
+            // The decoded values are held until the answer is written: counted in the
+            // budget; the stored bytes (and their share) go once decoded.
+            let values_held = catalog.budget.reserve(resolved.len() * 8).await?;
             let mut decoded = vec![0.0; resolved.len() as usize];
             CfValues::of(&reader.meta).values_into(&stored, &mut decoded);
+            drop((stored, reservation));
+            match &mut held {
+                Some(h) => h.merge(values_held),
+                None => held = Some(values_held),
+            }
             values.push(in_edr_order(&decoded, &resolved.full_shape, &p.axes));
         }
         let coverage = match &plan.places {

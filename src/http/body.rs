@@ -13,7 +13,7 @@
 //! inner body once more after it ended, and a stream that panics then (`futures`' `unfold`)
 //! cut every compressed large body short. Streamed bodies are built only by [`streamed`]
 //! (clippy's `disallowed-methods` refuses `Body::from_stream`), which ends for good and
-//! checks the declared length; [`tracked`] bodies turn a panic while polling into an error
+//! checks the declared length, and by [`pieces`], made on demand by the handler's own code; [`tracked`] bodies turn a panic while polling into an error
 //! that aborts the connection, so the client sees a cut body, never a complete-looking one.
 
 use std::panic::AssertUnwindSafe;
@@ -213,6 +213,37 @@ impl<E: Into<Box<dyn std::error::Error + Send + Sync>>> http_body::Body for Stre
         let mut hint = SizeHint::new();
         hint.set_lower(if self.done { 0 } else { self.remaining });
         hint
+    }
+}
+
+/// A body of pieces made on demand by `next` (`None`: the end), for text whose length is
+/// only known once written (EDR answers): each piece is made when hyper has room for it,
+/// so a large answer is never held whole. It ends for good, and nothing but `next` feeds
+/// it, so it cannot end early the way a stream fed by another task can.
+pub fn pieces(next: impl FnMut() -> Option<Bytes> + Send + 'static) -> Body {
+    Body::new(Pieces { next: Box::new(next), done: false })
+}
+
+struct Pieces {
+    next: Box<dyn FnMut() -> Option<Bytes> + Send>,
+    done: bool,
+}
+
+impl http_body::Body for Pieces {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        if self.done {
+            return Poll::Ready(None);
+        }
+        let piece = (self.next)();
+        self.done = piece.is_none();
+        Poll::Ready(piece.map(|p| Ok(Frame::data(p))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.done
     }
 }
 

@@ -328,3 +328,42 @@ async fn a_private_collection_does_not_exist_for_a_caller_who_may_not_read_it() 
     assert_eq!(allowed.status, 200, "{}", allowed.describe());
     assert!(allowed.header("cache-control").starts_with("private"));
 }
+
+#[tokio::test]
+async fn large_answers_are_written_piece_by_piece_and_equal_the_slice() {
+    let app = app();
+    // A month of the whole grid (31 × 72 × 144 values, about 2 MB of text): streamed.
+    let url =
+        "/edr/collections/analysis:daily/cube?bbox=-180,-90,180,90&datetime=2001-01-01/2001-01-31&parameter-name=tas";
+    let reply = common::get(&app, url).await;
+    assert_eq!(reply.status, 200, "{}", reply.describe());
+    assert!(reply.headers.get("content-length").is_none(), "sent in pieces, without a length");
+    let got = reply.json();
+    assert_eq!(got["ranges"]["tas"]["shape"], json!([31, 72, 144]));
+    // The grid goes all the way round: every column, from the stored first (0°) eastwards,
+    // so the values are the stored region, as /v1/slice reads it.
+    let x = got["domain"]["axes"]["x"]["values"].as_array().unwrap();
+    assert_eq!((x[0].as_f64(), x[143].as_f64()), (Some(0.0), Some(357.5)));
+    let slice = browser_get(&app, "/v1/slice/analysis/daily/tas?s=0:31,:,:&format=json").await.json();
+    let flat: Vec<Value> = slice["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t.as_array().unwrap().iter().flat_map(|r| r.as_array().unwrap().clone()))
+        .collect();
+    assert!(same(&got["ranges"]["tas"]["values"], &Value::Array(flat)));
+    // The same in CSV: one row per cell and day.
+    let csv = common::get(&app, &format!("{url}&f=CSV")).await;
+    let rows = std::str::from_utf8(&csv.body).unwrap().lines().count();
+    assert_eq!(rows, 1 + 31 * 72 * 144);
+}
+
+#[tokio::test]
+async fn metrics_name_every_edr_request_one_route() {
+    let app = app();
+    assert_eq!(browser_get(&app, "/edr/collections").await.status, 200);
+    assert_eq!(browser_get(&app, "/edr/collections/edr/position?coords=POINT(0%200)").await.status, 200);
+    let text = String::from_utf8(common::get(&app, "/metrics").await.body.to_vec()).unwrap();
+    assert!(text.contains("zarrd_http_requests_total{route=\"/edr\",status=\"200\"}"), "{text}");
+    assert!(!text.contains("route=\"/edr/collections"), "{text}");
+}

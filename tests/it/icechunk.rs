@@ -295,3 +295,46 @@ async fn labels_and_reductions_read_a_version_of_a_repository() {
     let got = reduced.json()["data"].as_f64().unwrap();
     assert!((got - mean).abs() <= 1e-9 * mean.abs(), "{got} vs {mean}");
 }
+
+#[tokio::test]
+async fn edr_instances_are_the_versions_of_a_repository() {
+    // The virtual repository's root holds `air` on a lat/lon grid: collection `ic`, whose
+    // instances are its branches and tags, each queryable, a snapshot forever.
+    let app = app("virtual.icechunk", vec![place_sources()]);
+    let collection = get(&app, "/edr/collections/ic").await;
+    assert_eq!(collection.status, 200, "{}", collection.describe());
+    assert!(collection.json()["data_queries"]["instances"]["link"]["href"].as_str().unwrap().ends_with("/instances"));
+    let listed = get(&app, "/edr/collections/ic/instances").await.json();
+    let ids: Vec<&str> = listed["instances"].as_array().unwrap().iter().map(|i| i["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["main"]);
+    let (shape, air) = npy_values("combined__air.npy");
+    let (_, lat) = npy_values("air__lat.npy");
+    let (_, lon) = npy_values("air__lon.npy");
+    let (nt, ny, nx) = (shape[0] as usize, shape[1] as usize, shape[2] as usize);
+    let nearest = |values: &[f64], v: f64| {
+        (0..values.len()).min_by(|&a, &b| (values[a] - v).abs().total_cmp(&(values[b] - v).abs())).unwrap()
+    };
+    let (i, j) = (nearest(&lat, 45.3), nearest(&lon, 260.2));
+    let series: Vec<Value> = (0..nt)
+        .map(|t| air[(t * ny + i) * nx + j])
+        .map(|v| if v == -9999.0 { Value::Null } else { Value::from(v) })
+        .collect();
+    let snapshot =
+        get(&app, "/v1/datasets/ic/versions").await.json()["branches"][0]["snapshot"].as_str().unwrap().to_owned();
+    for version in ["main", snapshot.as_str()] {
+        let url =
+            format!("/edr/collections/ic/instances/{version}/position?coords=POINT(-99.8%2045.3)&parameter-name=air");
+        let reply = get(&app, &url).await;
+        assert_eq!(reply.status, 200, "{}", reply.describe());
+        let got = reply.json();
+        assert_eq!(got["domain"]["axes"]["x"]["values"][0].as_f64().unwrap(), lon[j] - 360.0);
+        assert_eq!(got["domain"]["axes"]["y"]["values"][0].as_f64().unwrap(), lat[i]);
+        let values = got["ranges"]["air"]["values"].as_array().unwrap();
+        let same =
+            |g: &Value, w: &Value| g == w || g.as_f64().zip(w.as_f64()).is_some_and(|(g, w)| g as f32 == w as f32);
+        assert!(values.len() == nt && values.iter().zip(&series).all(|(g, w)| same(g, w)), "{values:?} vs {series:?}");
+        let immutable = reply.header("cache-control").contains("immutable");
+        assert_eq!(immutable, version == snapshot, "{version}: {}", reply.describe());
+    }
+    get(&app, "/edr/collections/ic/instances/nope/position?coords=POINT(0%200)").await.assert_problem(404);
+}

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use axum::Extension;
+use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
@@ -14,11 +15,14 @@ use crate::edr::collection::Collection;
 use crate::edr::query::{self, Format, QueryType};
 use crate::edr::{documents, encode, read};
 use crate::error::{Error, Result};
-use crate::http::budget_body;
 use crate::http::conditional::{EtagBuilder, Validators, Varies};
 use crate::http::encode::json_response;
 use crate::http::extract::{Params, base_url};
 use crate::http::state::AppState;
+use crate::http::{body, budget_body};
+
+/// Answers that may take more text than this are sent in pieces as they are written.
+const WHOLE_BELOW: u128 = 1 << 20;
 
 /// Discovery documents take `f=json` (as OWSLib sends it) and nothing else.
 fn document_params(raw: Option<&str>) -> Result<()> {
@@ -186,17 +190,24 @@ impl Answer<'_> {
                 return Ok(v.unchanged());
             }
         }
-        let mut held = state.catalog.budget.reserve(u64::try_from(size).unwrap_or(u64::MAX)).await?;
-        let (coverages, versions, reservation) = read::read(&state.catalog, dataset, collection, &plan).await?;
-        held.merge(reservation);
+        // The values read stay held while the text is written from them, piece by piece.
+        let (coverages, versions, held) = read::read(&state.catalog, dataset, collection, &plan).await?;
         let domain = read::Domain::of(collection, &plan);
-        let body = async {
-            let text = match format {
-                Format::CoverageJson { .. } => encode::coverage_json(collection, &plan, &domain, &coverages),
-                Format::GeoJson => encode::geo_json(&plan, &domain, &coverages),
-                Format::Csv => encode::csv(&plan, &domain, &coverages),
+        let answer = Arc::new(encode::Answer { plan, domain, coverages });
+        let text = match format {
+            Format::CoverageJson { .. } => encode::coverage_json(collection, answer),
+            Format::GeoJson => encode::geo_json(answer),
+            Format::Csv => encode::csv(answer),
+        };
+        let body = async move {
+            // Small answers whole (with a length, and kept by the response cache).
+            let body = if size <= WHOLE_BELOW {
+                Body::from(text.whole())
+            } else {
+                let mut text = text;
+                body::pieces(move || text.next_piece())
             };
-            let response = ([(header::CONTENT_TYPE, format.media_type())], text).into_response();
+            let response = ([(header::CONTENT_TYPE, format.media_type())], body).into_response();
             Ok(budget_body::holding(response, held))
         };
         validators(&versions).respond(headers, body).await
