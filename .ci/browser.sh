@@ -9,7 +9,9 @@
 # series panel (.ci/browser_series.cjs) on three years of noleap daily data
 # (tests/fixtures/analysis/analysis.zarr, else a small store written here): a clicked
 # point's series, a drawn polygon's and box's area-weighted mean, monthly means, the CSV
-# download, the series restored from the URL, and the CSV of a private dataset; the
+# download, the series restored from the URL, and the CSV of a private dataset; the links
+# to an array's OGC API – EDR collection and to a point's EDR position query (also on the
+# 4-D tests/fixtures/edr/edr.zarr, a level fixed), absent where /edr has none; the
 # viewer for microscopists on OME-Zarr fixtures (.ci/browser_ome_viewer.cjs: channels,
 # composite, z slider, scale bar, labels, plate grid; viewer-ome.png);
 # then, on a server where the sample is private, the viewer is given an API key and reads
@@ -246,6 +248,20 @@ s = zarr.open_group("data/sample.zarr/climate", mode="r")
 slat, slon = s["lat"][:].astype("f8"), s["lon"][:].astype("f8")
 sy = int(np.argmin(np.abs(slat - 45.0)))
 sx = int(np.argmin(np.abs((slon + 75.0 + 180) % 360 - 180)))
+def edr_point():
+    """The EDR fixture's 4-D `ua` (time, plev, lat, lon) at 850 hPa, at the grid point
+    nearest 50 N 80 W (NaN on three steps there): a series with a level fixed."""
+    path = "tests/fixtures/edr/edr.zarr"
+    if not os.path.exists(os.path.join(path, "ua", "zarr.json")):
+        return None
+    e = zarr.open_group(path, mode="r")
+    plev, elat, elon = e["plev"][:], e["lat"][:].astype("f8"), e["lon"][:].astype("f8")
+    iz = int(np.argmin(np.abs(plev - 850)))
+    ey, ex = int(np.argmin(np.abs(elat - 50))), int(np.argmin(np.abs((elon + 80 + 180) % 360 - 180)))
+    ua = e["ua"][:, iz, ey, ex].astype("f8")
+    return {"dataset": "edr", "path": "ua", "level": iz, "plev": float(plev[iz]), "lat": 50.0, "lon": -80.0,
+            "series": clean(ua)}
+
 json.dump({
     "dataset": "analysis", "path": "daily/tas", "store": store,
     "units": g["tas"].attrs["units"], "long_name": g["tas"].attrs["long_name"],
@@ -254,6 +270,7 @@ json.dump({
               "series": clean(point), "monthly": [nanmean(point[steps[m]]) for m in months]},
     "polygon": area_series(polygon), "box": area_series(box),
     "sample": {"lat": float(slat[sy]), "lon": float(slon[sx]), "steps": 365},
+    "edr": edr_point(),
 }, open(out, "w"))
 PY
 
@@ -261,7 +278,8 @@ PY
 PORT=$(( 20000 + RANDOM % 20000 ))
 "$BIN" serve --listen "127.0.0.1:$PORT" --dataset sample=data/sample.zarr \
     --dataset ic=tests/fixtures/virtual/icechunk/native.icechunk --dataset climate="$MAPS" \
-    --dataset conf=tests/fixtures/conformance/data.zarr --dataset analysis="$ANALYSIS" >"${TMPDIR:-/tmp}/zarrd-browser.log" 2>&1 &
+    --dataset conf=tests/fixtures/conformance/data.zarr --dataset analysis="$ANALYSIS" \
+    --dataset edr=tests/fixtures/edr/edr.zarr >"${TMPDIR:-/tmp}/zarrd-browser.log" 2>&1 &
 SERVER=$!
 trap 'kill "$SERVER" 2>/dev/null || true; rm -rf "$SERIES_DIR"' EXIT
 for _ in $(seq 50); do curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.2; done

@@ -12,9 +12,15 @@
 //   the clicks that draw do not also pick points;
 // - the CSV link downloads (a real download) the rows the plot shows;
 // - a shared URL brings back the area and the monthly means;
+// - an array of an OGC API – EDR collection links to the collection's document (its href
+//   fetched: the collection's id, the array among its parameters), a clicked point's series
+//   to its EDR position query (its CoverageJSON's values the series'; on the 4-D EDR fixture
+//   with a level fixed too); no link, and no /edr request, for an array /edr has no
+//   collection for (not on a lat/lon grid, or with a time that has no coordinate array);
 // - nothing overflows the window, no console errors.
 // With "private" after the URL, on the server where the sample is private: given an API key,
-// a click's series and its CSV download go through the capability URL.
+// a click's series and its CSV download go through the capability URL, and the EDR link is
+// there exactly when /edr has the sample's collection for the holder of the key.
 // Prints "N passed, N failed" and exits non-zero on any failure.
 "use strict";
 const fs = require("node:fs");
@@ -123,13 +129,38 @@ function ringOf(query) {
   const text = new URLSearchParams(query).get("area") || "";
   return text.split(",").map((p) => p.trim().split(/\s+/).map(Number));
 }
+// The collection id of an array (docs/edr.md): the dataset for its root group, else
+// DATASET:GROUP:PATH.
+const collectionId = (dataset, path) => [dataset, ...path.split("/").slice(0, -1)].join(":");
+
+// The info's EDR link: {href (as written), text}, or null.
+const edrLink = (page) => page.evaluate(() => {
+  const a = document.getElementById("edr-link");
+  return a && { href: a.getAttribute("href"), text: a.textContent };
+});
+
+// A GET from the page of one of its links (the browser's own request, cookies and all).
+const fetchJson = (page, selector) => page.$eval(selector, async (a) => {
+  const r = await fetch(a.href);
+  return { status: r.status, type: r.headers.get("content-type"), body: await r.json().catch(() => null) };
+});
+
+// The series panel's EDR link, once shown: its href and the CoverageJSON it fetches.
+async function edrSeries(page) {
+  await page.waitForFunction(() => !document.getElementById("series-edr").hidden, { timeout: 20000 });
+  return { href: await page.$eval("#series-edr", (a) => a.getAttribute("href")), ...await fetchJson(page, "#series-edr") };
+}
+
 const ringNear = (got, want, tol) => got.length === want.length && got.every((p, i) => Math.abs(p[0] - want[i][0]) <= tol && Math.abs(p[1] - want[i][1]) <= tol);
 
 main(async (browser) => {
   const dir = await downloads(browser);
   try {
     if (mode === "private") await part("the series of a private dataset", () => privateSeries(browser, dir));
-    else await part("the series panel", () => seriesPanel(browser, dir));
+    else {
+      await part("the series panel", () => seriesPanel(browser, dir));
+      await part("the EDR links", () => edrLinks(browser));
+    }
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -142,6 +173,14 @@ async function seriesPanel(browser, dir) {
   await page.goto(`${base}/view/${exp.dataset}/${exp.path}`, { waitUntil: "networkidle0" });
   await mapIdle(page);
   check(await page.$eval("#tools", (e) => !e.hidden), "the map shows the draw-an-area tools");
+  const cid = collectionId(exp.dataset, exp.path);
+  const link = await edrLink(page);
+  check(link && link.text === "OGC EDR collection" && link.href === `/edr/collections/${cid}`,
+    `the info links to the array's EDR collection (${JSON.stringify(link)})`);
+  const doc = await fetchJson(page, "#edr-link");
+  const param = exp.path.split("/").pop();
+  check(doc.status === 200 && doc.body && doc.body.id === cid && Object.hasOwn(doc.body.parameter_names || {}, param),
+    `the link fetches collection ${cid} with ${param} among its parameters (${doc.status}, id ${doc.body && doc.body.id}, parameters ${doc.body && Object.keys(doc.body.parameter_names || {})})`);
 
   // The time slider's labels are the server's (a label selection of the coordinate).
   check(requests.some((u) => /\/v1\/slice\/analysis\/daily\/time\?sel=/.test(u)), "the time slider's labels come from the server (/v1/slice sel= on the time coordinate)");
@@ -169,6 +208,18 @@ async function seriesPanel(browser, dir) {
   const axis = await page.evaluate(() => window.zarrdPlot.axes[0]._values || []);
   check(axis.filter(Boolean).length > 0 && axis.every((l) => l === "" || exp.dates.includes(l)), `the plot's axis shows dates (${axis.filter(Boolean).join(", ")})`);
   check(new URLSearchParams(s.query).get("ll") !== null, `the clicked place is in the URL (${s.query})`);
+  const cov = await edrSeries(page);
+  const [, cq] = cov.href.split("?");
+  const ask = new URLSearchParams(cq);
+  const [plon, plat] = (ask.get("coords") || "").replace(/^POINT\((.*)\)$/, "$1").split(" ").map(Number);
+  const [llat, llon] = new URLSearchParams(s.query).get("ll").split(",").map(Number);
+  check(cov.href.startsWith(`/edr/collections/${cid}/position?`) && ask.get("parameter-name") === param
+    && plat === llat && plon === llon && !ask.has("datetime") && !ask.has("z"),
+    `the series panel links to the EDR position query of the place clicked (${decodeURIComponent(cov.href)})`);
+  const values = cov.body && cov.body.ranges && cov.body.ranges[param] && cov.body.ranges[param].values;
+  check(cov.status === 200 && /coverage\+json/.test(cov.type) && cov.body.domain.domainType === "PointSeries"
+    && Array.isArray(values) && sameF32(values, exp.point.series) && sameF32(values, s.values),
+    `its CoverageJSON (${cov.type}, ${cov.body && cov.body.domain && cov.body.domain.domainType}) has the series' ${values && values.length} values, as zarr-python reads them`);
 
   // Monthly means of the point.
   check(await page.$eval("#series-monthly", (e) => !e.disabled), "the monthly toggle is enabled (time has CF labels)");
@@ -179,6 +230,7 @@ async function seriesPanel(browser, dir) {
   check(JSON.stringify(s.labels) === JSON.stringify(exp.months) && sameNear(s.plotted, exp.point.monthly),
     `the point's ${s.labels.length} monthly means are NumPy's (worst relative difference ${worst(s.plotted, exp.point.monthly).toExponential(1)})`);
   check(new URLSearchParams(s.query).get("monthly") === "1", "monthly means are in the URL");
+  check(await page.$eval("#series-edr", (a) => a.hidden), "monthly means have no EDR link (no EDR query is their equivalent)");
   let csv = await downloadCsv(page, dir);
   check(csvMatches(csv, s) && csv.name.endsWith(".csv"), `the CSV link saves ${csv.name}: ${csv.values.length} rows, the plotted labels and values`);
 
@@ -277,5 +329,67 @@ async function privateSeries(browser, dir) {
   check(csvMatches(csv, s, false) && csv.labels[1] === "1", `the CSV link saves the plotted ${csv.values.length} rows for the holder of the key`);
   check(fetched.length > 0 && fetched.every((u) => new URL(u).pathname.startsWith("/t/")), "the CSV is fetched through the capability URL");
   check(!requests.some((u) => u.includes(process.env.API_KEY)), "the key never appears in a URL");
+  // The EDR links exactly where /edr has the sample's collection for the key's holder.
+  const cid = "sample:climate";
+  const r = await fetch(`${base}/edr/collections/${cid}`, { headers: { Authorization: `Bearer ${process.env.API_KEY}` } });
+  const doc = r.ok ? await r.json() : null;
+  const expected = !!(doc && Object.hasOwn(doc.parameter_names || {}, "t2m"));
+  const link = await edrLink(page);
+  check(!!link === expected && (!link || /^(https?:\/\/[^/]+)?\/t\/[^/]+\/edr\/collections\/sample:climate$/.test(link.href)),
+    `the EDR collection link is ${expected ? "there, behind the capability URL" : "absent"}: /edr/collections/${cid} answers the key's holder ${r.status} (${JSON.stringify(link)})`);
+  check(await page.$eval("#series-edr", (a) => a.hidden) === !expected, `the series' EDR link is ${expected ? "shown" : "absent"} too`);
   check(errors.length === 0, `no errors or failed requests ${errors.length ? JSON.stringify(errors) : ""}`);
+}
+
+// The EDR links elsewhere: the collection of a dataset's root group, a 4-D parameter with a
+// level fixed (its series' EDR position query asks z=), and arrays with no collection.
+async function edrLinks(browser) {
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 800, deviceScaleFactor: 1 });
+  const { errors, requests } = watch(page);
+
+  // A dataset's root group is the collection named by the dataset.
+  await page.goto(`${base}/view/climate/t2m`, { waitUntil: "networkidle0" });
+  await mapIdle(page);
+  let link = await edrLink(page);
+  check(link && link.href === "/edr/collections/climate", `a root group's array links to the collection named by its dataset (${JSON.stringify(link)})`);
+  let doc = await fetchJson(page, "#edr-link");
+  check(doc.status === 200 && doc.body.id === "climate" && Object.hasOwn(doc.body.parameter_names || {}, "t2m"),
+    `that link fetches collection climate with t2m (${doc.status}, id ${doc.body && doc.body.id})`);
+
+  // Not on a lat/lon grid (the deep-zoom view), and a map whose time has no coordinate
+  // array (the sample's t2m: only `time_units`): no collection, no link, no request.
+  for (const [path, what] of [["sample/terrain/elevation", "an array not on a lat/lon grid"], ["sample/climate/t2m", "a map /edr has no collection for"]]) {
+    const before = requests.length;
+    await page.goto(`${base}/view/${path}`, { waitUntil: "networkidle0" });
+    await page.waitForFunction(() => window.zarrdViewer || window.zarrdMap, { timeout: 20000 });
+    await sleep(300);
+    const cid = collectionId(...path.split(/\/(.*)/s).slice(0, 2));
+    const r = await fetch(`${base}/edr/collections/${cid}`);
+    const body = r.ok ? await r.json() : null;
+    const listed = !!(body && Object.hasOwn(body.parameter_names || {}, path.split("/").pop()));
+    link = await edrLink(page);
+    check(!listed && link === null && !requests.slice(before).some((u) => u.includes("/edr/")),
+      `${what} (${path}) has no EDR link and asks /edr nothing (/edr/collections/${cid}: ${r.status})`);
+  }
+
+  // A 4-D parameter (time, plev, lat, lon) at 850 hPa: the series' EDR query fixes the level.
+  const e = exp.edr;
+  if (!e) { check(true, "(no EDR fixture: the 4-D case is skipped)"); }
+  else {
+    await page.goto(`${base}/view/${e.dataset}/${e.path}?idx=0,${e.level}&ll=${e.lat},${e.lon}`, { waitUntil: "networkidle0" });
+    const s = await shown(page, "point", false);
+    link = await edrLink(page);
+    check(link && link.href === `/edr/collections/${e.dataset}`, `the 4-D ${e.path} links to collection ${e.dataset} (${JSON.stringify(link)})`);
+    const cov = await edrSeries(page);
+    const ask = new URLSearchParams(cov.href.split("?")[1]);
+    const values = cov.body && cov.body.ranges && cov.body.ranges[e.path] && cov.body.ranges[e.path].values;
+    check(Number(ask.get("z")) === e.plev && ask.get("parameter-name") === e.path && !ask.has("datetime"),
+      `its series' EDR link fixes the level: z=${ask.get("z")} (${decodeURIComponent(cov.href)})`);
+    check(cov.status === 200 && cov.body.domain.domainType === "PointSeries" && Array.isArray(values)
+      && sameF32(values, e.series) && sameF32(s.values, e.series),
+      `its CoverageJSON has the series' ${values && values.length} values at ${e.plev} hPa, as zarr-python reads them (missing: ${e.series.filter((v) => v === null).length})`);
+  }
+  check(errors.length === 0, `the EDR links cost no errors or failed requests ${errors.length ? JSON.stringify(errors) : ""}`);
+  await page.close();
 }

@@ -1,6 +1,7 @@
 // The series panel under the view (uPlot): the values along the first dimension at a
 // clicked point, or the area-weighted mean over an area drawn on the map; monthly means of
-// either; the series as CSV. The server does the reading and the arithmetic, so the plot
+// either; the series as CSV (and a clicked point's, where the array is an OGC API – EDR
+// parameter, as the equivalent EDR position query's CoverageJSON). The server does the reading and the arithmetic, so the plot
 // shows what a script asking the same URL gets:
 //   a map click   /v1/slice?sel=LAT:~lat,LON:~lon   (the server picks the nearest grid
 //                 point and says which in `point`; the title shows it)
@@ -144,6 +145,7 @@ async function showSeries(next) {
     dropPlot();
     $("series-title").textContent = e.message;
     $("series-csv").hidden = true;
+    $("series-edr").hidden = true;
     return;
   }
   if (ticket !== series.ticket) return;
@@ -157,9 +159,43 @@ async function showSeries(next) {
   csv.hidden = false;
   csv.href = state.base + series.shown.csv;
   csv.download = `${state.ds}_${state.path}_${state.series.kind}${monthly ? "_monthly" : ""}.csv`.replace(/[^\w.@-]+/g, "_");
+  seriesEdrLink();
   drawOverlay(body);
   plotSeries(labels, body.data);
   saveSoon();
+}
+
+// The OGC API – EDR position query of the series shown (docs/edr.md), or null: a clicked
+// point's values along the first dimension, the others at their sliders (a time by the
+// server's label, a level by its value: `datetime=`, `z=`), where the array is a parameter
+// of an EDR collection (state.edr, viewer.js). EDR takes the cell holding the point, whose
+// edges are midway between coordinates: the grid point /v1/slice's `~` picks. Monthly
+// means have no EDR equivalent.
+function edrUrl() {
+  const e = state.edr, s = state.series, shown = series.shown;
+  if (!e || !s || s.kind !== "point" || !shown || shown.monthly) return null;
+  const q = [`coords=${encodeURIComponent(`POINT(${s.lon} ${s.lat})`)}`, `parameter-name=${encodeURIComponent(e.parameter)}`];
+  for (let d = 1; d < state.indices.length; d++) {
+    const c = state.dims[d].coord, i = state.indices[d];
+    if (e.axes[d] === "t") {
+      if (!c.server) return null;
+      q.push(`datetime=${encodeURIComponent(c.labels[i])}`);
+    } else {
+      q.push(`z=${encodeURIComponent(c.values[i])}`);
+    }
+  }
+  return `${e.url}/position?${q.join("&")}`;
+}
+
+// The panel's "as CoverageJSON (EDR)" link, shown with a series EDR can answer (again when
+// the collection is found after the series).
+function seriesEdrLink() {
+  const a = $("series-edr");
+  const url = !$("series").hidden && edrUrl();
+  a.hidden = !url;
+  if (!url) return;
+  a.href = state.base + url;
+  a.download = `${state.ds}_${state.path}_point.covjson`.replace(/[^\w.@-]+/g, "_");
 }
 
 // The x labels: the server's (`coords`) where the first dimension has a coordinate array

@@ -9,7 +9,9 @@
 // server's own colormap tables and window, and every tile is asked for with that explicit
 // window, so the two cannot disagree. A click on the map, or an area drawn on it, shows a
 // series below (series.js). The view (indices, colormap, window, position, the series'
-// point or area, monthly means) is kept in the URL's query, so a view can be shared.
+// point or area, monthly means) is kept in the URL's query, so a view can be shared. An
+// array that is a parameter of an OGC API – EDR collection (its group, docs/edr.md) links to
+// the collection's document, and a clicked point's series to its EDR position query.
 //
 // Private datasets: the person gives an API key or a token (kept in sessionStorage, so in
 // this tab only, never in localStorage or a cookie); the viewer trades it for a capability
@@ -20,13 +22,14 @@
 
 const $ = (id) => document.getElementById(id);
 const state = {
-  ds: null, path: null, meta: null, base: "", dims: [], indices: [], geo: null,
+  ds: null, path: null, meta: null, base: "", dims: [], indices: [], geo: null, edr: null,
   auto: null, colormaps: null, series: null, monthly: false, nodes: new Map(), restore: null, opened: 0,
 };
 const SECRET = "zarrd.credential";
 const BEHIND = /^(\/t\/[^/]+)(\/.*)?$/;
 const LAT = /^(lat|latitude|y)$/i;
 const LON = /^(lon|longitude|x)$/i;
+const VERTICAL = /^(level|plev|depth|height|z)$/i;
 
 function enc(path) { return path.split("/").map(encodeURIComponent).join("/"); }
 
@@ -204,6 +207,7 @@ async function openArray(ds, path, query) {
   const ticket = ++state.opened;
   state.ds = ds;
   state.path = path;
+  state.edr = null;
   state.restore = query || new URLSearchParams();
   markCurrent();
   const info = $("info");
@@ -254,6 +258,7 @@ async function openArray(ds, path, query) {
   state.indices = state.dims.slice(0, -2).map((dim, d) => (Number.isInteger(restored[d]) && restored[d] >= 0 && restored[d] < dim.n ? restored[d] : 0));
   state.geo = await geoGrid(ticket);
   if (ticket !== state.opened) return;
+  edrCollection(ticket).catch(() => {});
   state.series = restoredSeries(state.restore);
   state.monthly = state.restore.get("monthly") === "1";
   buildSliders();
@@ -296,6 +301,43 @@ async function geoGrid(ticket) {
     $("info").append(el("p", { className: "small", textContent: `Shown as an image, not a map: ${e.message}` }));
     return null;
   }
+}
+
+// What each leading dimension is to OGC API – EDR ("t" a CF time, "z" a vertical one, each
+// with a coordinate array, at most one of each), or null when the array cannot be a
+// parameter of an EDR collection (docs/edr.md: as /edr finds them).
+function edrAxes() {
+  const axes = state.dims.slice(0, -2).map((dim) => {
+    const c = dim.coord;
+    if (!c || !c.path) return null;
+    if (c.isTime) return "t";
+    return VERTICAL.test(dim.name) || String(c.attrs.axis || "").toLowerCase() === "z" ? "z" : null;
+  });
+  return axes.every(Boolean) && new Set(axes).size === axes.length ? axes : null;
+}
+
+// The EDR collection of the array's group (`DATASET` for the root group, else
+// `DATASET:GROUP:PATH`; a version `DATASET@REF` is that collection's instance REF), when
+// the array is one of its parameters: state.edr, and a link to the collection's document
+// in the info (behind the capability URL in use, like every request). Asked only for a map
+// whose leading dimensions EDR takes, so that other arrays cost no request that must fail.
+async function edrCollection(ticket) {
+  const axes = state.geo && edrAxes();
+  const [name, ref] = state.ds.split("@");
+  const parts = state.path.split("/");
+  const parameter = parts.pop();
+  if (!axes || name.includes(":") || parts.some((p) => p.includes(":"))) return;
+  const cid = [name, ...parts].join(":");
+  const url = `/edr/collections/${[name, ...parts].map(encodeURIComponent).join(":")}` +
+    (ref ? `/instances/${encodeURIComponent(ref)}` : "");
+  const doc = await json(url);
+  if (ticket !== state.opened || !doc.parameter_names || !Object.hasOwn(doc.parameter_names, parameter)) return;
+  state.edr = { cid, url, parameter, axes };
+  $("info").append(el("p", { className: "small links" }, el("a", {
+    id: "edr-link", href: state.base + url, textContent: "OGC EDR collection",
+    title: `${cid}${ref ? " at " + ref : ""}: OGC API – EDR position, area, cube and radius queries of ${parameter} as CoverageJSON, GeoJSON or CSV`,
+  })));
+  seriesEdrLink();
 }
 
 function buildSliders() {
