@@ -15,8 +15,8 @@
 // - an array of an OGC API – EDR collection links to the collection's document (its href
 //   fetched: the collection's id, the array among its parameters), a clicked point's series
 //   to its EDR position query (its CoverageJSON's values the series'; on the 4-D EDR fixture
-//   with a level fixed too); no link, and no /edr request, for an array /edr has no
-//   collection for (not on a lat/lon grid, or with a time that has no coordinate array);
+//   with a level fixed too; the sample, whose days only `time_units` dates, too); no link,
+//   and no /edr request, for an array not on a lat/lon grid;
 // - nothing overflows the window, no console errors.
 // With "private" after the URL, on the server where the sample is private: given an API key,
 // a click's series and its CSV download go through the capability URL, and the EDR link is
@@ -357,9 +357,19 @@ async function edrLinks(browser) {
   check(doc.status === 200 && doc.body.id === "climate" && Object.hasOwn(doc.body.parameter_names || {}, "t2m"),
     `that link fetches collection climate with t2m (${doc.status}, id ${doc.body && doc.body.id})`);
 
-  // Not on a lat/lon grid (the deep-zoom view), and a map whose time has no coordinate
-  // array (the sample's t2m: only `time_units`): no collection, no link, no request.
-  for (const [path, what] of [["sample/terrain/elevation", "an array not on a lat/lon grid"], ["sample/climate/t2m", "a map /edr has no collection for"]]) {
+  // The sample's t2m: its days have no coordinate array, only `time_units` on the array,
+  // which /edr reads as the viewer does: group climate is collection sample:climate.
+  await page.goto(`${base}/view/sample/climate/t2m`, { waitUntil: "networkidle0" });
+  await mapIdle(page);
+  link = await edrLink(page);
+  check(link && link.href === "/edr/collections/sample:climate", `the sample's t2m links to collection sample:climate (${JSON.stringify(link)})`);
+  doc = await fetchJson(page, "#edr-link");
+  check(doc.status === 200 && doc.body.id === "sample:climate" && Object.hasOwn(doc.body.parameter_names || {}, "t2m")
+    && doc.body.extent.temporal.interval[0][0] === "2025-01-01T00:00:00Z",
+    `that link fetches collection sample:climate with t2m from 2025-01-01 (${doc.status}, id ${doc.body && doc.body.id})`);
+
+  // Not on a lat/lon grid (the deep-zoom view): no collection, no link, no request.
+  for (const [path, what] of [["sample/terrain/elevation", "an array not on a lat/lon grid"]]) {
     const before = requests.length;
     await page.goto(`${base}/view/${path}`, { waitUntil: "networkidle0" });
     await page.waitForFunction(() => window.zarrdViewer || window.zarrdMap, { timeout: 20000 });

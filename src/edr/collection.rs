@@ -15,6 +15,7 @@ use crate::catalog::{Catalog, Dataset};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::images::maps::source::{LAT_NAMES, LON_NAMES};
+use zarrd_core::coords::calendar::CfTime;
 use zarrd_core::coords::cf::CfValues;
 use zarrd_core::coords::labels::{Kind, Labels};
 use zarrd_core::zarr::data_type::DataType;
@@ -181,7 +182,7 @@ async fn find(
         if !reader.meta.data_type.is_real_number() {
             continue;
         }
-        let labels = coords.of(catalog, dataset, &reader).await?;
+        let labels = with_offset_times(&reader.meta, &*coords.of(catalog, dataset, &reader).await?);
         let Some(axes) = axes_of(catalog, dataset, &reader.path, &labels).await else { continue };
         let name = node.path.rsplit('/').next().unwrap_or(&node.path).to_owned();
         let meta = &reader.meta;
@@ -241,6 +242,27 @@ async fn find(
         collection.parameters.push(parameter);
     }
     Ok(found)
+}
+
+/// `labels`, with a leading dimension that has no coordinate array but whose offsets the
+/// array's attributes give (`time_units: "days since 2025-01-01"`, `time_calendar`: the
+/// viewer's convention, which the bundled sample follows) labelled as CF times 0, 1, 2…
+fn with_offset_times(meta: &ArrayMetadata, labels: &ArrayLabels) -> ArrayLabels {
+    let mut out =
+        ArrayLabels { names: labels.names.clone(), labels: labels.labels.clone(), digests: labels.digests.clone() };
+    let leading = out.names.len().saturating_sub(2);
+    for d in 0..leading {
+        let (Some(name), None) = (&out.names[d], &out.labels[d]) else { continue };
+        let Some(units) = text_of(&meta.attributes, &format!("{name}_units")) else { continue };
+        let calendar = text_of(&meta.attributes, &format!("{name}_calendar"));
+        if let Ok(time) = CfTime::parse(&units, calendar.as_deref())
+            && meta.shape[d] <= crate::analysis::coordinates::MAX_LABELS
+        {
+            let steps = (0..meta.shape[d]).map(|i| i as f64).collect();
+            out.labels[d] = Some(Arc::new(Labels::new(steps, Kind::Time(time))));
+        }
+    }
+    out
 }
 
 /// A text attribute.

@@ -303,14 +303,15 @@ async function geoGrid(ticket) {
   }
 }
 
-// What each leading dimension is to OGC API – EDR ("t" a CF time, "z" a vertical one, each
-// with a coordinate array, at most one of each), or null when the array cannot be a
+// What each leading dimension is to OGC API – EDR ("t" a CF time, from a coordinate array
+// or `time_units`; "z" a vertical one with a coordinate array; at most one of each), or null when the array cannot be a
 // parameter of an EDR collection (docs/edr.md: as /edr finds them).
 function edrAxes() {
   const axes = state.dims.slice(0, -2).map((dim) => {
     const c = dim.coord;
+    // A time without a coordinate array is one EDR takes from `time_units` too.
+    if (c && c.isTime) return "t";
     if (!c || !c.path) return null;
-    if (c.isTime) return "t";
     return VERTICAL.test(dim.name) || String(c.attrs.axis || "").toLowerCase() === "z" ? "z" : null;
   });
   return axes.every(Boolean) && new Set(axes).size === axes.length ? axes : null;
