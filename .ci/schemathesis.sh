@@ -9,14 +9,19 @@
 # Builds nothing: pass the binary. Installs schemathesis (pinned) into a venv under
 # ${XDG_CACHE_HOME:-$HOME/.cache}/zarrd-ci/ when it is missing; starts the server on a free
 # loopback port serving tests/fixtures/conformance as `conformance`, data/sample.zarr as
-# `sample`, tests/fixtures/extra as `extra` and one conformance array as `rootarray` (a
-# dataset whose root is an array); runs schemathesis with a fixed seed and a bounded number
+# `sample`, tests/fixtures/extra as `extra`, one conformance array as `rootarray` (a
+# dataset whose root is an array), and for /edr the EDR collections of tests/fixtures/edr
+# (`edr`), tests/fixtures/analysis (`analysis`) and the versioned Icechunk repository
+# tests/fixtures/virtual/icechunk/virtual.icechunk (`ic`, its instances; its virtual chunks
+# are copied to /tmp/zarrd-virtual-fixtures/source/, where they say they are, as
+# .ci/edr_clients.sh does); runs schemathesis with a fixed seed and a bounded number
 # of examples (well under two minutes on 2 cores); stops the server; exits non-zero on any
 # failure, printing each with a curl command that reproduces it.
 #
-# Environment: ST_MAX_EXAMPLES (default 150) cases per operation and phase, ST_SEED
-# (default 20250101), ST_WORKERS (default 2), ST_EXTRA_ARGS (more schemathesis options,
-# word-split, e.g. "--include-path-regex ^/zarr/"), PYTHON (default python3, >= 3.9).
+# Environment: ST_MAX_EXAMPLES (default 150) cases per operation and phase (a third of
+# that for the /edr operations), ST_SEED (default 20250101), ST_WORKERS (default 2),
+# ST_EXTRA_ARGS (more schemathesis options, word-split, e.g. "--include-path-regex ^/zarr/"),
+# PYTHON (default python3, >= 3.9).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -79,7 +84,21 @@ CONFORMANCE=$ROOT/tests/fixtures/conformance/data.zarr
 SAMPLE=$ROOT/data/sample.zarr
 EXTRA=$ROOT/tests/fixtures/extra/data.zarr
 ROOTARRAY=$CONFORMANCE/regular/f4_zstd_partial
-for d in "$CONFORMANCE" "$SAMPLE" "$EXTRA" "$ROOTARRAY"; do [[ -d $d ]] || die "fixture missing: $d"; done
+EDR=$ROOT/tests/fixtures/edr/edr.zarr
+ANALYSIS=$ROOT/tests/fixtures/analysis/analysis.zarr
+ICECHUNK=$ROOT/tests/fixtures/virtual/icechunk/virtual.icechunk
+for d in "$CONFORMANCE" "$SAMPLE" "$EXTRA" "$ROOTARRAY" "$EDR" "$ANALYSIS" "$ICECHUNK"; do
+    [[ -d $d ]] || die "fixture missing: $d"
+done
+# The Icechunk repository's virtual chunks, where its container says they are.
+SOURCES=/tmp/zarrd-virtual-fixtures/source
+mkdir -p "$SOURCES"
+for name in air.nc air2.nc; do
+    if ! cmp -s "$ROOT/tests/fixtures/virtual/source/$name" "$SOURCES/$name"; then
+        cp "$ROOT/tests/fixtures/virtual/source/$name" "$SOURCES/$name.$$"
+        mv -f "$SOURCES/$name.$$" "$SOURCES/$name"
+    fi
+done
 
 # A small response limit so that whole-array requests exercise 413 and JSON bodies stay
 # quick to validate; everything else is the default configuration.
@@ -113,6 +132,18 @@ url = "$ROOTARRAY"
 # A versioned (Icechunk) dataset, so GET /v1/datasets/{ds}/versions reaches one.
 [datasets.versioned]
 url = "$ROOT/tests/fixtures/virtual/icechunk/native.icechunk"
+
+# EDR collections (/edr only: the /v1 operations are not narrowed to these).
+[datasets.edr]
+url = "$EDR"
+
+[datasets.analysis]
+url = "$ANALYSIS"
+
+# A versioned dataset with an EDR collection, so the instance routes reach one.
+[datasets.ic]
+url = "$ICECHUNK"
+virtual_refs = ["file://$SOURCES/"]
 EOF
 
 log "starting $BIN on $BASE"
@@ -131,9 +162,10 @@ done
 "$PYTHON" -c "import urllib.request; urllib.request.urlopen('$BASE/readyz', timeout=5)" || die "the server did not become ready"
 
 # --- the spec, narrowed to the served data, and generation hooks -------------------------
-# openapi.yaml describes any deployment: `ds`, `path` and `key` are free strings. Random
-# strings would only ever reach 404s, so the copy tested here turns them into enums of
-# what this server really serves (derived from the stores, so new fixtures are picked up).
+# openapi.yaml describes any deployment: `ds`, `path`, `key`, `collectionId` and
+# `instanceId` are free strings. Random strings would only ever reach 404s, so the copy
+# tested here turns them into enums of what this server really serves (derived from the
+# stores, so new fixtures are picked up; the EDR collections listed below).
 # Everything else, in particular every response, is tested as written in openapi.yaml.
 "$VENV/bin/python" - "$ROOT/openapi.yaml" "$WORK" \
     "conformance=$CONFORMANCE" "sample=$SAMPLE" "extra=$EXTRA" "rootarray=$ROOTARRAY" <<'EOF'
@@ -167,6 +199,21 @@ params["key"]["schema"] = {"type": "string", "enum": sorted({k for v in keys.val
 for param in spec["paths"]["/v1/datasets/{ds}/versions"]["get"]["parameters"]:
     if param["name"] == "ds":
         param["schema"] = {"type": "string", "enum": ["versioned"]}
+# EDR: collections of every kind (levels; packed values; no time; a 360_day calendar and a
+# grid that is not global; descending and irregular latitudes; a 0..360 grid; mixed axes;
+# times from `time_units`), and on the instance routes the versioned dataset's collection at
+# its one branch.
+params["collectionId"]["schema"] = {"type": "string", "enum": [
+    "edr", "edr:surface", "edr:static", "analysis:daily", "analysis:calendars:c360", "analysis:irregular", "ic",
+    "sample:climate"]}
+params["instanceId"]["schema"] = {"type": "string", "enum": ["main"]}
+versioned = {k: v for k, v in params["collectionId"].items() if k != "example"}
+versioned["schema"] = {"type": "string", "enum": ["ic"]}
+for route, item in spec["paths"].items():
+    if route.startswith("/edr/collections/{collectionId}/instances"):
+        op = item["get"]
+        op["parameters"] = [versioned if p.get("$ref") == "#/components/parameters/collectionId" else p
+                            for p in op["parameters"]]
 with open(os.path.join(work, "openapi.yaml"), "w") as f:
     yaml.safe_dump(spec, f, sort_keys=False)
 with open(os.path.join(work, "served.json"), "w") as f:
@@ -183,19 +230,34 @@ EOF
 # `s` is usually a random valid selection for the array's shape; `c` usually a chunk of
 # the read grid (taken from the server's own listing); options that only combine with
 # others (vmin/vmax without png, format without decoded, a foreign cursor, If-Match with
-# a random tag) are usually dropped; `Range` is usually a random byte range. The module
-# also registers the zarrd_* checks (see its end).
+# a random tag) are usually dropped; `Range` is usually a random byte range; an EDR query
+# usually takes points, polygons, boxes, steps, levels and parameters of the collection
+# asked (from its collection document), with a format or an `Accept`. The module also
+# registers the zarrd_* checks (see its end).
 cat >"$WORK/zarrd_hooks.py" <<'EOF'
 import ast
 import json
 import os
 import re
 import struct
+import threading
 import urllib.parse
 import urllib.request
 
 import schemathesis
 from hypothesis import strategies as st
+
+# CPython before 3.11.8 fails `ast.parse` run by two threads at once (cpython#106905), and
+# hypothesis parses the source of lambdas from every worker thread: one parse at a time.
+_ast_parse, _ast_lock = ast.parse, threading.Lock()
+
+
+def _serial_ast_parse(*args, **kwargs):
+    with _ast_lock:
+        return _ast_parse(*args, **kwargs)
+
+
+ast.parse = _serial_ast_parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVED = json.load(open(os.path.join(HERE, "served.json")))
@@ -296,6 +358,80 @@ def byte_range():
     )
 
 
+EDR_QUERIES = ("position", "area", "cube", "radius")
+EDR_ACCEPTS = [
+    "application/prs.coverage+json", "application/vnd.cov+json", "application/geo+json", "text/csv", "*/*",
+    "application/json", "", "text/csv;q=0.5, application/geo+json",
+]
+_EDR = {}
+
+
+def edr_collection(cid, instance):
+    """The collection document of `cid` (at version `instance`), from the server, or None."""
+    if (cid, instance) not in _EDR:
+        url = f"{BASE}/edr/collections/{urllib.parse.quote(cid, safe=':@')}"
+        if instance is not None:
+            url += f"/instances/{urllib.parse.quote(instance, safe='')}"
+        try:
+            with urllib.request.urlopen(url, timeout=30) as r:
+                _EDR[(cid, instance)] = json.load(r)
+        except Exception:
+            _EDR[(cid, instance)] = None
+    return _EDR[(cid, instance)]
+
+
+@st.composite
+def edr_query(draw, kind, doc):
+    """Parameters of an EDR query `kind` that mostly take cells, steps and levels of `doc`."""
+    west, south, east, north = doc["extent"]["spatial"]["bbox"][0]
+    east += 360 if west > east else 0
+    south, north = max(south, -89.0), min(north, 89.0)
+
+    def point():
+        x = draw(st.floats(west, east, allow_nan=False))
+        y = draw(st.floats(south, north, allow_nan=False))
+        return round((x + 180) % 360 - 180, 2), round(y, 2)
+
+    def square(x, y, d):
+        s, n = max(y - d, -90), min(y + d, 90)
+        return [(x - d, s), (x + d, s), (x + d, n), (x - d, n)]
+
+    query = {"parameter_names": None}
+    names = sorted(doc["parameter_names"])
+    query["parameter-name"] = ",".join(draw(st.lists(st.sampled_from(names), min_size=1, max_size=2, unique=True)))
+    d = draw(st.sampled_from([0.5, 3, 8, 20]))
+    if kind == "position":
+        points = [point() for _ in range(draw(st.sampled_from([1, 1, 1, 2, 3])))]
+        text = ",".join(f"({x} {y})" for x, y in points)
+        query["coords"] = f"POINT({points[0][0]} {points[0][1]})" if len(points) == 1 else f"MULTIPOINT({text})"
+    elif kind == "area":
+        ring = square(*point(), d)
+        query["coords"] = "POLYGON((" + ",".join(f"{x} {y}" for x, y in ring + ring[:1]) + "))"
+    elif kind == "cube":
+        (w, s), _, (e, n), _ = square(*point(), d)
+        query["bbox"] = f"{w},{s},{e},{n}"
+    else:
+        query["coords"] = "POINT({} {})".format(*point())
+        unit, factor = draw(st.sampled_from([(None, 1), ("km", 1), ("m", 1000), ("mi", 0.621371)]))
+        query["within"] = round(draw(st.sampled_from([0, 100, 600, 1500])) * factor, 1)
+        query["within-units"] = unit
+    times = doc["extent"].get("temporal", {}).get("values", [])
+    if not times or draw(st.booleans()):
+        query["datetime"] = None
+    else:
+        i = draw(st.integers(0, len(times) - 1))
+        j = draw(st.integers(i, min(i + 3, len(times) - 1)))
+        forms = [times[i], times[i][:10], f"{times[i]}/{times[j]}", f"{times[j]}/..", f"../{times[i]}"]
+        query["datetime"] = draw(st.sampled_from(forms))
+    levels = doc["extent"].get("vertical", {}).get("values", [])
+    if not levels or draw(st.booleans()):
+        query["z"] = None
+    else:
+        a, b = draw(st.sampled_from(levels)), draw(st.sampled_from(levels))
+        query["z"] = draw(st.sampled_from([a, f"{a}/{b}", f"{a},{b}"]))
+    return query
+
+
 def _merged(original, changes):
     merged = original.copy()
     for key, value in changes.items():
@@ -332,6 +468,17 @@ def flatmap_case(context, case):
         if draw(rarely):
             # Revalidation of whatever is current: 304 (or 412-free for /zarr).
             headers["If-None-Match"] = "*"
+        if route.startswith("/edr/collections/{collectionId}/") and route.rsplit("/", 1)[1] in EDR_QUERIES:
+            cid = urllib.parse.unquote(original_path.get("collectionId", ""))
+            instance = original_path.get("instanceId")
+            doc = edr_collection(cid, None if instance is None else urllib.parse.unquote(instance))
+            if doc is not None and draw(usually):
+                query.update(draw(edr_query(route.rsplit("/", 1)[1], doc)))
+            if draw(sometimes):
+                # Content negotiation instead of `f`.
+                query["f"] = None
+                headers["Accept"] = draw(st.sampled_from(EDR_ACCEPTS))
+            return query, headers, path_parameters
         if route.startswith("/zarr/"):
             if draw(usually):
                 headers.update({"If-Match": None, "If-Unmodified-Since": None})
@@ -554,10 +701,23 @@ EOF
 # read-only API does not have.
 # Run from the temp dir: schemathesis keeps a crash database in ./.schemathesis/ and reads
 # ./schemathesis.toml, neither of which belongs in (or may leak from) the work tree.
+# The number of examples is set there, not with --max-examples (which would override the
+# per-operation setting): the 16 /edr operations get a third of it, as their inputs are
+# few (the discovery documents take only `f`; the queries are steered to a handful of
+# collections, and the instance routes repeat them on one), so that they add about a
+# fifth to the run rather than two thirds.
+cat >"$WORK/schemathesis.toml" <<EOF
+generation.max-examples = $MAX_EXAMPLES
+
+[[operations]]
+include-path-regex = "^/edr"
+generation.max-examples = $(( MAX_EXAMPLES / 3 > 0 ? MAX_EXAMPLES / 3 : 1 ))
+EOF
 cd "$WORK"
 # CPython 3.11 before 3.11.8 can raise `SystemError: AST constructor recursion depth
 # mismatch` inside hypothesis (ast.parse from several worker threads, cpython#106905): a
-# crash of the tool, not a finding. Such a run, with no check failing, is run once more.
+# crash of the tool, not a finding. The hooks module serializes ast.parse; should a run
+# still crash so, with no check failing, it is run once more.
 run_st() {
 # shellcheck disable=SC2086
     ZARRD_BASE=$BASE PYTHONPATH=$WORK${PYTHONPATH:+:$PYTHONPATH} SCHEMATHESIS_HOOKS=zarrd_hooks \
@@ -566,7 +726,6 @@ run_st() {
         --checks all \
         --exclude-checks positive_data_acceptance,use_after_free,ensure_resource_availability,ignored_auth,object_level_authorization,missing_required_header \
         --phases examples,coverage,fuzzing \
-        --max-examples "$MAX_EXAMPLES" \
         --continue-on-failure \
         --seed "$SEED" \
         --generation-database none \
