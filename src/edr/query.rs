@@ -331,13 +331,14 @@ fn places(collection: &Collection, query: QueryType, params: &impl Get) -> Resul
         }
         QueryType::Cube => {
             let text = required("bbox", "bbox=-80,40,-70,50")?;
-            let numbers: Vec<f64> = text.split(',').filter_map(|s| s.trim().parse::<f64>().ok()).collect();
-            let [west, south, east, north] = numbers[..] else {
+            // Every item a number: a typo (`10,40,,20,50`) is refused, never read as another box.
+            let numbers: Option<Vec<f64>> = text.split(',').map(|s| s.trim().parse::<f64>().ok()).collect();
+            let Some([west, south, east, north]) = numbers.as_deref().and_then(|n| <[f64; 4]>::try_from(n).ok()) else {
                 return Err(Error::BadRequest(format!(
                     "bbox `{text}` is not four numbers minlon,minlat,maxlon,maxlat (levels go in z)"
                 )));
             };
-            if !numbers.iter().all(|v| v.is_finite()) || south > north {
+            if ![west, south, east, north].iter().all(|v| v.is_finite()) || south > north {
                 return Err(Error::BadRequest(format!("bbox `{text}`: minlat must not be above maxlat")));
             }
             let taken = cells_where(&lat, &lon, (south, north), |x, _| geo::in_arc(x, west, east));

@@ -367,3 +367,22 @@ async fn metrics_name_every_edr_request_one_route() {
     assert!(text.contains("zarrd_http_requests_total{route=\"/edr\",status=\"200\"}"), "{text}");
     assert!(!text.contains("route=\"/edr/collections"), "{text}");
 }
+
+#[tokio::test]
+async fn a_bbox_is_four_numbers_and_nothing_else() {
+    let app = app();
+    for bbox in [
+        "10,40,,20,50",
+        "10,40,20,50,abc",
+        "1,2,x,20,20",
+        "10,40,20",
+        "-80,40,-70,50,0,1000",
+        "10;40;20;50",
+        "0,50,10,40",
+    ] {
+        let reply = browser_get(&app, &format!("/edr/collections/edr:static/cube?bbox={bbox}")).await;
+        let detail = reply.assert_problem(400)["detail"].as_str().unwrap().to_owned();
+        assert!(detail.contains("bbox"), "{bbox}: {detail}");
+    }
+    assert_eq!(browser_get(&app, "/edr/collections/edr:static/cube?bbox=10,40,20,50").await.status, 200);
+}
