@@ -262,22 +262,30 @@ fn npy_values(name: &str) -> (Vec<u64>, Vec<f64>) {
     (npy.shape, values)
 }
 
+/// `air` of the virtual repository's main (`npy` fixtures) at the grid point nearest
+/// (`lat`, `lon`), ties to the lower index: its row and column, latitude and longitude, and
+/// series (`None` where the `_FillValue` -9999 stands).
+fn air_at(lat: f64, lon: f64) -> (usize, usize, f64, f64, Vec<Option<f64>>) {
+    let (shape, air) = npy_values("combined__air.npy");
+    let (_, lats) = npy_values("air__lat.npy");
+    let (_, lons) = npy_values("air__lon.npy");
+    let (nt, ny, nx) = (shape[0] as usize, shape[1] as usize, shape[2] as usize);
+    let nearest = |values: &[f64], v: f64| {
+        (0..values.len()).min_by(|&a, &b| (values[a] - v).abs().total_cmp(&(values[b] - v).abs())).unwrap()
+    };
+    let (i, j) = (nearest(&lats, lat), nearest(&lons, lon));
+    let series = (0..nt).map(|t| air[(t * ny + i) * nx + j]).map(|v| (v != -9999.0).then_some(v)).collect();
+    (i, j, lats[i], lons[j], series)
+}
+
 #[tokio::test]
 async fn labels_and_reductions_read_a_version_of_a_repository() {
     // `air` of the virtual repository's main: (time, lat, lon) float32 with `_FillValue`
     // -9999, virtual chunks in two NetCDF files; its coordinates are VirtualiZarr's too.
     let app = app("virtual.icechunk", vec![place_sources()]);
-    let (shape, air) = npy_values("combined__air.npy");
-    let (_, lat) = npy_values("air__lat.npy");
-    let (_, lon) = npy_values("air__lon.npy");
-    let (nt, ny, nx) = (shape[0] as usize, shape[1] as usize, shape[2] as usize);
-    // The nearest grid point to 45.3 N, 260.2 E, ties to the lower index.
-    let nearest = |values: &[f64], v: f64| {
-        (0..values.len()).min_by(|&a, &b| (values[a] - v).abs().total_cmp(&(values[b] - v).abs())).unwrap()
-    };
-    let (i, j) = (nearest(&lat, 45.3), nearest(&lon, 260.2));
-    let series: Vec<f64> =
-        (0..nt).map(|t| air[(t * ny + i) * nx + j]).map(|v| if v == -9999.0 { f64::NAN } else { v }).collect();
+    let (i, j, _, _, series) = air_at(45.3, 260.2);
+    let series: Vec<f64> = series.iter().map(|v| v.unwrap_or(f64::NAN)).collect();
+    let nt = series.len();
     let sel = "sel=lat:~45.3,lon:~260.2";
     let slice = get(&app, &format!("/v1/slice/ic@main/air?{sel}&format=json")).await;
     assert_eq!(slice.status, 200, "{}", slice.describe());
@@ -307,18 +315,9 @@ async fn edr_instances_are_the_versions_of_a_repository() {
     let listed = get(&app, "/edr/collections/ic/instances").await.json();
     let ids: Vec<&str> = listed["instances"].as_array().unwrap().iter().map(|i| i["id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["main"]);
-    let (shape, air) = npy_values("combined__air.npy");
-    let (_, lat) = npy_values("air__lat.npy");
-    let (_, lon) = npy_values("air__lon.npy");
-    let (nt, ny, nx) = (shape[0] as usize, shape[1] as usize, shape[2] as usize);
-    let nearest = |values: &[f64], v: f64| {
-        (0..values.len()).min_by(|&a, &b| (values[a] - v).abs().total_cmp(&(values[b] - v).abs())).unwrap()
-    };
-    let (i, j) = (nearest(&lat, 45.3), nearest(&lon, 260.2));
-    let series: Vec<Value> = (0..nt)
-        .map(|t| air[(t * ny + i) * nx + j])
-        .map(|v| if v == -9999.0 { Value::Null } else { Value::from(v) })
-        .collect();
+    let (_, _, lat, lon, series) = air_at(45.3, 260.2);
+    let series: Vec<Value> = series.iter().map(|v| v.map_or(Value::Null, Value::from)).collect();
+    let nt = series.len();
     let snapshot =
         get(&app, "/v1/datasets/ic/versions").await.json()["branches"][0]["snapshot"].as_str().unwrap().to_owned();
     for version in ["main", snapshot.as_str()] {
@@ -327,8 +326,8 @@ async fn edr_instances_are_the_versions_of_a_repository() {
         let reply = get(&app, &url).await;
         assert_eq!(reply.status, 200, "{}", reply.describe());
         let got = reply.json();
-        assert_eq!(got["domain"]["axes"]["x"]["values"][0].as_f64().unwrap(), lon[j] - 360.0);
-        assert_eq!(got["domain"]["axes"]["y"]["values"][0].as_f64().unwrap(), lat[i]);
+        assert_eq!(got["domain"]["axes"]["x"]["values"][0].as_f64().unwrap(), lon - 360.0);
+        assert_eq!(got["domain"]["axes"]["y"]["values"][0].as_f64().unwrap(), lat);
         let values = got["ranges"]["air"]["values"].as_array().unwrap();
         let same =
             |g: &Value, w: &Value| g == w || g.as_f64().zip(w.as_f64()).is_some_and(|(g, w)| g as f32 == w as f32);
