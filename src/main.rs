@@ -1,5 +1,6 @@
 //! The zarrd command line: load the configuration, open the datasets, serve.
 
+use std::future::Future;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,6 +13,7 @@ use tracing_subscriber::EnvFilter;
 use zarrd::AppState;
 use zarrd::catalog::Catalog;
 use zarrd::config::{Config, Overrides};
+use zarrd::http::server::Settings;
 
 /// mimalloc instead of glibc's malloc: per-request buffers (a 256 KiB tile, 2 MiB bands)
 /// are reused from thread-local pages instead of being trimmed back to the kernel with
@@ -110,7 +112,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let served = runtime.block_on(serve(AppState::new(catalog, config)));
+    let state = AppState::new(catalog, config);
+    let served = if state.config.http.runtime == "per_core" {
+        serve_per_core(&runtime, &state)
+    } else {
+        runtime.block_on(serve(state))
+    };
     // A decode still running on the blocking pool must not hold the exit up: the shutdown
     // timeout has already passed.
     runtime.shutdown_timeout(Duration::from_secs(1));
@@ -183,18 +190,12 @@ fn init_logging(config: &Config) -> std::io::Result<zarrd_core::ops::logbuf::Gua
     Ok(guard)
 }
 
-async fn serve(state: AppState) -> std::io::Result<()> {
+/// What serving starts with, in either runtime: the connection settings, the background
+/// work (dataset health, the identity provider's keys) and the shutdown sequence to await.
+fn prepare(state: &AppState) -> (Settings, impl Future<Output = ()> + use<>) {
     let fd_limit = zarrd::http::server::raise_fd_limit().unwrap_or(1024);
-    let settings = zarrd::http::server::Settings::new(&state.config.http, fd_limit);
-    let listen = state.config.listen;
-    let listener = tokio::net::TcpListener::bind(listen).await?;
-    tracing::info!(
-        %listen,
-        datasets = state.config.datasets.len(),
-        max_connections = settings.max_connections,
-        fd_limit,
-        "zarrd listening"
-    );
+    let settings = Settings::new(&state.config.http, fd_limit);
+    tracing::info!(fd_limit, max_connections = settings.max_connections, runtime = %state.config.http.runtime, "connection limits");
     // Dataset health is checked in the background from the start, so /v1/datasets and
     // zarrd_dataset_up are current without any request waiting on storage. The metrics
     // recorder is installed first: a check that ends before it (an unopened dataset fails
@@ -216,7 +217,52 @@ async fn serve(state: AppState) -> std::io::Result<()> {
         tracing::info!("shutting down: readiness failed, draining");
         tokio::time::sleep(drain).await;
     };
+    (settings, shutdown)
+}
+
+/// `http.runtime = "shared"`: one listener on the work-stealing runtime.
+async fn serve(state: AppState) -> std::io::Result<()> {
+    let (settings, shutdown) = prepare(&state);
+    let listen = state.config.listen;
+    let listener = tokio::net::TcpListener::bind(listen).await?;
+    let datasets = state.config.datasets.len();
+    tracing::info!(%listen, datasets, max_connections = settings.max_connections, "zarrd listening");
     zarrd::http::server::serve(listener, move || zarrd::app(state.for_thread()), settings, shutdown).await
+}
+
+/// `http.runtime = "per_core"`: one thread per core, each with a single-threaded runtime
+/// serving its own `SO_REUSEPORT` listener; the shared runtime keeps the background work
+/// and the shutdown sequence, then tells every thread to close.
+fn serve_per_core(runtime: &tokio::runtime::Runtime, state: &AppState) -> std::io::Result<()> {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let listen = state.config.listen;
+    let listeners = zarrd::http::server::reuse_port_listeners(listen, cores)?;
+    let (settings, shutdown) = runtime.block_on(async { prepare(state) });
+    let settings = settings.per_listener(cores);
+    let datasets = state.config.datasets.len();
+    tracing::info!(%listen, datasets, cores, max_connections_per_core = settings.max_connections, "zarrd listening, a runtime per core");
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let mut threads = Vec::with_capacity(cores);
+    for (i, listener) in listeners.into_iter().enumerate() {
+        let (state, mut stopped) = (state.clone(), stopped.clone());
+        let serve_one = move || -> std::io::Result<()> {
+            let core = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            core.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener)?;
+                let closed = async move {
+                    let _ = stopped.wait_for(|s| *s).await;
+                };
+                zarrd::http::server::serve(listener, move || zarrd::app(state.for_thread()), settings, closed).await
+            })
+        };
+        threads.push(std::thread::Builder::new().name(format!("zarrd-core-{i}")).spawn(serve_one)?);
+    }
+    runtime.block_on(shutdown);
+    stop.send_replace(true);
+    for thread in threads {
+        thread.join().map_err(|_| std::io::Error::other("a serving thread panicked"))??;
+    }
+    Ok(())
 }
 
 async fn shutdown_signal() {

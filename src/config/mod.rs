@@ -152,6 +152,12 @@ pub struct HttpConfig {
     /// clients wait in the kernel's backlog. Default: derived from the open-file limit
     /// ([`default_max_connections`]).
     pub max_connections: Option<usize>,
+    /// How connections are served: `shared` (one work-stealing runtime whose threads take
+    /// any connection's work) or `per_core` (one single-threaded runtime per core, each
+    /// accepting on its own `SO_REUSEPORT` listener: no hand-off between threads, but a
+    /// connection waits for the other requests of its thread). docs/performance.md says
+    /// which measured better and why.
+    pub runtime: String,
 }
 
 impl Default for HttpConfig {
@@ -164,6 +170,7 @@ impl Default for HttpConfig {
             header_read_timeout_secs: 10,
             keep_alive_secs: 75,
             max_connections: None,
+            runtime: "shared".into(),
         }
     }
 }
@@ -364,6 +371,9 @@ impl Config {
             if value == 0 {
                 return Err(invalid(field, "must be greater than 0"));
             }
+        }
+        if !matches!(self.http.runtime.as_str(), "shared" | "per_core") {
+            return Err(invalid("http.runtime", format!("`{}` is not `shared` or `per_core`", self.http.runtime)));
         }
         if !matches!(self.log.format.as_str(), "text" | "json") {
             return Err(invalid("log.format", format!("`{}` is not `text` or `json`", self.log.format)));

@@ -83,6 +83,34 @@ impl Settings {
     }
 }
 
+impl Settings {
+    /// The share of one of `listeners` listeners serving side by side (`http.runtime =
+    /// "per_core"`): the connection cap divided among them.
+    #[must_use]
+    pub fn per_listener(mut self, listeners: usize) -> Self {
+        self.max_connections = (self.max_connections / listeners.max(1)).max(1);
+        self
+    }
+}
+
+/// `n` listeners on `addr`, each its own socket with `SO_REUSEPORT`, so the kernel spreads
+/// new connections over them (one per core-thread, `http.runtime = "per_core"`). A port 0
+/// is chosen once, by the first.
+pub fn reuse_port_listeners(addr: std::net::SocketAddr, n: usize) -> io::Result<Vec<std::net::TcpListener>> {
+    let mut out: Vec<std::net::TcpListener> = Vec::with_capacity(n);
+    for _ in 0..n.max(1) {
+        let at = out.first().map_or(Ok(addr), std::net::TcpListener::local_addr)?;
+        let socket = socket2::Socket::new(socket2::Domain::for_address(at), socket2::Type::STREAM, None)?;
+        socket.set_reuse_address(true)?;
+        socket.set_reuse_port(true)?;
+        socket.set_nonblocking(true)?;
+        socket.bind(&at.into())?;
+        socket.listen(1024)?;
+        out.push(socket.into());
+    }
+    Ok(out)
+}
+
 /// Raises the soft open-file limit to the hard limit (containers often start with a soft
 /// 1024) and returns the soft limit now in force; `None` when it cannot be read.
 pub fn raise_fd_limit() -> Option<u64> {

@@ -625,3 +625,25 @@ fn requests_hyper_refuses_get_problem_documents() {
     let (status, body) = http_get(server.port, "/v1/datasets").unwrap();
     assert_eq!(status, 200, "{body}");
 }
+
+#[test]
+fn a_runtime_per_core_serves_every_listener_and_drains_on_sigterm() {
+    let mut server = Server::start(&[("ZARRD__HTTP__RUNTIME", "per_core"), ("ZARRD__HTTP__DRAIN_SECS", "1")]);
+    // Each request on a connection of its own: the kernel spreads them over the listeners.
+    for _ in 0..20 {
+        let (status, body) = http_get(server.port, "/v1/slice/sample/climate/t2m?s=0,0:4,0:4&format=json").unwrap();
+        assert_eq!(status, 200, "{body}");
+    }
+    assert!(server.logs().contains("a runtime per core"), "{}", server.logs());
+    let in_flight = std::thread::spawn({
+        let port = server.port;
+        move || http_get(port, "/v1/slice/sample/climate/t2m?format=json")
+    });
+    std::thread::sleep(Duration::from_millis(30));
+    server.terminate();
+    let (status, body) = in_flight.join().unwrap().unwrap();
+    assert_eq!(status, 200);
+    assert!(body.ends_with("]]]}"), "complete body");
+    let exit = server.wait_exit(Duration::from_secs(15)).expect("exits after the drain");
+    assert!(exit.success(), "{exit:?}");
+}

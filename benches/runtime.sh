@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The two ways of serving connections, side by side (issue 38, item 2; docs/performance.md
+# "Shared runtime or a runtime per core"): `http.runtime = "shared"` (one work-stealing
+# runtime) against `"per_core"` (a single-threaded runtime per core on SO_REUSEPORT
+# listeners), alternated ROUNDS times on the bundled sample. Not part of CI.
+#
+#   bash benches/runtime.sh         # ZARRD_BIN=target/release/zarrd, ROUNDS=3, DUR=5
+#
+# Per round and runtime:
+#   hot    a cached 36 x 36 npy slice again and again (wrk, 2 threads, 8 connections):
+#          req/s and zarrd's CPU per request (utime + stime from /proc over the run)
+#   beside the same hot slice while two clients fetch large JSON slices (about 3 MB of
+#          text each, never the same twice, so none comes from the response cache): the
+#          hot requests' p50 / p99, to see whether a CPU-heavy request stalls the other
+#          connections of its thread
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ZARRD_BIN=${ZARRD_BIN:-$ROOT/target/release/zarrd}
+ROUNDS=${ROUNDS:-3}
+DUR=${DUR:-5}
+PORT=${PORT:-19820}
+TICK=$(getconf CLK_TCK)
+HOT="/v1/slice/sample/climate/t2m?s=0,0:36,0:36&format=npy"
+LUA="$ROOT/benches/wrk.lua"
+pid=""
+stop() { if [ -n "$pid" ]; then kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; fi; pid=""; }
+trap 'stop; kill $(jobs -p) 2>/dev/null || true' EXIT
+start() {
+  ZARRD__HTTP__RUNTIME=$1 ZARRD__LOG__LEVEL=warn "$ZARRD_BIN" serve --listen "127.0.0.1:$PORT" >/tmp/runtime-zarrd.log 2>&1 &
+  pid=$!
+  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && return; sleep 0.1; done
+  cat /tmp/runtime-zarrd.log >&2
+  echo "zarrd did not start" >&2; exit 1
+}
+cpu() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+field() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p"; }
+heavy() {  # fetch large JSON slices, each another one, until killed
+  local k=0
+  while :; do
+    curl -s -o /dev/null "http://127.0.0.1:$PORT/v1/slice/sample/climate/t2m?s=$((k % 300)):$((k % 300 + 30)),:,:&format=json"
+    k=$((k + $1))
+  done
+}
+for round in $(seq "$ROUNDS"); do
+  for runtime in shared per_core; do
+    start "$runtime"
+    curl -s -o /dev/null "http://127.0.0.1:$PORT$HOT"
+    wrk -t2 -c8 -d1s "http://127.0.0.1:$PORT$HOT" >/dev/null  # warm-up
+    c0=$(cpu)
+    out=$(wrk -t2 -c8 -d"${DUR}s" -s "$LUA" "http://127.0.0.1:$PORT$HOT" | grep '^WRK')
+    c1=$(cpu)
+    req=$(echo "$out" | field requests)
+    dur=$(echo "$out" | field duration_us)
+    awk -v r="$round" -v rt="$runtime" -v n="$req" -v d="$dur" -v c="$((c1 - c0))" -v t="$TICK" \
+      'BEGIN { printf "ROW round=%s runtime=%s scen=hot rps=%.0f cpu_us_per_req=%.1f\n", r, rt, n / (d / 1e6), c / t / n * 1e6 }'
+    heavy 1 & h1=$!
+    heavy 7 & h2=$!
+    sleep 0.5
+    out=$(wrk -t2 -c8 -d"${DUR}s" -s "$LUA" "http://127.0.0.1:$PORT$HOT" | grep '^WRK')
+    kill "$h1" "$h2" 2>/dev/null; wait "$h1" "$h2" 2>/dev/null || true
+    awk -v r="$round" -v rt="$runtime" -v n="$(echo "$out" | field requests)" -v d="$(echo "$out" | field duration_us)" \
+      -v p50="$(echo "$out" | field p50_us)" -v p99="$(echo "$out" | field p99_us)" \
+      'BEGIN { printf "ROW round=%s runtime=%s scen=beside rps=%.0f p50_us=%s p99_us=%s\n", r, rt, n / (d / 1e6), p50, p99 }'
+    stop
+  done
+done
