@@ -284,6 +284,9 @@ async fn answers_revalidate_and_say_what_they_vary_on() {
     assert_eq!(vnd.header("content-type"), "application/vnd.cov+json");
     let csv = common::get_with(&app, url, &[("accept", "text/csv")]).await;
     assert_eq!(csv.header("content-type"), "text/csv; charset=utf-8");
+    // Browsers on other origins (CoverageJSON viewers) may read it.
+    let cors = common::get_with(&app, url, &[("origin", "https://viewer.example")]).await;
+    assert_eq!(cors.header("access-control-allow-origin"), "*", "{}", cors.describe());
     let geo = browser_get(&app, &format!("{url}&f=GeoJSON")).await;
     assert_eq!(geo.header("content-type"), "application/geo+json");
     assert_ne!(geo.header("etag"), first.header("etag"));
