@@ -26,14 +26,9 @@ JS=$REPO_ROOT/tests/zarr_client/js
 ln -sfn "$NODE_DIR/node_modules" "$JS/node_modules"
 
 # The Icechunk repository's virtual chunks, where its container says they are.
-SOURCES=/tmp/zarrd-virtual-fixtures/source
-mkdir -p "$SOURCES"
-for name in air.nc air2.nc; do
-    if ! cmp -s "$REPO_ROOT/tests/fixtures/virtual/source/$name" "$SOURCES/$name"; then
-        cp "$REPO_ROOT/tests/fixtures/virtual/source/$name" "$SOURCES/$name.$$"
-        mv -f "$SOURCES/$name.$$" "$SOURCES/$name"
-    fi
-done
+# shellcheck source=.ci/virtual_sources.sh
+source "$REPO_ROOT/.ci/virtual_sources.sh"
+place_virtual_sources "$REPO_ROOT"
 export ZARRD_EXTRA_TOML="[datasets.ic]
 url = \"$REPO_ROOT/tests/fixtures/virtual/icechunk/virtual.icechunk\"
 virtual_refs = [\"file://$SOURCES/\"]"

@@ -91,14 +91,9 @@ for d in "$CONFORMANCE" "$SAMPLE" "$EXTRA" "$ROOTARRAY" "$EDR" "$ANALYSIS" "$ICE
     [[ -d $d ]] || die "fixture missing: $d"
 done
 # The Icechunk repository's virtual chunks, where its container says they are.
-SOURCES=/tmp/zarrd-virtual-fixtures/source
-mkdir -p "$SOURCES"
-for name in air.nc air2.nc; do
-    if ! cmp -s "$ROOT/tests/fixtures/virtual/source/$name" "$SOURCES/$name"; then
-        cp "$ROOT/tests/fixtures/virtual/source/$name" "$SOURCES/$name.$$"
-        mv -f "$SOURCES/$name.$$" "$SOURCES/$name"
-    fi
-done
+# shellcheck source=.ci/virtual_sources.sh
+source "$ROOT/.ci/virtual_sources.sh"
+place_virtual_sources "$ROOT"
 
 # A small response limit so that whole-array requests exercise 413 and JSON bodies stay
 # quick to validate; everything else is the default configuration.
