@@ -325,6 +325,11 @@ fn places(collection: &Collection, query: QueryType, params: &impl Get) -> Resul
             let shape =
                 Shape::parse(coords).map_err(|e| Error::BadRequest(e.to_string().replacen("within", "coords", 1)))?;
             let (west, south, east, north) = shape.bounds();
+            let rows = lat.labels.values.iter().filter(|y| (south..=north).contains(*y)).count() as u64;
+            let columns = lon.labels.values.iter().filter(|&&x| geo::in_arc(x, west, east)).count() as u64;
+            if let Some(why) = shape.too_much_work(rows * columns) {
+                return Err(Error::OverLimit(why));
+            }
             let taken =
                 cells_where(&lat, &lon, (south, north), |x, y| geo::in_arc(x, west, east) && shape.contains(x, y));
             boxed(&taken, &lon, "the polygon holds no cell centre")

@@ -7,6 +7,10 @@
 /// The most vertices a `within` may have.
 pub const MAX_VERTICES: usize = 100_000;
 
+/// The most edge tests (cells tested × vertices) one request may ask of a polygon: about a
+/// second of CPU, so a detailed polygon over a large grid is refused, not left to run.
+pub const MAX_EDGE_TESTS: u64 = 1 << 30;
+
 /// Polygons, each a list of rings of (lon, lat) vertices.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Shape {
@@ -76,6 +80,23 @@ impl Shape {
         }
         let west = polygons.iter().flatten().flatten().map(|v| v.0).fold(f64::INFINITY, f64::min);
         Ok(Self { polygons, west })
+    }
+
+    /// The vertices of every ring.
+    pub fn vertices(&self) -> usize {
+        self.polygons.iter().flatten().map(Vec::len).sum()
+    }
+
+    /// Why testing `cells` cell centres would be too much work for this polygon, if it
+    /// would (more than [`MAX_EDGE_TESTS`] edge tests).
+    pub fn too_much_work(&self, cells: u64) -> Option<String> {
+        let tests = cells.saturating_mul(self.vertices() as u64);
+        (tests > MAX_EDGE_TESTS).then(|| {
+            format!(
+                "testing {cells} cell centres against a polygon of {} vertices is {tests} edge tests, more than {MAX_EDGE_TESTS}; simplify the polygon or narrow the selection to its box",
+                self.vertices()
+            )
+        })
     }
 
     /// The bounding box: (west, south, east, north), longitudes as written.
@@ -158,6 +179,22 @@ fn crosses_odd(ring: &[(f64, f64)], x: f64, y: f64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_detailed_polygon_over_many_cells_is_too_much_work() {
+        // A ring of 1,000 vertices (a circle), and the cells of a 0.25° global grid.
+        let ring: Vec<String> = (0..1000)
+            .map(|k| {
+                let a = f64::from(k) / 1000.0 * std::f64::consts::TAU;
+                format!("{} {}", 10.0 * a.cos(), 10.0 * a.sin())
+            })
+            .collect();
+        let circle = Shape::parse(&format!("POLYGON(({}))", ring.join(","))).unwrap();
+        assert_eq!(circle.vertices(), 1000);
+        assert!(circle.too_much_work(1440 * 721).is_none(), "7.2e8 tests are allowed");
+        let why = circle.too_much_work(2 * 1440 * 721).unwrap();
+        assert!(why.contains("1000 vertices") && why.contains("simplify"), "{why}");
+    }
 
     #[test]
     fn holds_centres_by_even_odd_with_edges_inside() {

@@ -199,6 +199,9 @@ fn polygon_mask(
             MAX_GROUPS * 16
         )));
     }
+    if let Some(why) = shape.too_much_work((nr * nc) as u64) {
+        return Err(RequestError::TooLarge(why));
+    }
     let (lat_l, lon_l) = (values(labels, lat), values(labels, lon));
     let mut inside = Vec::with_capacity(nr * nc);
     for &r in &selected[lat] {
