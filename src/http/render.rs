@@ -15,6 +15,10 @@ use crate::images::render::Colormap;
 use zarrd_core::zarr::data_type::DataType;
 use zarrd_core::zarr::metadata::ArrayMetadata;
 
+/// Bodies made (JSON, PNG) from more decoded bytes than this are made in the CPU pool; a
+/// smaller one costs less to make than the hop there.
+const RENDER_ASIDE: usize = 64 * 1024;
+
 /// How decoded data becomes a response body.
 #[derive(Debug, Clone, Copy)]
 pub struct Render {
@@ -184,7 +188,7 @@ impl Render {
 
     /// The body and data headers for `buffer`: `header_room` free bytes, then the decoded
     /// elements of `shape`.
-    pub fn respond(
+    pub async fn respond(
         &self,
         mut buffer: Vec<u8>,
         header_room: usize,
@@ -204,18 +208,21 @@ impl Render {
             }
             Format::Bin if header_room == 0 => buffer,
             Format::Bin => buffer[header_room..].to_vec(),
-            Format::Json | Format::Png | Format::Csv => self.rendered(&buffer[header_room..], meta, shape)?,
+            Format::Json | Format::Png | Format::Csv => {
+                buffer.drain(..header_room);
+                self.rendered_aside(Bytes::from(buffer), meta, shape).await?
+            }
         };
         self.with_data_headers(body.into_response(), data_type, shape)
     }
 
     /// The body for `data`, the elements of one chunk: sent as they are for `bin` and `npy`
     /// (behind its header), with no copy.
-    pub fn respond_elements(&self, data: Bytes, meta: &ArrayMetadata, shape: &[u64]) -> Result<Response> {
+    pub async fn respond_elements(&self, data: Bytes, meta: &ArrayMetadata, shape: &[u64]) -> Result<Response> {
         let body = match self.format {
             Format::Bin => Body::from(data),
             Format::Npy => budget_body::head_and(encode::npy_header(meta.data_type, shape), data),
-            Format::Json | Format::Png | Format::Csv => Body::from(self.rendered(&data, meta, shape)?),
+            Format::Json | Format::Png | Format::Csv => Body::from(self.rendered_aside(data, meta, shape).await?),
         };
         self.with_data_headers(body.into_response(), meta.data_type, shape)
     }
@@ -234,6 +241,19 @@ impl Render {
             self.with_data_headers(budget_body::head_and_bands(head, bands, length).into_response(), data_type, shape)?;
         response.headers_mut().insert(header::CONTENT_LENGTH, HeaderValue::from(length));
         Ok(response)
+    }
+
+    /// JSON or PNG made from `elements`: a large body in the CPU pool, so that making it
+    /// does not hold up the other connections of the thread serving this one (with
+    /// `http.runtime = "per_core"`, every connection of its core).
+    async fn rendered_aside(&self, elements: Bytes, meta: &ArrayMetadata, shape: &[u64]) -> Result<Vec<u8>> {
+        if elements.len() < RENDER_ASIDE {
+            return self.rendered(&elements, meta, shape);
+        }
+        let (render, meta, shape) = (*self, meta.clone(), shape.to_vec());
+        zarrd_core::ops::cpu::run(move || render.rendered(&elements, &meta, &shape))
+            .await
+            .map_err(|panic| Error::internal(format!("rendering a body panicked: {panic}")))?
     }
 
     /// JSON or PNG made from `elements`.

@@ -150,11 +150,17 @@ impl Table {
 
     /// The response for decoded `data` of `shape` (`meta` of the decoded type) in
     /// `render`'s format: JSON and CSV with the labels, the others as any slice.
-    pub fn respond(&self, render: &Render, data: Vec<u8>, meta: &ArrayMetadata, shape: &[u64]) -> Result<Response> {
+    pub async fn respond(
+        &self,
+        render: &Render,
+        data: Vec<u8>,
+        meta: &ArrayMetadata,
+        shape: &[u64],
+    ) -> Result<Response> {
         let body = match render.format {
             Format::Csv => csv(&data, meta.data_type, &self.kept),
             Format::Json => json(&data, meta.data_type, shape, &self.kept, &self.points),
-            _ => return render.respond(data, 0, meta, shape),
+            _ => return render.respond(data, 0, meta, shape).await,
         };
         render.with_data_headers(body.into_response(), meta.data_type, shape)
     }

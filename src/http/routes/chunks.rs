@@ -110,7 +110,9 @@ pub async fn chunk(
                 let elements = array.decode_text_chunk(&chunk, &shapes, limit, &mut held).await?;
                 render.respond_text(&elements, &shapes.data, limit, &array, &mut held).await?
             }
-            Some(render) => render.respond(array.decode_chunk(&chunk, &shapes).await?, 0, &array.meta, &shapes.data)?,
+            Some(render) => {
+                render.respond(array.decode_chunk(&chunk, &shapes).await?, 0, &array.meta, &shapes.data).await?
+            }
         };
         let key =
             HeaderValue::from_str(&chunk.key).map_err(|e| Error::internal_from("the Zarr-Chunk-Key header", e))?;

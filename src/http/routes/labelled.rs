@@ -53,7 +53,7 @@ impl Labelled<'_> {
         let (stored, versions, reservation) = resolved.read(array).await?;
         held.merge(reservation);
         let body = async {
-            let response = table.respond(&self.render, cf.decode(stored), &decoded, &resolved.shape)?;
+            let response = table.respond(&self.render, cf.decode(stored), &decoded, &resolved.shape).await?;
             Ok(with_selection(budget_body::holding(response, held), resolved.zarr_selection.as_deref()))
         };
         self.validators(&resolved, &labels, &versions).respond(headers, body).await

@@ -71,7 +71,7 @@ pub async fn reduce(
     let reduced = Arc::new(built.reduction).run(&array).await?;
     let data = reduction::encode(&reduced.values, meta.data_type);
     let body = async {
-        let response = table.respond(&render, data, &meta, &shape)?;
+        let response = table.respond(&render, data, &meta, &shape).await?;
         Ok(with_selection(crate::http::budget_body::holding(response, held), zarr_selection.as_deref()))
     };
     validators(&reduced.object_versions).respond(&headers, body).await

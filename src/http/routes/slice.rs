@@ -85,8 +85,8 @@ impl Slice<'_> {
         held.merge(output.reservation);
         let body = async {
             let response = match output.data {
-                Decoded::Whole(data) => render.respond(data, header_room, &array.meta, &shape)?,
-                Decoded::Elements(data) => render.respond_elements(data, &array.meta, &shape)?,
+                Decoded::Whole(data) => render.respond(data, header_room, &array.meta, &shape).await?,
+                Decoded::Elements(data) => render.respond_elements(data, &array.meta, &shape).await?,
                 Decoded::Bands(bands) => render.respond_bands(bands, array.meta.data_type, &shape)?,
             };
             Ok(budget_body::holding(response, held))
