@@ -122,7 +122,7 @@ fn extent(c: &Collection) -> Value {
     if let Some(time) = &c.time
         && let Kind::Time(cf) = &time.kind
     {
-        let texts: Vec<String> = (0..time.len()).map(|i| edr_time(time, i)).collect();
+        let texts: Vec<String> = (0..time.len()).map(|i| crate::edr::read::time_text(time, i)).collect();
         let (first, last) = (texts.first().cloned().unwrap_or_default(), texts.last().cloned().unwrap_or_default());
         let values = if texts.len() <= 10_000 { texts } else { vec![first.clone(), last.clone()] };
         let trs = format!(
@@ -144,11 +144,6 @@ fn extent(c: &Collection) -> Value {
         });
     }
     out
-}
-
-/// Step `i` as an EDR date-time.
-fn edr_time(labels: &zarrd_core::coords::labels::Labels, i: usize) -> String {
-    crate::edr::read::time_text(labels, i)
 }
 
 /// `parameter_names`: each parameter with its label and unit.

@@ -187,7 +187,7 @@ pub async fn read(
                 Some(h) => h.merge(values_held),
                 None => held = Some(values_held),
             }
-            values.push(in_edr_order(&decoded, &resolved.full_shape, &p.axes));
+            values.push(in_edr_order(decoded, &resolved.full_shape, &p.axes));
         }
         let coverage = match &plan.places {
             Places::Points { .. } => {
@@ -221,12 +221,12 @@ pub async fn read(
 }
 
 /// `values` in C order of the array's dimensions (extents `shape`, kinds `axes`) laid out
-/// in C order of (t, z, y, x).
-fn in_edr_order(values: &[f64], shape: &[u64], axes: &[Axis]) -> Vec<f64> {
+/// in C order of (t, z, y, x): the same vector when the array's order is that already.
+fn in_edr_order(values: Vec<f64>, shape: &[u64], axes: &[Axis]) -> Vec<f64> {
     let order = [Axis::T, Axis::Z, Axis::Y, Axis::X];
     let dims: Vec<usize> = order.iter().filter_map(|a| axes.iter().position(|b| b == a)).collect();
     if dims.windows(2).all(|w| w[0] < w[1]) {
-        return values.to_vec();
+        return values;
     }
     let mut strides = vec![1usize; shape.len()];
     for d in (0..shape.len().saturating_sub(1)).rev() {
@@ -257,9 +257,9 @@ mod tests {
     fn values_come_out_in_t_z_y_x_order() {
         // (z, t, y, x) = (2, 3, 1, 1): value = 10 z + t.
         let stored: Vec<f64> = (0..2).flat_map(|z| (0..3).map(move |t| f64::from(10 * z + t))).collect();
-        let out = in_edr_order(&stored, &[2, 3, 1, 1], &[Axis::Z, Axis::T, Axis::Y, Axis::X]);
+        let out = in_edr_order(stored.clone(), &[2, 3, 1, 1], &[Axis::Z, Axis::T, Axis::Y, Axis::X]);
         assert_eq!(out, vec![0.0, 10.0, 1.0, 11.0, 2.0, 12.0]);
-        let same = in_edr_order(&stored, &[3, 2, 1, 1], &[Axis::T, Axis::Z, Axis::Y, Axis::X]);
+        let same = in_edr_order(stored.clone(), &[3, 2, 1, 1], &[Axis::T, Axis::Z, Axis::Y, Axis::X]);
         assert_eq!(same, stored);
     }
 }
