@@ -11,6 +11,7 @@ use crate::read::error::ReadError;
 use crate::read::indexer::Part;
 use crate::read::object_version::ObjectVersion;
 use crate::zarr::codec::CodecChain;
+use crate::zarr::copy::{Region, copy_region};
 use crate::zarr::data_type::DataType;
 use crate::zarr::metadata::ArrayMetadata;
 
@@ -19,6 +20,10 @@ use crate::zarr::metadata::ArrayMetadata;
 pub(super) enum Source {
     Fill,
     Decoded(Arc<DecodedChunk>),
+    /// Only the elements the read takes, decoded and cut out as the chunk arrived (see
+    /// [`extracts_early`]): the job's `shape` is its part's `count`, its `start` zeros,
+    /// and its elements are consecutive (step 1 in every dimension).
+    Extracted(Arc<DecodedChunk>),
     /// Encoded bytes; decoded chunks are put in the chunk cache under `cache_key`.
     Encoded {
         bytes: Bytes,
@@ -50,6 +55,63 @@ pub(super) fn decodes_inline(chain: &CodecChain, shape: &[u64], data_type: DataT
         && chain.decodes_fast()
 }
 
+/// Whether a fetched chunk nobody caches is decoded as soon as it arrives and only its
+/// part kept ([`Source::Extracted`]), rather than kept encoded until the whole read has
+/// been fetched: when the part is at most a quarter of the chunk (a point's series
+/// through map-major chunks takes one element of each). Decoding then overlaps the
+/// fetching of the next chunks, and at most a part's elements stay alive per chunk
+/// instead of its encoded bytes. Larger parts are decoded straight into the output later,
+/// which needs no second copy.
+pub(super) fn extracts_early(shape: &[u64], part: &Part) -> bool {
+    part.count.iter().product::<u64>().saturating_mul(4) <= shape.iter().product::<u64>()
+}
+
+/// Decodes `bytes` (a chunk of `shape`) and cuts out `part` taken with `steps`, in the
+/// form [`Source::Extracted`] describes. On rayon, unless the read has `one_chunk` and it
+/// decodes inline: the chunks of a larger read are decoded side by side on the pool
+/// while the request's task goes on fetching.
+pub(super) async fn extract(
+    meta: &Arc<ArrayMetadata>,
+    (key, bytes, chain, shape): (&str, Bytes, Arc<CodecChain>, Vec<u64>),
+    part: &Part,
+    steps: &[u64],
+    one_chunk: bool,
+) -> Result<Bytes, ReadError> {
+    let (meta, key, part, steps) = (Arc::clone(meta), key.to_owned(), part.clone(), steps.to_vec());
+    let inline = one_chunk && decodes_inline(&chain, &shape, meta.data_type);
+    off_runtime(inline, move || {
+        let data = chain
+            .decode(&bytes, &shape, meta.data_type, &meta.fill_value)
+            .map_err(|source| ReadError::Corrupt { key, source })?;
+        let item = meta.data_type.size();
+        let n = part.count.iter().product::<u64>() as usize;
+        let mut out = vec![0u8; n * item];
+        let zeros = vec![0; part.count.len()];
+        let region = Region {
+            src_shape: &shape,
+            src_start: &part.start,
+            src_step: &steps,
+            dst_shape: &part.count,
+            dst_start: &zeros,
+            count: &part.count,
+        };
+        copy_region(&data, &mut out, &region, item);
+        Ok(Bytes::from(out))
+    })
+    .await
+}
+
+/// Runs `work` right here when `inline`, else on the CPU pool.
+async fn off_runtime<T: Send + 'static>(
+    inline: bool,
+    work: impl FnOnce() -> Result<T, ReadError> + Send + 'static,
+) -> Result<T, ReadError> {
+    if inline {
+        return work();
+    }
+    crate::ops::cpu::run(work).await.map_err(ReadError::Task)?
+}
+
 /// Newly decoded chunks to put in the chunk cache.
 pub(super) type Fresh = Vec<(Arc<DecodedChunk>, ChunkKey)>;
 
@@ -57,7 +119,7 @@ pub(super) type Fresh = Vec<(Arc<DecodedChunk>, ChunkKey)>;
 pub(super) fn elements_of(meta: &ArrayMetadata, job: &DecodeJob) -> Result<Option<Arc<DecodedChunk>>, ReadError> {
     match &job.source {
         Source::Fill => Ok(None),
-        Source::Decoded(chunk) => Ok(Some(Arc::clone(chunk))),
+        Source::Decoded(chunk) | Source::Extracted(chunk) => Ok(Some(Arc::clone(chunk))),
         Source::Encoded { bytes, chain, version, .. } => chain
             .decode(bytes, &job.shape, meta.data_type, &meta.fill_value)
             .map(|data| Some(Arc::new(DecodedChunk { data: Some(Bytes::from(data)), version: version.clone() })))
@@ -76,13 +138,10 @@ pub(super) async fn decode_off_runtime(
     let meta = Arc::clone(meta);
     let key = key.to_owned();
     let inline = decodes_inline(&chain, &shape, meta.data_type);
-    let decode = move || {
+    off_runtime(inline, move || {
         chain
             .decode(&bytes, &shape, meta.data_type, &meta.fill_value)
             .map_err(|source| ReadError::Corrupt { key, source })
-    };
-    if inline {
-        return decode();
-    }
-    crate::ops::cpu::run(decode).await.map_err(ReadError::Task)?
+    })
+    .await
 }

@@ -15,7 +15,7 @@ use object_store::GetOptions;
 
 use crate::ops::budget::Reservation;
 use crate::read::cache::{CachedIndex, ChunkKey, DecodedChunk};
-use crate::read::decode::{DecodeJob, Source, decode_off_runtime};
+use crate::read::decode::{DecodeJob, Source, decode_off_runtime, extract, extracts_early};
 use crate::read::error::ReadError;
 use crate::read::indexer::Part;
 use crate::read::object_version::ObjectVersion;
@@ -52,7 +52,8 @@ impl ArrayReader {
     pub(super) async fn fetch_chunk(
         &self,
         chain: &Arc<CodecChain>,
-        part: Part,
+        mut part: Part,
+        (steps, one_chunk): (&[u64], bool),
         ledger: &Ledger,
     ) -> Result<Fetch, ReadError> {
         let key = self.chunk_key(&part.coords);
@@ -63,6 +64,19 @@ impl ArrayReader {
                 return Ok(Fetch { key, version: ObjectVersion::Missing, jobs: vec![job] });
             };
             let version = ObjectVersion::Present(object.version);
+            if extracts_early(&shape, &part) {
+                let encoded = (key.as_str(), object.bytes, Arc::clone(chain), shape);
+                let data = extract(&self.meta, encoded, &part, steps, one_chunk).await?;
+                let chunk = Arc::new(DecodedChunk { data: Some(data), version: version.clone() });
+                part.start.fill(0);
+                let job = DecodeJob {
+                    key: key.as_str().into(),
+                    source: Source::Extracted(chunk),
+                    shape: part.count.clone(),
+                    part,
+                };
+                return Ok(Fetch { key, version, jobs: vec![job] });
+            }
             let source = Source::Encoded {
                 bytes: object.bytes,
                 chain: Arc::clone(chain),

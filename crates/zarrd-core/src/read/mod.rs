@@ -31,8 +31,9 @@ pub use self::object_version::ObjectVersion;
 pub use self::reader::{ArrayReader, Decoded, ReadOutput, STREAM_MIN_BYTES, WholeRead};
 use crate::ops::budget::Reservation;
 use crate::read::assemble::{Assembly, INLINE_COPY_MAX};
-use crate::read::decode::{Source, decodes_inline, elements_of};
+use crate::read::decode::{DecodeJob, Source, decodes_inline, elements_of};
 use crate::read::fetch::{FETCH_FAN_OUT, Fetch, Ledger};
+use crate::read::indexer::Walk;
 use crate::read::plan::Layout;
 use crate::read::selection::DimSelection;
 use crate::read::stream::Group;
@@ -97,29 +98,7 @@ impl ArrayReader {
             return self.read_pipelined(sharding, &walk, layout, reservation, in_flight, assembly_estimate).await;
         }
         let ledger = Ledger::default();
-        let chain = Arc::new(self.meta.codecs.clone());
-        let steps = &layout.steps;
-        let fetched: Vec<Fetch> = futures::stream::iter(walk.parts())
-            .map(|part| async {
-                match self.meta.sharding() {
-                    Some(sharding) => self.fetch_inner_chunks(sharding, part, steps, &ledger).await,
-                    None => self.fetch_chunk(&chain, part, &ledger).await,
-                }
-            })
-            .buffer_unordered(FETCH_FAN_OUT)
-            .try_collect()
-            .await?;
-        let mut object_versions = Vec::with_capacity(fetched.len());
-        let mut jobs = Vec::new();
-        for f in fetched {
-            if self.meta.sharding().is_none() {
-                self.object_versions.insert((Arc::clone(&self.dataset), f.key.clone()), f.version.clone()).await;
-            }
-            object_versions.push((f.key, f.version));
-            jobs.extend(f.jobs);
-        }
-        // Fetches complete in any order; validators must not depend on it.
-        object_versions.sort_unstable();
+        let (jobs, object_versions) = self.fetch_walk(&walk, &layout.steps, &ledger).await?;
         reservation.merge(ledger.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner));
         let assembly = Assembly::new(Arc::clone(&self.meta), layout, jobs);
         if streams && assembly.bands.len() > 1 {
@@ -135,7 +114,7 @@ impl ArrayReader {
             let Assembly { meta, mut jobs, .. } = assembly;
             let job = jobs.swap_remove(0);
             let (chunk, cache_key) = match job.source {
-                Source::Decoded(chunk) => (Some(chunk), None),
+                Source::Decoded(chunk) | Source::Extracted(chunk) => (Some(chunk), None),
                 Source::Encoded { ref cache_key, ref chain, .. } => {
                     let cache_key = cache_key.clone();
                     let chunk = if decodes_inline(chain, &job.shape, meta.data_type) {
@@ -161,13 +140,47 @@ impl ArrayReader {
         let data = vec![0u8; out_bytes];
         let (data, decoded) = if assembly.all_decoded() && out_bytes <= INLINE_COPY_MAX {
             // Cached chunks: a small copy is cheaper here than a hop to rayon.
-            assembly.whole(data, header_room)?
+            assembly.whole(data, header_room, false)?
         } else {
-            crate::ops::cpu::run(move || assembly.whole(data, header_room)).await.map_err(ReadError::Task)??
+            crate::ops::cpu::run(move || assembly.whole(data, header_room, true)).await.map_err(ReadError::Task)??
         };
         for (chunk, cache_key) in decoded {
             self.chunks.insert(cache_key, chunk).await;
         }
         Ok(ReadOutput { data: Decoded::Whole(data), reservation, object_versions })
+    }
+
+    /// Fetches every chunk of `walk` (a few at a time, in any order), reserving what is
+    /// read into `ledger`: the decode jobs, and the versions of the objects read, sorted
+    /// (validators must not depend on the order fetches complete in).
+    async fn fetch_walk(
+        &self,
+        walk: &Walk,
+        steps: &[u64],
+        ledger: &Ledger,
+    ) -> Result<(Vec<DecodeJob>, Vec<(String, ObjectVersion)>), ReadError> {
+        let chain = Arc::new(self.meta.codecs.clone());
+        let one_chunk = walk.count() == 1;
+        let fetched: Vec<Fetch> = futures::stream::iter(walk.parts())
+            .map(|part| async {
+                match self.meta.sharding() {
+                    Some(sharding) => self.fetch_inner_chunks(sharding, part, steps, ledger).await,
+                    None => self.fetch_chunk(&chain, part, (steps, one_chunk), ledger).await,
+                }
+            })
+            .buffer_unordered(FETCH_FAN_OUT)
+            .try_collect()
+            .await?;
+        let mut object_versions = Vec::with_capacity(fetched.len());
+        let mut jobs = Vec::new();
+        for f in fetched {
+            if self.meta.sharding().is_none() {
+                self.object_versions.insert((Arc::clone(&self.dataset), f.key.clone()), f.version.clone()).await;
+            }
+            object_versions.push((f.key, f.version));
+            jobs.extend(f.jobs);
+        }
+        object_versions.sort_unstable();
+        Ok((jobs, object_versions))
     }
 }

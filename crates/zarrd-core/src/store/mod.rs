@@ -19,7 +19,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures::{StreamExt as _, TryStreamExt};
 use object_store::path::Path;
-use object_store::{GetOptions, GetRange, GetResult, ObjectMeta, ObjectStore, ObjectStoreExt};
+use object_store::{GetOptions, GetRange, GetResult, GetResultPayload, ObjectMeta, ObjectStore, ObjectStoreExt};
 
 use crate::ops::metrics;
 
@@ -219,7 +219,12 @@ impl Store {
     pub async fn read_body(&self, key: &str, result: GetResult) -> Result<Fetched, StoreError> {
         let (object_size, e_tag) = (result.meta.size, result.meta.e_tag.clone());
         let version = object_version(&result.meta);
-        let bytes = result.bytes().await.map_err(|e| Self::backend_error(key, e))?;
+        let bytes = match result.payload {
+            GetResultPayload::File(file, _) => contained::read_file(file, result.range).await.map_err(|e| {
+                Self::backend_error(key, object_store::Error::Generic { store: "LocalFileSystem", source: Box::new(e) })
+            })?,
+            GetResultPayload::Stream(_) => result.bytes().await.map_err(|e| Self::backend_error(key, e))?,
+        };
         self.count_bytes(bytes.len());
         Ok(Fetched { bytes, object_size, e_tag, version })
     }

@@ -33,63 +33,91 @@ pub fn copy_region(src: &[u8], dst: &mut [u8], region: &Region<'_>, item: usize)
     if region.count.contains(&0) {
         return;
     }
-    if rank == 0 {
-        dst[..item].copy_from_slice(&src[..item]);
-        return;
-    }
     for d in 0..rank {
         debug_assert!(region.src_start[d] + (region.count[d] - 1) * region.src_step[d] < region.src_shape[d].max(1));
         debug_assert!(region.dst_start[d] + region.count[d] <= region.dst_shape[d]);
     }
     let src_strides = strides(region.src_shape);
     let dst_strides = strides(region.dst_shape);
-    // Merge trailing dimensions while each is copied whole and contiguous on both sides.
-    let mut inner = rank - 1;
-    let mut run = region.count[inner] as usize;
-    let contiguous_last = region.src_step[inner] == 1;
-    if contiguous_last {
-        while inner > 0
-            && region.count[inner] == region.src_shape[inner]
-            && region.count[inner] == region.dst_shape[inner]
-            && region.src_step[inner] == 1
-            && region.src_step[inner - 1] == 1
-        {
-            inner -= 1;
-            run *= region.count[inner] as usize;
-        }
-    }
-    let outer = &region.count[..inner];
     let src_base: usize = (0..rank).map(|d| region.src_start[d] as usize * src_strides[d]).sum();
     let dst_base: usize = (0..rank).map(|d| region.dst_start[d] as usize * dst_strides[d]).sum();
-    let src_inner_step = region.src_step[rank - 1] as usize * src_strides[rank - 1];
-    let mut index = vec![0u64; inner];
+    // The dimensions as (count, source stride, destination stride) in elements, outermost
+    // first: one taken once only moves the bases, and one that continues its outer
+    // neighbour on both sides merges with it — so a tile is one contiguous run, and a
+    // point's series through a block one strided run instead of a loop of one-element rows.
+    let mut dims: Vec<(usize, usize, usize)> = Vec::with_capacity(rank);
+    for d in 0..rank {
+        let count = region.count[d] as usize;
+        if count == 1 {
+            continue;
+        }
+        let (s, t) = (region.src_step[d] as usize * src_strides[d], dst_strides[d]);
+        match dims.last_mut() {
+            Some(outer) if outer.1 == count * s && outer.2 == count * t => *outer = (outer.0 * count, s, t),
+            _ => dims.push((count, s, t)),
+        }
+    }
+    let (run, s_in, t_in) = dims.pop().unwrap_or((1, 1, 1));
+    let mut index = vec![0usize; dims.len()];
     loop {
         let mut s = src_base;
         let mut t = dst_base;
-        for d in 0..inner {
-            s += index[d] as usize * region.src_step[d] as usize * src_strides[d];
-            t += index[d] as usize * dst_strides[d];
+        for (&i, &(_, s_out, t_out)) in index.iter().zip(&dims) {
+            s += i * s_out;
+            t += i * t_out;
         }
-        if contiguous_last {
+        if s_in == 1 && t_in == 1 {
             dst[t * item..(t + run) * item].copy_from_slice(&src[s * item..(s + run) * item]);
         } else {
-            for i in 0..run {
-                let from = (s + i * src_inner_step) * item;
-                dst[(t + i) * item..(t + i + 1) * item].copy_from_slice(&src[from..from + item]);
+            let strided = Strided { src: s, dst: t, run, src_step: s_in, dst_step: t_in };
+            match item {
+                1 => strided.copy::<1>(src, dst),
+                2 => strided.copy::<2>(src, dst),
+                4 => strided.copy::<4>(src, dst),
+                8 => strided.copy::<8>(src, dst),
+                16 => strided.copy::<16>(src, dst),
+                _ => strided.copy_items(src, dst, item),
             }
         }
         // Odometer over the outer dimensions.
-        let mut d = inner;
+        let mut d = dims.len();
         loop {
             if d == 0 {
                 return;
             }
             d -= 1;
             index[d] += 1;
-            if index[d] < outer[d] {
+            if index[d] < dims[d].0 {
                 break;
             }
             index[d] = 0;
+        }
+    }
+}
+
+/// `run` elements from element `src` of the source, every `src_step`, to element `dst` of
+/// the destination, every `dst_step`.
+struct Strided {
+    src: usize,
+    dst: usize,
+    run: usize,
+    src_step: usize,
+    dst_step: usize,
+}
+
+impl Strided {
+    /// Elements of a size known when compiling: each copy is a move, not a `memcpy` call.
+    fn copy<const N: usize>(&self, src: &[u8], dst: &mut [u8]) {
+        for i in 0..self.run {
+            let (s, t) = ((self.src + i * self.src_step) * N, (self.dst + i * self.dst_step) * N);
+            dst[t..t + N].copy_from_slice(&src[s..s + N]);
+        }
+    }
+
+    fn copy_items(&self, src: &[u8], dst: &mut [u8], item: usize) {
+        for i in 0..self.run {
+            let (s, t) = ((self.src + i * self.src_step) * item, (self.dst + i * self.dst_step) * item);
+            dst[t..t + item].copy_from_slice(&src[s..s + item]);
         }
     }
 }
@@ -171,6 +199,44 @@ mod tests {
         };
         copy_region(&src, &mut one, &pick, 2);
         assert_eq!(u16::from_le_bytes([one[0], one[1]]), 23);
+    }
+
+    #[test]
+    fn a_column_through_a_block_and_odd_item_sizes() {
+        // src 3x2x2 of u32: the column (0..3, 1, 0), a point's series, into a 3x1x1 dst.
+        let src: Vec<u8> = (0..12u32).flat_map(u32::to_le_bytes).collect();
+        let mut dst = vec![0u8; 12];
+        let column = Region {
+            src_shape: &[3, 2, 2],
+            src_start: &[0, 1, 0],
+            src_step: &[1; 3],
+            dst_shape: &[3, 1, 1],
+            dst_start: &[0; 3],
+            count: &[3, 1, 1],
+        };
+        copy_region(&src, &mut dst, &column, 4);
+        let got: Vec<u32> = dst.chunks(4).map(|b| u32::from_le_bytes(b.try_into().unwrap())).collect();
+        assert_eq!(got, [2, 6, 10]);
+        // 3-byte items (no fixed-size path), every other one, into the middle of a row.
+        let src = iota(18);
+        let mut dst = vec![0u8; 12];
+        let odd =
+            Region { src_shape: &[6], src_start: &[1], src_step: &[2], dst_shape: &[4], dst_start: &[1], count: &[3] };
+        copy_region(&src, &mut dst, &odd, 3);
+        assert_eq!(dst, [0, 0, 0, 3, 4, 5, 9, 10, 11, 15, 16, 17]);
+        // Rows taken whole but placed into wider rows: not one run.
+        let src = iota(6);
+        let mut dst = vec![0u8; 8];
+        let rows = Region {
+            src_shape: &[2, 3],
+            src_start: &[0, 0],
+            src_step: &[1, 1],
+            dst_shape: &[2, 4],
+            dst_start: &[0, 1],
+            count: &[2, 3],
+        };
+        copy_region(&src, &mut dst, &rows, 1);
+        assert_eq!(dst, [0, 0, 1, 2, 0, 3, 4, 5]);
     }
 
     #[test]

@@ -117,6 +117,67 @@ impl ContainedFs {
     }
 }
 
+impl ContainedFs {
+    /// A whole object (an unsharded chunk) opened on the requesting task when the kernel
+    /// can resolve its path from its caches: the confined open and `fstat` only, so the
+    /// caller reserves memory for its size before reading it ([`read_file`]).
+    /// `LocalFileSystem` takes a `realpath` walk and two blocking-pool hops for the same;
+    /// a point's series on map-major data reads a thousand such objects. `None` sends
+    /// the call down the general path (no `openat2`, an unusual key, an absolute symlink,
+    /// or a lookup that would wait for the disk).
+    fn open_whole_inline(&self, location: &Path, options: &GetOptions) -> Option<Result<GetResult>> {
+        if !self.confined {
+            return None;
+        }
+        let relative = plain_file_path(location)?;
+        let file = match beneath::open_file(&self.root, relative, Wait::No) {
+            Ok(file) => file,
+            Err(e) if e.kind() == ErrorKind::WouldBlock || e.raw_os_error() == Some(beneath::ESCAPES) => return None,
+            Err(e) => return Some(Err(io_error(location, e))),
+        };
+        let metadata = match file.metadata() {
+            Ok(metadata) => metadata,
+            Err(e) => return Some(Err(io_error(location, e))),
+        };
+        if metadata.is_dir() {
+            return Some(Err(not_found(location, "is a directory")));
+        }
+        let meta = object_meta(location.clone(), &metadata);
+        if let Err(e) = options.check_preconditions(&meta) {
+            return Some(Err(e));
+        }
+        let path = match self.inner.path_to_filesystem(location) {
+            Ok(path) => path,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(Ok(GetResult {
+            payload: GetResultPayload::File(file, path),
+            attributes: Attributes::default(),
+            range: 0..meta.size,
+            meta,
+            extensions: Extensions::default(),
+        }))
+    }
+}
+
+/// The bytes `range` of an opened local file (a `GetResultPayload::File`, as this store
+/// and `LocalFileSystem` answer whole objects): small ranges in the page cache are read on
+/// the calling task, anything else on the blocking pool — one hop, where
+/// `GetResult::bytes` takes one for every read.
+pub async fn read_file(file: std::fs::File, range: Range<u64>) -> std::io::Result<Bytes> {
+    let len = usize::try_from(range.end - range.start).map_err(std::io::Error::other)?;
+    if range.end - range.start <= INLINE_MAX {
+        match beneath::read_at(&file, range.start, len, Wait::No) {
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+            read => return read.map(Bytes::from),
+        }
+    }
+    tokio::task::spawn_blocking(move || beneath::read_at(&file, range.start, len, Wait::Yes))
+        .await
+        .map_err(std::io::Error::other)?
+        .map(Bytes::from)
+}
+
 /// What a read through the kernel-confined directory came to.
 enum Confined {
     Read(Result<Option<GetResult>>),
@@ -260,6 +321,12 @@ impl ObjectStore for ContainedFs {
     }
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+        if options.range.is_none()
+            && !options.head
+            && let Some(opened) = self.open_whole_inline(location, &options)
+        {
+            return opened;
+        }
         if let Some(GetRange::Bounded(range)) = &options.range
             && !options.head
             && range.start < range.end
@@ -398,5 +465,35 @@ mod tests {
         assert_eq!(fs.get_opts(&location, past).await.map(|r| r.range).ok(), general.ok());
         let missing = fs.get_opts(&Path::from("nothing"), ranged(None)).await.unwrap_err();
         assert!(matches!(missing, object_store::Error::NotFound { .. }), "{missing}");
+    }
+
+    #[tokio::test]
+    async fn whole_objects_agree_with_local_file_system() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join("c")).unwrap();
+        std::fs::write(root.path().join("c/0"), b"0123456789").unwrap();
+        let fs = ContainedFs::new(root.path()).unwrap();
+        let location = Path::from("c/0");
+        // Opened here (where openat2 exists), read by `Store::read_body` after the size is known.
+        let ours = fs.get_opts(&location, GetOptions::default()).await.unwrap();
+        let theirs = fs.inner.get_opts(&location, GetOptions::default()).await.unwrap();
+        assert_eq!((ours.range.clone(), &ours.meta), (theirs.range.clone(), &theirs.meta));
+        let GetResultPayload::File(file, _) = ours.payload else { panic!("a whole object is a file payload") };
+        assert_eq!(read_file(file, 3..7).await.unwrap().as_ref(), b"3456");
+        assert_eq!(fs.get(&location).await.unwrap().bytes().await.unwrap().as_ref(), b"0123456789");
+        let if_match = |tag: &str| GetOptions { if_match: Some(tag.to_owned()), ..GetOptions::default() };
+        let tag = theirs.meta.e_tag.clone().unwrap();
+        assert_eq!(fs.get_opts(&location, if_match(&tag)).await.unwrap().meta.e_tag, Some(tag));
+        let err = fs.get_opts(&location, if_match("\"other\"")).await.unwrap_err();
+        assert!(matches!(err, object_store::Error::Precondition { .. }), "{err}");
+        for absent in ["c/1", "c", "c/0/x"] {
+            let err = fs.get_opts(&Path::from(absent), GetOptions::default()).await.unwrap_err();
+            assert!(matches!(err, object_store::Error::NotFound { .. }), "{absent}: {err}");
+        }
+        // A file that shrank between the open and the read is an error, not short data.
+        let opened = fs.get_opts(&location, GetOptions::default()).await.unwrap();
+        std::fs::write(root.path().join("c/0"), b"01").unwrap();
+        let GetResultPayload::File(file, _) = opened.payload else { panic!("a file payload") };
+        assert!(read_file(file, opened.range).await.is_err());
     }
 }
