@@ -1,32 +1,37 @@
 """Questions near the data, zarrd over HTTP against xarray in-process, in one run on the same
-store (docs/performance.md "Analysis near the data"). Run by benches/analysis.sh with a
-Python that has xarray (the trixie chroot's venv); never part of CI.
+store (docs/performance.md "Questions near the data against xarray in-process"). Run by
+benches/analysis.sh with a Python that has xarray (the trixie chroot's venv); never part of CI.
 
     python analysis.py STORE WARM_URL COLD_URL [ROUNDS]
 
-STORE is the EDR peers' daily.zarr (t2m: 1096 daily steps on a 2 deg grid, time-major
-inner chunks (274, 15, 15) in shards). WARM_URL is zarrd with its default caches,
-COLD_URL zarrd with the decoded-data caches off; both serve the store as dataset `daily`.
+STORE is the EDR peers' daily.zarr: t2m, 1096 daily steps on a 2 deg grid, time-major inner
+chunks (274, 15, 15) in shards; t2m_map, the same values map-major, one chunk (1, 90, 180) a
+day. WARM_URL is zarrd with its default caches, COLD_URL zarrd with the decoded-data caches
+off; both serve the store as dataset `daily`.
 
 Measured, each round pairing the two back to back (the ratio reported is the median of
-the rounds' ratios, xarray time / zarrd time):
-- point series, warm: the whole time axis at 24 random points, each asked before (zarrd's
-  caches hot; xarray's dataset open, the files in the page cache);
+the rounds' ratios, xarray time / zarrd time), for each of the two layouts:
+- point series, warm: the whole time axis at random points, each asked before (zarrd's
+  caches hot; xarray's dataset open, the files in the page cache), through `http.client`
+  as `.npy` (what a script with the standard library does) and through a lean client (one
+  keep-alive socket, `format=bin` read into `np.frombuffer`: the HTTP client's own cost
+  out of the way, which is most of a warm answer's time);
 - point series, cold: new points each round, nothing reused from an earlier answer —
   zarrd with its data caches off (its metadata cached, as a running server's is), xarray
   opening the store for each point as a script does (also reported: xarray with the
   dataset kept open, "open");
-- monthly area-weighted mean over a polygon: 36 months, the polygon's cells together
-  (xarray: .where(mask).weighted(area).mean(lat, lon).resample(time="MS").mean()), warm
-  (zarrd's caches hot, xarray's dataset open) and cold (caches off; xarray opening the
-  store);
-- memory: zarrd's peak resident memory after a whole-grid reduction over 1 and over 3
-  years (flat when the reduction holds accumulators, not data).
-Answers are compared (series exactly, means to 1e-5 relative: xarray keeps float32).
+- monthly area-weighted mean over a polygon (time-major): 36 months, the polygon's cells
+  together (xarray: .where(mask).weighted(area).mean(lat, lon).resample(time="MS").mean()),
+  warm (zarrd's caches hot, xarray's dataset open) and cold (caches off; xarray opening
+  the store), one at a time and four at once (four threads each side).
+Answers are compared first (series exactly, means to 1e-5 relative: xarray keeps float32).
+Peak memory is measured by benches/analysis.sh on fresh servers.
 """
+import concurrent.futures
 import gzip
 import http.client
 import io
+import socket
 import statistics
 import sys
 import time
@@ -69,12 +74,49 @@ class Client:
         return np.load(io.BytesIO(body))
 
 
+class Lean:
+    """One keep-alive socket: the request written in one call, the response read by its
+    Content-Length, the values taken as they are (`format=bin`, `Zarr-Data-Type`)."""
+
+    def __init__(self, url):
+        u = urllib.parse.urlparse(url)
+        self.host = f"{u.hostname}:{u.port}"
+        self.sock = socket.create_connection((u.hostname, u.port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.rest = b""
+
+    def values(self, target):
+        self.sock.sendall(f"GET {target} HTTP/1.1\r\nHost: {self.host}\r\nAccept-Encoding: gzip, deflate\r\n\r\n"
+                          .encode())
+        buf = self.rest
+        while (end := buf.find(b"\r\n\r\n")) < 0:
+            buf += self.recv()
+        lines = buf[:end].decode("latin-1").split("\r\n")
+        fields = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in lines[1:])}
+        n = int(fields["content-length"])
+        body = buf[end + 4:]
+        while len(body) < n:
+            body += self.recv()
+        self.rest, body = body[n:], body[:n]
+        if not lines[0].startswith("HTTP/1.1 200"):
+            raise SystemExit(f"{target}: {lines[0]} {body[:300]!r}")
+        if fields.get("content-encoding", "identity") != "identity":
+            raise SystemExit(f"unexpected Content-Encoding {fields['content-encoding']}")
+        return np.frombuffer(body, dtype=fields["zarr-data-type"])
+
+    def recv(self):
+        got = self.sock.recv(1 << 20)
+        if not got:
+            raise SystemExit("the server closed the connection")
+        return got
+
+
 def points(rng, n):
     return [(float(rng.uniform(-80, 80)), float(rng.uniform(-180, 180))) for _ in range(n)]
 
 
-def series_target(lat, lon):
-    return f"/v1/slice/daily/t2m?sel=lat:~{lat:.4f},lon:~{lon:.4f}&format=npy"
+def series_target(lat, lon, var="t2m", fmt="npy"):
+    return f"/v1/slice/daily/{var}?sel=lat:~{lat:.4f},lon:~{lon:.4f}&format={fmt}"
 
 
 def xr_series(da, lat, lon):
@@ -107,24 +149,44 @@ def area_weights(lat, lon):
     return fy[:, None] * fx[None, :]
 
 
-def vm(pid, field):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field):
-                return int(line.split()[1]) * 1024
-    return 0
+def series_rows(ds, warm, cold, lean, rng, rows, detail):
+    """The point-series rows of one round, for each layout (fewer points where xarray
+    takes a third of a second per point)."""
+    for var, n in (("t2m", 24), ("t2m_map", 6)):
+        da, tag = ds[var], "time" if var == "t2m" else "map"
+        hot = HOT[var]
+        t_x = sum(timed(lambda p=p: xr_series(da, *p))[0] for p in hot)
+        t_z = sum(timed(lambda p=p: warm.npy(series_target(*p, var)))[0] for p in hot)
+        t_l = sum(timed(lambda p=p: lean.values(series_target(*p, var, "bin")))[0] for p in hot)
+        for row, t in ((f"series_warm_{tag}", t_z), (f"series_warm_lean_{tag}", t_l)):
+            rows.setdefault(row, []).append(t_x / t)
+            detail.setdefault(row, []).append((t_x / len(hot), t / len(hot)))
+        fresh = points(rng, n)
+        t_open = sum(timed(lambda p=p: xr_series(da, *p))[0] for p in fresh)
+        t_x = sum(timed(lambda p=p: xr_series(xr.open_zarr(STORE, chunks=None)[var], *p))[0] for p in fresh)
+        fresh = points(rng, n)
+        t_z = sum(timed(lambda p=p: cold.npy(series_target(*p, var)))[0] for p in fresh)
+        for row, t in ((f"series_cold_{tag}", t_x), (f"series_cold_open_{tag}", t_open)):
+            rows.setdefault(row, []).append(t / t_z)
+            detail.setdefault(row, []).append((t / n, t_z / n))
+
+
+HOT = {}
 
 
 def main():
     ds = xr.open_zarr(STORE, chunks=None)
     da = ds.t2m
-    warm, cold = Client(WARM), Client(COLD)
+    warm, cold, lean = Client(WARM), Client(COLD), Lean(WARM)
     rng = np.random.default_rng(2026)
-    hot = points(rng, 24)
-    # Correctness first: the same series from both, the same grid point.
-    for lat, lon in hot[:4]:
-        a, b = warm.npy(series_target(lat, lon)), xr_series(da, lat, lon)
-        assert np.array_equal(a, b.astype(a.dtype)), (lat, lon)
+    HOT["t2m"], HOT["t2m_map"] = points(rng, 24), points(rng, 6)
+    # Correctness first: the same series from both, the same grid point, both layouts.
+    for var, hot in HOT.items():
+        for lat, lon in hot[:4]:
+            want = xr_series(ds[var], lat, lon)
+            for got in (warm.npy(series_target(lat, lon, var)), lean.values(series_target(lat, lon, var, "bin")),
+                        cold.npy(series_target(lat, lon, var))):
+                assert np.array_equal(got, want.astype(got.dtype)), (var, lat, lon)
     wkt = "POLYGON((" + ", ".join(f"{x} {y}" for x, y in POLYGON) + "))"
     region = da.sel(lat=slice(62, 34), lon=slice(8, 42))
     weights = xr.DataArray(area_weights(ds.lat.values, ds.lon.values), dims=("lat", "lon"),
@@ -138,65 +200,56 @@ def main():
         part = source.sel(lat=slice(62, 34), lon=slice(8, 42))
         return part.where(mask).weighted(weights).mean(("lat", "lon")).resample(time="MS").mean().values
 
+    def moved(k):
+        """The polygon with a vertex moved by k e-9 degree: the same cells, another text,
+        so no kept response is replayed."""
+        return monthly_target.replace("12.0%2036.0", f"12.0000000{k:02d}%2036.0")
+
     got, want = warm.npy(monthly_target), xr_monthly()
     worst = float(np.max(np.abs(got - want) / np.abs(want)))
     assert got.shape == want.shape and worst < 1e-5, (got.shape, want.shape, worst)
-    for lat, lon in hot:
-        warm.npy(series_target(lat, lon))
-    rows = {k: [] for k in ("series_warm", "series_warm_dask", "series_cold", "series_cold_open", "polygon_warm",
-                            "polygon_cold")}
-    # xarray as opened by default (dask arrays), the way most scripts read.
-    dask_da = xr.open_zarr(STORE).t2m
-    detail = {k: [] for k in rows}
+    for var, hot in HOT.items():
+        for lat, lon in hot:
+            warm.npy(series_target(lat, lon, var))
+            lean.values(series_target(lat, lon, var, "bin"))
+    rows, detail = {}, {}
+    four = concurrent.futures.ThreadPoolExecutor(4)
+
+    def at_once(fn, args):
+        """Wall time of fn(arg) for the four args, in four threads at once."""
+        t = time.perf_counter()
+        list(four.map(fn, args))
+        return time.perf_counter() - t
+
+    def add(row, t_x, t_z):
+        rows.setdefault(row, []).append(t_x / t_z)
+        detail.setdefault(row, []).append((t_x, t_z))
+
     for r in range(ROUNDS):
-        t_x = sum(timed(lambda p=p: xr_series(da, *p))[0] for p in hot)
-        t_z = sum(timed(lambda p=p: warm.npy(series_target(*p)))[0] for p in hot)
-        rows["series_warm"].append(t_x / t_z)
-        detail["series_warm"].append((t_x / len(hot), t_z / len(hot)))
-        t_d = sum(timed(lambda p=p: xr_series(dask_da, *p))[0] for p in hot)
-        rows["series_warm_dask"].append(t_d / t_z)
-        detail["series_warm_dask"].append((t_d / len(hot), t_z / len(hot)))
-        fresh = points(rng, 24)
-        t_open = sum(timed(lambda p=p: xr_series(da, *p))[0] for p in fresh)
-        t_x = sum(timed(lambda p=p: xr_series(xr.open_zarr(STORE, chunks=None).t2m, *p))[0] for p in fresh)
-        fresh = points(rng, 24)
-        t_z = sum(timed(lambda p=p: cold.npy(series_target(*p)))[0] for p in fresh)
-        rows["series_cold"].append(t_x / t_z)
-        detail["series_cold"].append((t_x / len(fresh), t_z / len(fresh)))
-        rows["series_cold_open"].append(t_open / t_z)
-        detail["series_cold_open"].append((t_open / len(fresh), t_z / len(fresh)))
-        # Warm: the chunks cached, but each request another text (a vertex moved by 1e-9
-        # degree, the same cells), so no kept response is replayed.
+        series_rows(ds, warm, cold, lean, rng, rows, detail)
         warm.npy(monthly_target)
         t_x = min(timed(xr_monthly)[0] for _ in range(2))
-        t_z = min(timed(lambda k=k: warm.npy(monthly_target.replace("12.0%2036.0", f"12.0000000{k:02d}%2036.0")))[0] for k in (2 * r + 1, 2 * r + 2))
-        rows["polygon_warm"].append(t_x / t_z)
-        detail["polygon_warm"].append((t_x, t_z))
+        t_z = min(timed(lambda k=k: warm.npy(moved(k)))[0] for k in (8 * r + 1, 8 * r + 2))
+        add("polygon_warm", t_x, t_z)
         t_x = min(timed(lambda: xr_monthly(xr.open_zarr(STORE, chunks=None).t2m))[0] for _ in range(2))
         t_z = min(timed(lambda: cold.npy(monthly_target))[0] for _ in range(2))
-        rows["polygon_cold"].append(t_x / t_z)
-        detail["polygon_cold"].append((t_x, t_z))
-    print(f"{'what':<18} {'xarray ms':>10} {'zarrd ms':>10} {'ratio (median of rounds)':>26}")
+        add("polygon_cold", t_x, t_z)
+        # Four at once: four threads each side, one connection each.
+        clients = [Client(WARM) for _ in range(4)]
+        t_x = at_once(lambda _: xr_monthly(), range(4))
+        t_z = at_once(lambda i: clients[i].npy(moved(8 * r + 3 + i)), range(4))
+        add("polygon_warm_x4", t_x, t_z)
+        clients = [Client(COLD) for _ in range(4)]
+        t_x = at_once(lambda _: xr_monthly(xr.open_zarr(STORE, chunks=None).t2m), range(4))
+        t_z = at_once(lambda i: clients[i].npy(monthly_target), range(4))
+        add("polygon_cold_x4", t_x, t_z)
+    print(f"{'what':<22} {'xarray ms':>10} {'zarrd ms':>10} {'ratio (median of rounds)':>26}")
     for k, ratios in rows.items():
         xs = statistics.median(d[0] for d in detail[k]) * 1e3
         zs = statistics.median(d[1] for d in detail[k]) * 1e3
-        print(f"ROW {k:<14} {xs:>10.2f} {zs:>10.2f} {statistics.median(ratios):>14.1f}x  rounds {[round(x, 1) for x in ratios]}")
+        print(f"ROW {k:<22} {xs:>10.2f} {zs:>10.3f} {statistics.median(ratios):>10.1f}x  rounds {[round(x, 1) for x in ratios]}")
     print(f"monthly polygon mean: xarray and zarrd agree to {worst:.1e} relative")
-
-
-def memory(pid):
-    """Peak resident memory of zarrd (cold port) after whole-grid reductions over 1 and 3 years."""
-    cold = Client(COLD)
-    base = vm(pid, "VmHWM")
-    out = [("start", base)]
-    for years, sel in ((1, "time:2020-01-01..2020-12-31"), (3, "time:2020-01-01..")):
-        cold.npy(f"/v1/reduce/daily/t2m?op=mean&over=time&sel={sel}&format=npy")
-        out.append((f"{years} year(s), whole grid, op=mean over time", vm(pid, "VmHWM")))
-    for what, hwm in out:
-        print(f"ROW memory {what:<40} VmHWM {hwm / 2**20:8.1f} MiB")
 
 
 if __name__ == "__main__":
     main()
-    if len(sys.argv) > 5:
-        memory(int(sys.argv[5]))

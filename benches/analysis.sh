@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Questions near the data against xarray in-process (docs/performance.md "Analysis near the
-# data"): point series warm and cold, a monthly area-weighted polygon mean, and zarrd's peak
-# memory over growing reductions — on the EDR peers' store (../shared/tools/edr-peers,
+# Questions near the data against xarray in-process (docs/performance.md, "Questions near
+# the data against xarray in-process"): point series warm and cold from time-major and map-major chunks, a monthly
+# area-weighted polygon mean (one and four at once), and zarrd's peak memory over growing
+# reductions — on the EDR peers' store (../shared/tools/edr-peers,
 # daily.zarr), xarray in the Debian trixie chroot. Not part of the test suite or of CI.
 #
 #   bash benches/analysis.sh
@@ -52,4 +53,27 @@ done
 cp "$ROOT/benches/analysis.py" "$CHROOT/tmp/analysis-bench.py"
 log "zarrd $("$ZARRD_BIN" --version 2>/dev/null || echo) on $(nproc) cores; xarray $(chroot "$CHROOT" "$VENV/bin/python" -c 'import xarray; print(xarray.__version__)')"
 chroot "$CHROOT" "$VENV/bin/python" /tmp/analysis-bench.py /tmp/edr-store/daily.zarr \
-  "http://127.0.0.1:$PORT" "http://127.0.0.1:$((PORT + 1))" "$ROUNDS" "$cold_pid"
+  "http://127.0.0.1:$PORT" "http://127.0.0.1:$((PORT + 1))" "$ROUNDS"
+
+# Peak memory: a fresh caches-off server for each request, its VmHWM read before and after,
+# so no earlier request's peak is counted. The polygon's monthly mean over one and three
+# years, then the whole grid's mean over time (every chunk of the array passes through).
+kill "$cold_pid" 2>/dev/null || true
+POLY='POLYGON((12.0%2036.0,%2038.0%2038.0,%2041.0%2055.0,%2025.0%2061.0,%2011.0%2052.0,%2012.0%2036.0))'
+MEM_PORT=$((PORT + 2))
+hwm() { awk '/^VmHWM/ {printf "%.1f", $2 / 1024}' "/proc/$1/status"; }
+for what in "polygon monthly mean, 1 year|op=mean&over=lat,lon&weights=area&resample=time:1M&within=$POLY&sel=time:2020-01-01..2020-12-31" \
+            "polygon monthly mean, 3 years|op=mean&over=lat,lon&weights=area&resample=time:1M&within=$POLY" \
+            "whole grid mean over time, 1 year|op=mean&over=time&sel=time:2020-01-01..2020-12-31" \
+            "whole grid mean over time, 3 years|op=mean&over=time"; do
+  ZARRD__CACHE__CHUNK_BYTES=0 ZARRD__CACHE__RESPONSE_BYTES=0 \
+    "$ZARRD_BIN" serve --listen "127.0.0.1:$MEM_PORT" --dataset "daily=$DATA/daily.zarr" >/tmp/analysis-memory.log 2>&1 &
+  mem_pid=$!
+  pids+=("$mem_pid")
+  for _ in $(seq 50); do curl -sf "http://127.0.0.1:$MEM_PORT/healthz" >/dev/null && break; sleep 0.2; done
+  before=$(hwm "$mem_pid")
+  curl -sf -o /dev/null "http://127.0.0.1:$MEM_PORT/v1/reduce/daily/t2m?${what#*|}&format=npy"
+  printf 'ROW memory %-38s VmHWM %7s MiB at start, %7s MiB after\n' "${what%%|*}" "$before" "$(hwm "$mem_pid")"
+  kill "$mem_pid"
+  wait "$mem_pid" 2>/dev/null || true
+done
