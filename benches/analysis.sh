@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Questions near the data against xarray in-process (docs/performance.md, "Questions near
-# the data against xarray in-process"): point series warm and cold from time-major and map-major chunks, a monthly
-# area-weighted polygon mean (one and four at once), and zarrd's peak memory over growing
-# reductions — on the EDR peers' store (../shared/tools/edr-peers,
+# the data against xarray in-process"): point series warm and cold from time-major and
+# map-major chunks, a monthly area-weighted polygon mean (one and four at once), and
+# zarrd's peak memory over growing reductions — on the EDR peers' store (../shared/tools/edr-peers,
 # daily.zarr), xarray in the Debian trixie chroot. Not part of the test suite or of CI.
 #
 #   bash benches/analysis.sh
