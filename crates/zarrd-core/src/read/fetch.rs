@@ -65,6 +65,9 @@ impl ArrayReader {
             };
             let version = ObjectVersion::Present(object.version);
             if extracts_early(&shape, &part) {
+                // The part is held until the output is assembled, beside the output itself.
+                let part_bytes = part.count.iter().product::<u64>() * self.meta.data_type.size() as u64;
+                hold(ledger, self.budget.reserve(part_bytes).await?);
                 let encoded = (key.as_str(), object.bytes, Arc::clone(chain), shape);
                 let data = extract(&self.meta, encoded, &part, steps, one_chunk).await?;
                 let chunk = Arc::new(DecodedChunk { data: Some(data), version: version.clone() });
