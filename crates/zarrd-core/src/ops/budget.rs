@@ -7,6 +7,7 @@
 //! bounded by their own capacities, and the default budget leaves room for them.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -70,6 +71,16 @@ impl MemoryBudget {
         self.permits.available_permits() as u64 * UNIT
     }
 
+    /// Reserves `bytes` more of something made of many small pieces, `grown` bytes of it
+    /// counted so far (and `bytes` added to it here): the pieces round up to the budget's
+    /// unit together, not each — a thousand parts of four bytes are one unit, not a
+    /// thousand.
+    pub async fn reserve_growth(&self, grown: &AtomicU64, bytes: u64) -> Result<Reservation, BudgetError> {
+        let before = grown.fetch_add(bytes, Ordering::Relaxed);
+        let units = (before + bytes).div_ceil(UNIT) - before.div_ceil(UNIT);
+        self.reserve(units * UNIT).await
+    }
+
     /// Reserves `bytes`, waiting up to the configured time for other requests to finish.
     pub async fn reserve(&self, bytes: u64) -> Result<Reservation, BudgetError> {
         if bytes == 0 {
@@ -114,6 +125,24 @@ fn physical_memory() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn small_pieces_round_up_together() {
+        let budget = MemoryBudget::new(4 * UNIT, Duration::from_millis(50));
+        let grown = AtomicU64::new(0);
+        let mut held = Reservation::default();
+        // A thousand four-byte parts (a point's series through map-major chunks): one unit.
+        for _ in 0..1000 {
+            held.merge(budget.reserve_growth(&grown, 4).await.unwrap());
+        }
+        assert_eq!((held.bytes(), budget.available()), (UNIT, 3 * UNIT));
+        // Growing past a unit boundary takes exactly the units crossed.
+        held.merge(budget.reserve_growth(&grown, UNIT).await.unwrap());
+        assert_eq!(held.bytes(), 2 * UNIT);
+        assert!(matches!(budget.reserve_growth(&grown, 3 * UNIT).await, Err(BudgetError::Busy)));
+        drop(held);
+        assert_eq!(budget.available(), 4 * UNIT);
+    }
 
     #[tokio::test]
     async fn reservations_wait_then_fail_and_are_given_back() {

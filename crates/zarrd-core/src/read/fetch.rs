@@ -25,6 +25,21 @@ use crate::read::selection::DimSelection;
 use crate::store::{Fetched, merged_len, object_version};
 use crate::zarr::codec::{CodecChain, CodecError, IndexLocation, ShardIndex, ShardingCodec};
 
+/// How a read takes its parts of whole chunks nobody caches.
+#[derive(Clone, Copy)]
+pub(super) struct Taking<'a> {
+    /// The selection's step per dimension.
+    pub(super) steps: &'a [u64],
+    /// Whether small parts are cut out as their chunks arrive ([`extracts_early`]): for
+    /// outputs assembled whole (a streamed one keeps only its bands in flight).
+    pub(super) early: bool,
+    /// Whether the read has a single chunk (which may then be decoded inline).
+    pub(super) one_chunk: bool,
+    /// Bytes of the parts cut out so far: they wait beside the output until it is
+    /// assembled, reserved together as they grow.
+    pub(super) parts: &'a std::sync::atomic::AtomicU64,
+}
+
 /// Stored chunks (or shards) read concurrently per request.
 pub(super) const FETCH_FAN_OUT: usize = 16;
 
@@ -53,7 +68,7 @@ impl ArrayReader {
         &self,
         chain: &Arc<CodecChain>,
         mut part: Part,
-        (steps, one_chunk): (&[u64], bool),
+        how: Taking<'_>,
         ledger: &Ledger,
     ) -> Result<Fetch, ReadError> {
         let key = self.chunk_key(&part.coords);
@@ -64,12 +79,11 @@ impl ArrayReader {
                 return Ok(Fetch { key, version: ObjectVersion::Missing, jobs: vec![job] });
             };
             let version = ObjectVersion::Present(object.version);
-            if extracts_early(&shape, &part) {
-                // The part is held until the output is assembled, beside the output itself.
+            if how.early && extracts_early(&shape, &part) {
                 let part_bytes = part.count.iter().product::<u64>() * self.meta.data_type.size() as u64;
-                hold(ledger, self.budget.reserve(part_bytes).await?);
+                hold(ledger, self.budget.reserve_growth(how.parts, part_bytes).await?);
                 let encoded = (key.as_str(), object.bytes, Arc::clone(chain), shape);
-                let data = extract(&self.meta, encoded, &part, steps, one_chunk).await?;
+                let data = extract(&self.meta, encoded, &part, how.steps, how.one_chunk).await?;
                 let chunk = Arc::new(DecodedChunk { data: Some(data), version: version.clone() });
                 part.start.fill(0);
                 let job = DecodeJob {

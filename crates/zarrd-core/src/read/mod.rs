@@ -32,7 +32,7 @@ pub use self::reader::{ArrayReader, Decoded, ReadOutput, STREAM_MIN_BYTES, Whole
 use crate::ops::budget::Reservation;
 use crate::read::assemble::{Assembly, INLINE_COPY_MAX};
 use crate::read::decode::{DecodeJob, Source, decodes_inline, elements_of};
-use crate::read::fetch::{FETCH_FAN_OUT, Fetch, Ledger};
+use crate::read::fetch::{FETCH_FAN_OUT, Fetch, Ledger, Taking};
 use crate::read::indexer::Walk;
 use crate::read::plan::Layout;
 use crate::read::selection::DimSelection;
@@ -98,7 +98,9 @@ impl ArrayReader {
             return self.read_pipelined(sharding, &walk, layout, reservation, in_flight, assembly_estimate).await;
         }
         let ledger = Ledger::default();
-        let (jobs, object_versions) = self.fetch_walk(&walk, &layout.steps, &ledger).await?;
+        let parts = std::sync::atomic::AtomicU64::new(0);
+        let taking = Taking { steps: &layout.steps, early: !streams, one_chunk: walk.count() == 1, parts: &parts };
+        let (jobs, object_versions) = self.fetch_walk(&walk, taking, &ledger).await?;
         reservation.merge(ledger.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner));
         let assembly = Assembly::new(Arc::clone(&self.meta), layout, jobs);
         if streams && assembly.bands.len() > 1 {
@@ -156,16 +158,15 @@ impl ArrayReader {
     async fn fetch_walk(
         &self,
         walk: &Walk,
-        steps: &[u64],
+        taking: Taking<'_>,
         ledger: &Ledger,
     ) -> Result<(Vec<DecodeJob>, Vec<(String, ObjectVersion)>), ReadError> {
         let chain = Arc::new(self.meta.codecs.clone());
-        let one_chunk = walk.count() == 1;
         let fetched: Vec<Fetch> = futures::stream::iter(walk.parts())
             .map(|part| async {
                 match self.meta.sharding() {
-                    Some(sharding) => self.fetch_inner_chunks(sharding, part, steps, ledger).await,
-                    None => self.fetch_chunk(&chain, part, (steps, one_chunk), ledger).await,
+                    Some(sharding) => self.fetch_inner_chunks(sharding, part, taking.steps, ledger).await,
+                    None => self.fetch_chunk(&chain, part, taking, ledger).await,
                 }
             })
             .buffer_unordered(FETCH_FAN_OUT)
