@@ -149,29 +149,30 @@ def area_weights(lat, lon):
     return fy[:, None] * fx[None, :]
 
 
-def series_rows(ds, warm, cold, lean, rng, rows, detail):
+def add(rows, detail, row, t_x, t_z):
+    """One round's xarray and zarrd times (per answer) for `row`."""
+    rows.setdefault(row, []).append(t_x / t_z)
+    detail.setdefault(row, []).append((t_x, t_z))
+
+
+def series_rows(ds, clients, hot_points, rng, rows, detail):
     """The point-series rows of one round, for each layout (fewer points where xarray
     takes a third of a second per point)."""
+    warm, cold, lean = clients
     for var, n in (("t2m", 24), ("t2m_map", 6)):
-        da, tag = ds[var], "time" if var == "t2m" else "map"
-        hot = HOT[var]
-        t_x = sum(timed(lambda p=p: xr_series(da, *p))[0] for p in hot)
-        t_z = sum(timed(lambda p=p: warm.npy(series_target(*p, var)))[0] for p in hot)
-        t_l = sum(timed(lambda p=p: lean.values(series_target(*p, var, "bin")))[0] for p in hot)
-        for row, t in ((f"series_warm_{tag}", t_z), (f"series_warm_lean_{tag}", t_l)):
-            rows.setdefault(row, []).append(t_x / t)
-            detail.setdefault(row, []).append((t_x / len(hot), t / len(hot)))
+        da, tag, hot = ds[var], "time" if var == "t2m" else "map", hot_points[var]
+        t_x = sum(timed(lambda p=p: xr_series(da, *p))[0] for p in hot) / len(hot)
+        t_z = sum(timed(lambda p=p: warm.npy(series_target(*p, var)))[0] for p in hot) / len(hot)
+        t_l = sum(timed(lambda p=p: lean.values(series_target(*p, var, "bin")))[0] for p in hot) / len(hot)
+        add(rows, detail, f"series_warm_{tag}", t_x, t_z)
+        add(rows, detail, f"series_warm_lean_{tag}", t_x, t_l)
         fresh = points(rng, n)
-        t_open = sum(timed(lambda p=p: xr_series(da, *p))[0] for p in fresh)
-        t_x = sum(timed(lambda p=p: xr_series(xr.open_zarr(STORE, chunks=None)[var], *p))[0] for p in fresh)
+        t_open = sum(timed(lambda p=p: xr_series(da, *p))[0] for p in fresh) / n
+        t_x = sum(timed(lambda p=p: xr_series(xr.open_zarr(STORE, chunks=None)[var], *p))[0] for p in fresh) / n
         fresh = points(rng, n)
-        t_z = sum(timed(lambda p=p: cold.npy(series_target(*p, var)))[0] for p in fresh)
-        for row, t in ((f"series_cold_{tag}", t_x), (f"series_cold_open_{tag}", t_open)):
-            rows.setdefault(row, []).append(t / t_z)
-            detail.setdefault(row, []).append((t / n, t_z / n))
-
-
-HOT = {}
+        t_z = sum(timed(lambda p=p: cold.npy(series_target(*p, var)))[0] for p in fresh) / n
+        add(rows, detail, f"series_cold_{tag}", t_x, t_z)
+        add(rows, detail, f"series_cold_open_{tag}", t_open, t_z)
 
 
 def main():
@@ -179,9 +180,9 @@ def main():
     da = ds.t2m
     warm, cold, lean = Client(WARM), Client(COLD), Lean(WARM)
     rng = np.random.default_rng(2026)
-    HOT["t2m"], HOT["t2m_map"] = points(rng, 24), points(rng, 6)
+    hot_points = {"t2m": points(rng, 24), "t2m_map": points(rng, 6)}
     # Correctness first: the same series from both, the same grid point, both layouts.
-    for var, hot in HOT.items():
+    for var, hot in hot_points.items():
         for lat, lon in hot[:4]:
             want = xr_series(ds[var], lat, lon)
             for got in (warm.npy(series_target(lat, lon, var)), lean.values(series_target(lat, lon, var, "bin")),
@@ -208,7 +209,7 @@ def main():
     got, want = warm.npy(monthly_target), xr_monthly()
     worst = float(np.max(np.abs(got - want) / np.abs(want)))
     assert got.shape == want.shape and worst < 1e-5, (got.shape, want.shape, worst)
-    for var, hot in HOT.items():
+    for var, hot in hot_points.items():
         for lat, lon in hot:
             warm.npy(series_target(lat, lon, var))
             lean.values(series_target(lat, lon, var, "bin"))
@@ -221,28 +222,24 @@ def main():
         list(four.map(fn, args))
         return time.perf_counter() - t
 
-    def add(row, t_x, t_z):
-        rows.setdefault(row, []).append(t_x / t_z)
-        detail.setdefault(row, []).append((t_x, t_z))
-
     for r in range(ROUNDS):
-        series_rows(ds, warm, cold, lean, rng, rows, detail)
+        series_rows(ds, (warm, cold, lean), hot_points, rng, rows, detail)
         warm.npy(monthly_target)
         t_x = min(timed(xr_monthly)[0] for _ in range(2))
         t_z = min(timed(lambda k=k: warm.npy(moved(k)))[0] for k in (8 * r + 1, 8 * r + 2))
-        add("polygon_warm", t_x, t_z)
+        add(rows, detail, "polygon_warm", t_x, t_z)
         t_x = min(timed(lambda: xr_monthly(xr.open_zarr(STORE, chunks=None).t2m))[0] for _ in range(2))
         t_z = min(timed(lambda: cold.npy(monthly_target))[0] for _ in range(2))
-        add("polygon_cold", t_x, t_z)
+        add(rows, detail, "polygon_cold", t_x, t_z)
         # Four at once: four threads each side, one connection each.
         clients = [Client(WARM) for _ in range(4)]
         t_x = at_once(lambda _: xr_monthly(), range(4))
         t_z = at_once(lambda i: clients[i].npy(moved(8 * r + 3 + i)), range(4))
-        add("polygon_warm_x4", t_x, t_z)
+        add(rows, detail, "polygon_warm_x4", t_x, t_z)
         clients = [Client(COLD) for _ in range(4)]
         t_x = at_once(lambda _: xr_monthly(xr.open_zarr(STORE, chunks=None).t2m), range(4))
         t_z = at_once(lambda i: clients[i].npy(monthly_target), range(4))
-        add("polygon_cold_x4", t_x, t_z)
+        add(rows, detail, "polygon_cold_x4", t_x, t_z)
     print(f"{'what':<22} {'xarray ms':>10} {'zarrd ms':>10} {'ratio (median of rounds)':>26}")
     for k, ratios in rows.items():
         xs = statistics.median(d[0] for d in detail[k]) * 1e3

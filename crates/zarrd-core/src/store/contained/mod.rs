@@ -115,9 +115,7 @@ impl ContainedFs {
         });
         read.await.map_err(|e| object_store::Error::Generic { store: "ContainedFs", source: Box::new(e) })?
     }
-}
 
-impl ContainedFs {
     /// A whole object (an unsharded chunk) opened on the requesting task when the kernel
     /// can resolve its path from its caches: the confined open and `fstat` only, so the
     /// caller reserves memory for its size before reading it ([`read_file`]).
@@ -135,17 +133,11 @@ impl ContainedFs {
             Err(e) if e.kind() == ErrorKind::WouldBlock || e.raw_os_error() == Some(beneath::ESCAPES) => return None,
             Err(e) => return Some(Err(io_error(location, e))),
         };
-        let metadata = match file.metadata() {
-            Ok(metadata) => metadata,
+        let meta = match opened_meta(&file, location, options) {
+            Ok(Ok(meta)) => meta,
+            Ok(Err(e)) => return Some(Err(e)),
             Err(e) => return Some(Err(io_error(location, e))),
         };
-        if metadata.is_dir() {
-            return Some(Err(not_found(location, "is a directory")));
-        }
-        let meta = object_meta(location.clone(), &metadata);
-        if let Err(e) = options.check_preconditions(&meta) {
-            return Some(Err(e));
-        }
         let path = match self.inner.path_to_filesystem(location) {
             Ok(path) => path,
             Err(e) => return Some(Err(e)),
@@ -228,16 +220,12 @@ fn read_opened(
     range: Range<u64>,
     wait: Wait,
 ) -> std::io::Result<Result<Option<GetResult>>> {
-    let metadata = file.metadata()?;
-    if metadata.is_dir() {
-        return Ok(Err(not_found(location, "is a directory")));
-    }
-    if range.end > metadata.len() {
+    let meta = match opened_meta(file, location, options)? {
+        Ok(meta) => meta,
+        Err(e) => return Ok(Err(e)),
+    };
+    if range.end > meta.size {
         return Ok(Ok(None));
-    }
-    let meta = object_meta(location.clone(), &metadata);
-    if let Err(e) = options.check_preconditions(&meta) {
-        return Ok(Err(e));
     }
     let bytes = Bytes::from(beneath::read_at(file, range.start, (range.end - range.start) as usize, wait)?);
     Ok(Ok(Some(GetResult {
@@ -247,6 +235,18 @@ fn read_opened(
         meta,
         extensions: Extensions::default(),
     })))
+}
+
+/// The `ObjectMeta` of an opened file (`fstat`), once it is known to be a file and to
+/// meet `options`' preconditions. The outer `io::Result` is the file system's answer, the
+/// inner one the store's verdict.
+fn opened_meta(file: &std::fs::File, location: &Path, options: &GetOptions) -> std::io::Result<Result<ObjectMeta>> {
+    let metadata = file.metadata()?;
+    if metadata.is_dir() {
+        return Ok(Err(not_found(location, "is a directory")));
+    }
+    let meta = object_meta(location.clone(), &metadata);
+    Ok(options.check_preconditions(&meta).map(|()| meta))
 }
 
 /// Ranges up to this size are read from the page cache on the requesting task when they
