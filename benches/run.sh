@@ -23,7 +23,9 @@
 #                      once in ~/.cache/zarrd-bench/tensorstore with pip; skipped, with a
 #                      warning, when it cannot be made)
 #   ZARRD_PORT         loopback port of zarrd with the default config (default 18080); zarrd
-#                      with the decoded-data caches off listens on ZARRD_PORT+2
+#                      with the decoded-data caches off listens on ZARRD_PORT+2, and zarrd
+#                      with the default config and `http.runtime = "per_core"` (measured
+#                      beside the shared runtime on the hot tile) on ZARRD_PORT+4
 #   NGINX_PORT         loopback port of nginx (default 18081)
 #
 # Everything runs on 127.0.0.1; the servers it starts are stopped on exit.
@@ -44,8 +46,8 @@ TICK=$(getconf CLK_TCK)
 WRK_PIN=()
 ZPORT=${ZARRD_PORT:-18080}
 NPORT=${NGINX_PORT:-18081}
-declare -A PORT=([default]=$ZPORT [nocache]=$((ZPORT + 2)))
-declare -A ZPID=([default]="" [nocache]="")
+declare -A PORT=([default]=$ZPORT [nocache]=$((ZPORT + 2)) [percore]=$((ZPORT + 4)))
+declare -A ZPID=([default]="" [nocache]="" [percore]="")
 Z="http://127.0.0.1:${PORT[default]}"
 ZN="http://127.0.0.1:${PORT[nocache]}"
 N="http://127.0.0.1:$NPORT"
@@ -110,6 +112,8 @@ trap cleanup EXIT
 zarrd_config() { zarrd_conf "$TMP/zarrd-$1.toml" "${PORT[$1]}" "$2" "$DATA"; }
 zarrd_config default 268435456 # the defaults: 256 MiB decoded-chunk cache, 64 MiB response cache
 zarrd_config nocache 0         # decoded-chunk and response caches off: every read decodes
+zarrd_config percore 268435456 # the defaults, served by a single-threaded runtime per core
+printf '[http]\nruntime = "per_core"\n' >>"$TMP/zarrd-percore.toml"
 
 stop_zarrd() { # NAME
   if [[ -n ${ZPID[$1]} ]]; then
@@ -118,10 +122,14 @@ stop_zarrd() { # NAME
     ZPID[$1]=""
   fi
 }
-# start_zarrd NAME: a fresh process (empty caches), default or nocache.
+# start_zarrd NAME [CPULIST]: a fresh process (empty caches), default, nocache or percore;
+# on CPULIST alone when given, so that it sizes its runtime and CPU pool to those CPUs as it
+# would on a machine (or a container's cpuset) of that many cores.
 start_zarrd() {
   stop_zarrd "$1"
-  "$ZARRD" serve --config "$TMP/zarrd-$1.toml" >>"$TMP/zarrd-$1.log" 2>&1 &
+  local on=()
+  [[ -n ${2:-} ]] && on=(taskset -c "$2")
+  "${on[@]}" "$ZARRD" serve --config "$TMP/zarrd-$1.toml" >>"$TMP/zarrd-$1.log" 2>&1 &
   ZPID[$1]=$!
   wait_http "http://127.0.0.1:${PORT[$1]}/healthz" || { tail -20 "$TMP/zarrd-$1.log" >&2; die "zarrd did not start"; }
 }
@@ -272,30 +280,32 @@ log "0. references: zstd decode of the tile ${ZSTD_US} µs CPU, zarrs single-thr
 declare -A H_REQ H_RPS H_P50 H_P99 H_CPU
 HOT_RATIOS=()
 HOT_RATIOS_NC=()
-declare -A CPU_RATIO CPU_RATIO_NC
+declare -A CPU_RATIO CPU_RATIO_NC CPU_RATIO_PC
 HS=(0 0 0 0 0 0) # storage requests, requests, index misses: default, then nocache
 ALL="0-$((NPROC - 1))"
 for c in $CORES; do
-  pin "0-$((c - 1))" $(nginx_pids) "${ZPID[default]}" "${ZPID[nocache]}"
+  pin "0-$((c - 1))" $(nginx_pids)
+  for name in default nocache percore; do start_zarrd "$name" "0-$((c - 1))"; done
   if ((c < NPROC)); then WRK_PIN=(taskset -c "$c-$((NPROC - 1))"); else WRK_PIN=(); fi
   log "1. hot tile on $c core(s): warm-up"
   run_wrk 64 2 "$N/tile.bin"
-  run_wrk 64 2 "$Z$TILE_PATH"
-  run_wrk 64 2 "$ZN$TILE_PATH"
+  for name in default nocache percore; do run_wrk 64 2 "http://127.0.0.1:${PORT[$name]}$TILE_PATH"; done
   for r in $(seq "$ROUNDS"); do
-    log "1. hot tile on $c core(s), round $r/$ROUNDS: nginx, zarrd, zarrd without chunk cache; 64 connections, ${DUR}s each"
+    log "1. hot tile on $c core(s), round $r/$ROUNDS: nginx, zarrd, zarrd without chunk cache, zarrd per_core; 64 connections, ${DUR}s each"
     cpu_wrk "$N/tile.bin" $(nginx_pids)
     H_REQ[nginx,$c]+=" $W_REQ" H_RPS[nginx,$c]+=" $W_RPS" H_P50[nginx,$c]+=" $W_P50" H_P99[nginx,$c]+=" $W_P99"
     H_CPU[nginx,$c]+=" $W_CPU"
     ng=$W_RPS ngcpu=$W_CPU
-    for name in default nocache; do
+    for name in default nocache percore; do
       base="http://127.0.0.1:${PORT[$name]}"
       snap0 "$base"
       cpu_wrk "$base$TILE_PATH" "${ZPID[$name]}"
       delta "$base"
       H_REQ[$name,$c]+=" $W_REQ" H_RPS[$name,$c]+=" $W_RPS" H_P50[$name,$c]+=" $W_P50" H_P99[$name,$c]+=" $W_P99"
       H_CPU[$name,$c]+=" $W_CPU"
-      if [[ $name == default ]]; then
+      if [[ $name == percore ]]; then
+        CPU_RATIO_PC[$c]+=" $(calc %.2f "$W_CPU / $ngcpu")"
+      elif [[ $name == default ]]; then
         CPU_RATIO[$c]+=" $(calc %.2f "$W_CPU / $ngcpu")"
         [[ $c == "${CORES##* }" ]] && HOT_RATIOS+=("$(calc %.2f "$W_RPS / $ng")")
         HS[0]=$((HS[0] + DS)) HS[1]=$((HS[1] + DH)) HS[2]=$((HS[2] + DI))
@@ -307,12 +317,16 @@ for c in $CORES; do
     done
   done
 done
-pin "$ALL" $(nginx_pids) "${ZPID[default]}" "${ZPID[nocache]}"
+pin "$ALL" $(nginx_pids)
+stop_zarrd percore
+start_zarrd default
+start_zarrd nocache
 WRK_PIN=()
 declare -A HOT_LABEL=(
   [nginx]="nginx, static file of the same size"
   [default]="zarrd slice 256×256 f32 bin, default config (response and decoded-chunk caches)"
   [nocache]="zarrd, caches off (range read + zstd decode per request)"
+  [percore]="zarrd, default config, http.runtime = per_core (a single-threaded runtime per core)"
 )
 LASTC=${CORES##* }
 for name in nginx default nocache; do
@@ -324,7 +338,7 @@ for name in nginx default nocache; do
 done
 CPUROWS=""
 for c in $CORES; do
-  for name in nginx default nocache; do
+  for name in nginx default percore nocache; do
     # shellcheck disable=SC2086
     CPUROWS+="| $c | ${HOT_LABEL[$name]} | $(med ${H_RPS[$name,$c]}) | $(med ${H_CPU[$name,$c]}) |"$'\n'
   done
@@ -454,7 +468,7 @@ LARGE_CPU_ZARRS=$(med "${ZR_CPU[@]}")
 # the others, zarrs (C threads) and TensorStore pinned to the same C cores; one round each.
 LROWS=""
 for c in $CORES; do
-  pin "0-$((c - 1))" "${ZPID[nocache]}"
+  start_zarrd nocache "0-$((c - 1))"
   READ_PIN=(taskset -c "0-$((c - 1))")
   if ((c < NPROC)); then WRK_PIN=(taskset -c "$c-$((NPROC - 1))"); else WRK_PIN=(); fi
   log "3. large slice on $c core(s)"
@@ -474,7 +488,7 @@ for c in $CORES; do
   zd_s=$(med "${LT[@]}")
   LROWS+="| $c | $(calc %.1f "$zd_s * 1000") | $(calc %.1f "$(med "${LF[@]}") * 1000") | $zd_cpu | $(calc %.1f "$zr_s * 1000") | $(calc %.1f "$zr_cpu * 1000") | $ts_s | $ts_cpu | $(calc %.2f "$zr_s / $zd_s") |"$'\n'
 done
-pin "$ALL" "${ZPID[nocache]}"
+start_zarrd nocache
 READ_PIN=()
 WRK_PIN=()
 # N concurrent large slices (caches off): wall time of all of them, against N times
@@ -571,21 +585,33 @@ REPORT="$TMP/report.md"
     # shellcheck disable=SC2086
     r2=$(med ${CPU_RATIO_NC[$c]})
     echo "| hot tile on $c core(s): zarrd CPU per request ÷ nginx's, default config | ${CPU_RATIO[$c]} | $r1 | ≤ 1.5 | $(awk -v r="$r1" 'BEGIN { print (r <= 1.5 ? "met" : "MISSED") }') |"
+    # shellcheck disable=SC2086
+    r3=$(med ${CPU_RATIO_PC[$c]})
+    echo "| hot tile on $c core(s): the same, http.runtime = per_core | ${CPU_RATIO_PC[$c]} | $r3 | ≤ 1.5 | $(awk -v r="$r3" 'BEGIN { print (r <= 1.5 ? "met" : "MISSED") }') |"
     echo "| cold tile on $c core(s): zarrd CPU per request (caches off) ÷ the zstd decode of the tile (${ZSTD_US} µs) | ${CPU_RATIO_NC[$c]} | $r2 | ≤ 1.5 | $(awk -v r="$r2" 'BEGIN { print (r <= 1.5 ? "met" : "MISSED") }') |"
   done
+  # CPU per cached request as cores grow (issue 38: ≤ 1.15× from the first core count to the last).
+  FIRSTC=${CORES%% *}
+  if [[ $FIRSTC != "$LASTC" ]]; then
+    for name in default percore nocache; do
+      # shellcheck disable=SC2086
+      g=$(calc %.2f "$(med ${H_CPU[$name,$LASTC]}) / $(med ${H_CPU[$name,$FIRSTC]})")
+      echo "| CPU per request on $LASTC cores ÷ on $FIRSTC: ${HOT_LABEL[$name]} | | $g | (≤ 1.15) | $(awk -v r="$g" 'BEGIN { print (r <= 1.15 ? "met" : "MISSED") }') |"
+    done
+  fi
   # shellcheck disable=SC2086
   cold1=$(med ${H_CPU[nocache,${CORES%% *}]})
   echo "| cold tile: zarrd CPU per request on ${CORES%% *} core ÷ zarrs' single-thread read of the tile (${ZARRS_TILE_US} µs) | | $(calc %.2f "$cold1 / $ZARRS_TILE_US") | < 1 | $(awk -v a="$cold1" -v b="$ZARRS_TILE_US" 'BEGIN { print (a < b ? "met" : "MISSED") }') |"
   echo "| large slice: zarrd CPU per request (caches off) ÷ zarrs' CPU per read | | $(calc %.2f "$LARGE_CPU_NC / $LARGE_CPU_ZARRS") ($(calc %.0f "$LARGE_CPU_NC * 1000") ms vs $(calc %.0f "$LARGE_CPU_ZARRS * 1000") ms) | — | |"
   echo "| large slice: $CONC at once, wall ÷ ($CONC × sequential median), caches off (1 = no worse than one after another; below 1 only where one request leaves cores idle) | ${CONC_T[*]} | $CONC_RATIO | ≤ 1.0 | $(awk -v r="$CONC_RATIO" 'BEGIN { print (r <= 1.0 ? "met" : "MISSED") }') |"
   echo
-  echo "CPU per request of the server process (user + system time of all its threads from \`/proc/PID/stat\`, nginx: master and workers), servers pinned with \`taskset\` to the first C cores, wrk on the others when there are any; median of $ROUNDS rounds. References on one thread: zstd decode of the tile's stored frame ${ZSTD_US} µs, zarrs reading the tile ${ZARRS_TILE_US} µs."
+  echo "CPU per request of the server process (user + system time of all its threads from \`/proc/PID/stat\`, nginx: master and workers), zarrd started on the first C cores (\`taskset\`: its runtime and CPU pool sized to them, as on a machine of C cores), nginx pinned there, wrk on the others when there are any; median of $ROUNDS rounds. References on one thread: zstd decode of the tile's stored frame ${ZSTD_US} µs, zarrs reading the tile ${ZARRS_TILE_US} µs."
   echo
   echo "| cores | server | req/s | CPU µs per request |"
   echo "|---:|---|---:|---:|"
   printf '%s' "$CPUROWS"
   echo
-  echo "The large slice per core count, caches off: zarrd pinned to the first C cores (curl on the others when there are any), zarrs (\`--threads C\`) and TensorStore pinned to the same cores; medians of $LARGE_REPS reads, CPU per read of the reading process."
+  echo "The large slice per core count, caches off: zarrd started on the first C cores (curl on the others when there are any), zarrs (\`--threads C\`) and TensorStore pinned to the same cores; medians of $LARGE_REPS reads, CPU per read of the reading process."
   echo
   echo "| cores | zarrd ms | zarrd first byte ms | zarrd CPU ms | zarrs ms | zarrs CPU ms | TensorStore ms | TensorStore CPU ms | zarrd ÷ zarrs speed |"
   echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"

@@ -31,7 +31,37 @@ pub fn render() -> String {
     let mut text = handle().render();
     text.push_str(&super::tally::render());
     text.push_str(&super::cpu::render());
+    text.push_str(&render_stream_waits());
     text
+}
+
+/// What a streamed read's sender waited on between bands: the next band (its fetch and
+/// decode), or the client taking the band before it.
+#[derive(Debug, Clone, Copy)]
+pub enum StreamWait {
+    Band = 0,
+    Client = 1,
+}
+
+/// Nanoseconds streamed reads' senders waited, by [`StreamWait`], since the start.
+static STREAM_WAIT_NANOS: [std::sync::atomic::AtomicU64; 2] =
+    [std::sync::atomic::AtomicU64::new(0), std::sync::atomic::AtomicU64::new(0)];
+
+/// One wait of a streamed read's sender (`zarrd_stream_wait_seconds_total{on}`): a read
+/// whose sender mostly waits on `band` is bound by fetching and decoding, one that waits
+/// on `client` by the connection; two scrapes around a read say which.
+pub fn stream_waited(on: StreamWait, waited: std::time::Duration) {
+    let nanos = u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX);
+    STREAM_WAIT_NANOS[on as usize].fetch_add(nanos, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn render_stream_waits() -> String {
+    let [band, client] =
+        STREAM_WAIT_NANOS.each_ref().map(|n| n.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e9);
+    format!(
+        "# TYPE zarrd_stream_wait_seconds_total counter\nzarrd_stream_wait_seconds_total{{on=\"band\"}} {band}\n\
+         zarrd_stream_wait_seconds_total{{on=\"client\"}} {client}\n"
+    )
 }
 
 /// One storage request, counted in all (`zarrd_storage_requests_total`) and by what it

@@ -9,6 +9,7 @@ use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 
 use crate::ops::budget::Reservation;
+use crate::ops::metrics::{self, StreamWait};
 use crate::read::assemble::Assembly;
 use crate::read::error::ReadError;
 use crate::read::fetch::{FETCH_FAN_OUT, Fetch, Ledger};
@@ -161,7 +162,10 @@ impl ArrayReader {
                     })
                     .buffered(in_flight)
             );
-            while let Some(done) = bands.next().await {
+            loop {
+                let waited = std::time::Instant::now();
+                let Some(done) = bands.next().await else { break };
+                metrics::stream_waited(StreamWait::Band, waited.elapsed());
                 let item = match done {
                     Ok((bytes, fresh)) => {
                         for (chunk, key) in fresh {
@@ -172,7 +176,10 @@ impl ArrayReader {
                     Err(e) => Err(e),
                 };
                 let failed = item.is_err();
-                if !matches!(tokio::time::timeout(idle, tx.send(item)).await, Ok(Ok(()))) || failed {
+                let waited = std::time::Instant::now();
+                let sent = matches!(tokio::time::timeout(idle, tx.send(item)).await, Ok(Ok(())));
+                metrics::stream_waited(StreamWait::Client, waited.elapsed());
+                if !sent || failed {
                     return;
                 }
             }
