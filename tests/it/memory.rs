@@ -139,6 +139,84 @@ async fn sharded_streams_fetch_rows_of_shards_as_they_go() {
     assert!(body.as_ref() == want_new.as_slice());
 }
 
+/// `tiled`: the same 2048 x 1024 u32 values in 16 shards of 128 full rows, each holding
+/// 4 x 4 inner chunks of 32 x 256 (`bytes`), so every band of a streamed read (32 rows)
+/// has four members, decoded in pieces on the pool. `short` shortens shard 15's last
+/// inner chunk by one element (a corrupt chunk in the last band).
+async fn put_tiled(mem: &InMemory, short: bool) {
+    let doc = serde_json::json!({
+        "zarr_format": 3, "node_type": "array", "shape": [ROWS, COLS], "data_type": "uint32",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [CHUNK_ROWS, COLS]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "sharding_indexed", "configuration": {
+            "chunk_shape": [CHUNK_ROWS / 4, COLS / 4],
+            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
+            "index_location": "end"}}]
+    });
+    mem.put(&Path::from("tiled/zarr.json"), doc.to_string().into_bytes().into()).await.unwrap();
+    for s in 0..ROWS / CHUNK_ROWS {
+        let (mut data, mut index) = (Vec::new(), Vec::new());
+        for (r, c) in (0..4).flat_map(|r| (0..4).map(move |c| (r, c))) {
+            let (i0, j0) = (s * CHUNK_ROWS + r * CHUNK_ROWS / 4, c * COLS / 4);
+            let mut chunk: Vec<u8> = (i0..i0 + CHUNK_ROWS / 4)
+                .flat_map(|i| (j0..j0 + COLS / 4).flat_map(move |j| value(i, j).to_le_bytes()))
+                .collect();
+            if short && s == 15 && (r, c) == (3, 3) {
+                chunk.truncate(chunk.len() - 4);
+            }
+            index.extend((data.len() as u64).to_le_bytes());
+            index.extend((chunk.len() as u64).to_le_bytes());
+            data.extend(chunk);
+        }
+        let crc = crc32c::crc32c(&index);
+        data.extend(index);
+        data.extend(crc.to_le_bytes());
+        mem.put(&Path::from(format!("tiled/c/{s}/0")), data.into()).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn bands_of_several_chunks_stream_bit_exact_and_fail_cleanly() {
+    let want: Vec<u8> = (0..ROWS).flat_map(|i| (0..COLS).flat_map(move |j| value(i, j).to_le_bytes())).collect();
+    for cache in ["chunk_bytes = 0", "chunk_bytes = 67108864"] {
+        let (store, mem) = store().await;
+        put_tiled(&mem, false).await;
+        let app = app_with(vec![("m", store)], config(&format!("[cache]\nresponse_bytes = 0\n{cache}")));
+        // Twice: with the chunk cache on, the second read assembles from the chunks the
+        // first one decoded.
+        for round in 0..2 {
+            let response = send(&app, "/v1/slice/m/tiled?format=bin").await;
+            assert_eq!(response.status(), 200);
+            assert!(axum::body::HttpBody::size_hint(response.body()).exact().is_none(), "not streamed");
+            let body = response.into_body().collect().await.unwrap().to_bytes();
+            assert!(body.as_ref() == want.as_slice(), "{cache}, read {round}: the streamed read differs");
+        }
+        // Rows and columns cut through the inner chunks (7 MiB: streamed too).
+        let response = send(&app, "/v1/slice/m/tiled?s=1:,100:1000&format=bin").await;
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let cut: Vec<u8> = (1..ROWS).flat_map(|i| (100..1000).flat_map(move |j| value(i, j).to_le_bytes())).collect();
+        assert!(body.as_ref() == cut.as_slice(), "{cache}: the cut read differs");
+    }
+    // A corrupt chunk in the last band ends the body with an error naming its shard.
+    let (store, mem) = store().await;
+    put_tiled(&mem, true).await;
+    let app = app_with(vec![("m", store)], config("[cache]\nchunk_bytes = 0"));
+    let response = send(&app, "/v1/slice/m/tiled?format=bin").await;
+    assert_eq!(response.status(), 200);
+    let mut body = response.into_body();
+    let mut received = 0usize;
+    let error = loop {
+        match body.frame().await {
+            Some(Ok(frame)) => received += frame.into_data().map_or(0, |d| d.len()),
+            Some(Err(e)) => break e,
+            None => panic!("the body ended normally after {received} bytes"),
+        }
+    };
+    assert!(received < want.len(), "{received}");
+    assert!(error.to_string().contains("tiled/c/15/0"), "{error}");
+}
+
 async fn send(app: &axum::Router, uri: &str) -> axum::response::Response {
     app.clone().oneshot(axum::http::Request::get(uri).body(Body::empty()).unwrap()).await.unwrap()
 }

@@ -78,6 +78,21 @@ where
     F: FnOnce() -> T + Send + 'static,
 {
     let (tx, rx) = tokio::sync::oneshot::channel();
+    spawn(move || {
+        // The request may have gone away (client disconnected): nothing to tell then.
+        let _ = tx.send(catch(work));
+    });
+    rx.await.unwrap_or_else(|_| Err("a CPU task was dropped".to_owned()))
+}
+
+/// Hands `work` to rayon's pool (first in, first out among tasks handed over from outside
+/// it) and returns at once, counting it in the pool's metrics. `work` must not panic: wrap
+/// what may in [`catch`] (a panic that escapes is caught here, counted and logged by the
+/// hook, and the task's result is lost).
+pub fn spawn<F>(work: F)
+where
+    F: FnOnce() + Send + 'static,
+{
     // The request's span goes along, so a panic here is logged with its request id.
     let span = tracing::Span::current();
     QUEUED.fetch_add(1, Relaxed);
@@ -86,14 +101,16 @@ where
         QUEUED.fetch_sub(1, Relaxed);
         RUNNING.fetch_add(1, Relaxed);
         let started = Instant::now();
-        let result = std::panic::catch_unwind(AssertUnwindSafe(work))
-            .map_err(|panic| panic_message(panic.as_ref()).unwrap_or_else(|| "a CPU task panicked".to_owned()));
+        let _ = catch(work);
         BUSY_NANOS.fetch_add(u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX), Relaxed);
         RUNNING.fetch_sub(1, Relaxed);
-        // The request may have gone away (client disconnected): nothing to tell then.
-        let _ = tx.send(result);
     });
-    rx.await.unwrap_or_else(|_| Err("a CPU task was dropped".to_owned()))
+}
+
+/// `work`'s result, or the message of the panic it raised.
+pub fn catch<T>(work: impl FnOnce() -> T) -> Result<T, String> {
+    std::panic::catch_unwind(AssertUnwindSafe(work))
+        .map_err(|panic| panic_message(panic.as_ref()).unwrap_or_else(|| "a CPU task panicked".to_owned()))
 }
 
 /// The message a panic was raised with, when it has one (`panic!("…")` gives a `&str` or a

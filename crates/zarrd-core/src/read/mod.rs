@@ -7,6 +7,7 @@
 //! them.
 
 mod assemble;
+mod band;
 pub mod cache;
 pub mod chunk;
 mod decode;

@@ -11,6 +11,7 @@ use futures::{StreamExt, TryStreamExt};
 use crate::ops::budget::Reservation;
 use crate::ops::metrics::{self, StreamWait};
 use crate::read::assemble::Assembly;
+use crate::read::band;
 use crate::read::error::ReadError;
 use crate::read::fetch::{FETCH_FAN_OUT, Fetch, Ledger};
 use crate::read::indexer::{Part, Walk};
@@ -150,15 +151,7 @@ impl ArrayReader {
                     .try_flatten()
                     .map(|item: Result<(Arc<Group>, usize), ReadError>| async move {
                         let (group, b) = item?;
-                        crate::ops::cpu::run(move || {
-                            let assembly = &group.assembly;
-                            let band = &assembly.bands[b];
-                            let mut buf = vec![0u8; assembly.band_bytes(band)];
-                            let fresh = assembly.fill_band(band, &mut buf)?;
-                            Ok::<_, ReadError>((Bytes::from(buf), fresh))
-                        })
-                        .await
-                        .map_err(ReadError::Task)?
+                        band::decode(group, b).await
                     })
                     .buffered(in_flight)
             );
