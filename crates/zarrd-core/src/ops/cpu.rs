@@ -78,10 +78,8 @@ where
     F: FnOnce() -> T + Send + 'static,
 {
     let (tx, rx) = tokio::sync::oneshot::channel();
-    spawn(move || {
-        // The request may have gone away (client disconnected): nothing to tell then.
-        let _ = tx.send(catch(work));
-    });
+    // The request may have gone away (client disconnected): nothing to tell then.
+    counted(work, move |result| drop(tx.send(result)));
     rx.await.unwrap_or_else(|_| Err("a CPU task was dropped".to_owned()))
 }
 
@@ -93,6 +91,16 @@ pub fn spawn<F>(work: F)
 where
     F: FnOnce() + Send + 'static,
 {
+    counted(work, drop);
+}
+
+/// Runs `work` on the pool, counted, and hands its result (or its panic's message) to
+/// `then` once its time is in the busy total: a caller woken by `then` sees it counted.
+fn counted<T, F, G>(work: F, then: G)
+where
+    F: FnOnce() -> T + Send + 'static,
+    G: FnOnce(Result<T, String>) + Send + 'static,
+{
     // The request's span goes along, so a panic here is logged with its request id.
     let span = tracing::Span::current();
     QUEUED.fetch_add(1, Relaxed);
@@ -101,9 +109,10 @@ where
         QUEUED.fetch_sub(1, Relaxed);
         RUNNING.fetch_add(1, Relaxed);
         let started = Instant::now();
-        let _ = catch(work);
+        let result = catch(work);
         BUSY_NANOS.fetch_add(u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX), Relaxed);
         RUNNING.fetch_sub(1, Relaxed);
+        then(result);
     });
 }
 

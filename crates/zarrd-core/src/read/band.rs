@@ -1,4 +1,5 @@
-//! One band of a streamed read, decoded on the CPU pool in pieces: its members are dealt
+//! The bands of a streamed read (a [`Group`] of them per row of shards), each decoded on
+//! the CPU pool in pieces: its members are dealt
 //! into at most one piece per pool thread, each piece a task of its own, and the piece that
 //! finishes last places every decoded chunk into the band.
 //!
@@ -14,10 +15,18 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
 
+use crate::ops::budget::Reservation;
+use crate::read::assemble::Assembly;
 use crate::read::cache::DecodedChunk;
 use crate::read::decode::{Fresh, Source, elements_of};
 use crate::read::error::ReadError;
-use crate::read::stream::Group;
+
+/// Bands to assemble, and the memory held for them (their fetched bytes) until the last
+/// one is done.
+pub(super) struct Group {
+    pub(super) assembly: Assembly,
+    pub(super) _reservation: Reservation,
+}
 
 type Done = tokio::sync::oneshot::Sender<Result<(Bytes, Fresh), ReadError>>;
 

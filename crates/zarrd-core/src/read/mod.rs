@@ -32,12 +32,12 @@ pub use self::object_version::ObjectVersion;
 pub use self::reader::{ArrayReader, Decoded, ReadOutput, STREAM_MIN_BYTES, WholeRead};
 use crate::ops::budget::Reservation;
 use crate::read::assemble::{Assembly, INLINE_COPY_MAX};
+use crate::read::band::Group;
 use crate::read::decode::{DecodeJob, Source, decodes_inline, elements_of};
 use crate::read::fetch::{FETCH_FAN_OUT, Fetch, Ledger, Taking};
 use crate::read::indexer::Walk;
 use crate::read::plan::Layout;
 use crate::read::selection::DimSelection;
-use crate::read::stream::Group;
 
 impl ArrayReader {
     /// Reads a resolved selection whole (no header room, never streamed): what every

@@ -11,7 +11,7 @@ use futures::{StreamExt, TryStreamExt};
 use crate::ops::budget::Reservation;
 use crate::ops::metrics::{self, StreamWait};
 use crate::read::assemble::Assembly;
-use crate::read::band;
+use crate::read::band::{self, Group};
 use crate::read::error::ReadError;
 use crate::read::fetch::{FETCH_FAN_OUT, Fetch, Ledger};
 use crate::read::indexer::{Part, Walk};
@@ -20,44 +20,54 @@ use crate::read::plan::{Layout, rows};
 use crate::read::reader::{ArrayReader, Decoded, ReadOutput};
 use crate::zarr::codec::ShardingCodec;
 
-/// Bands to assemble, and the memory held for them (their fetched bytes) until the last
-/// one is done.
-pub(super) struct Group {
-    pub(super) assembly: Assembly,
-    pub(super) _reservation: Reservation,
-}
-
 /// Rows of shards a pipelined read fetches ahead of the one being decoded.
 const PREFETCH_ROWS: usize = 2;
 
-/// A row being fetched in a task of its own, aborted when dropped (the response went away).
+/// Work in a task of its own (a row of shards being fetched, a band being decoded), aborted
+/// when dropped (the response went away).
 ///
 /// A future inside the band stream makes progress only while that stream is polled, and it
 /// is not polled while a finished band waits for the client to take it: fetched in place,
 /// the rows "ahead" were read only between sends, so a slow client or a fast decoder left
-/// the prefetch idle. In its own task a row is read (and its bands laid out) meanwhile.
-struct Fetching(tokio::task::JoinHandle<Result<Group, ReadError>>);
+/// the prefetch idle. In its own task a row is read (and its bands laid out) meanwhile, and
+/// a band is decoded as soon as its row is there.
+struct Spawned<T> {
+    handle: tokio::task::JoinHandle<Result<T, ReadError>>,
+    what: &'static str,
+}
 
-impl std::future::Future for Fetching {
-    type Output = Result<Group, ReadError>;
-
-    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
-        std::pin::Pin::new(&mut self.0).poll(cx).map(|joined| {
-            joined.unwrap_or_else(|e| Err(ReadError::Task(format!("fetching a row of shards failed: {e}"))))
-        })
+impl<T: Send + 'static> Spawned<T> {
+    /// `work` started now, in the request's span (errors and panics are logged with its
+    /// request id).
+    fn start(
+        what: &'static str,
+        work: impl std::future::Future<Output = Result<T, ReadError>> + Send + 'static,
+    ) -> Self {
+        Self { handle: tokio::spawn(tracing::Instrument::in_current_span(work)), what }
     }
 }
 
-impl Drop for Fetching {
+impl<T> std::future::Future for Spawned<T> {
+    type Output = Result<T, ReadError>;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        let what = self.what;
+        std::pin::Pin::new(&mut self.handle)
+            .poll(cx)
+            .map(|joined| joined.unwrap_or_else(|e| Err(ReadError::Task(format!("{what} failed: {e}")))))
+    }
+}
+
+impl<T> Drop for Spawned<T> {
     fn drop(&mut self) {
-        self.0.abort();
+        self.handle.abort();
     }
 }
 
 impl ArrayReader {
     /// A streamed read of a sharded array, fetching overlapped with decoding and sending:
     /// shards are fetched a row of shards at a time ([`PREFETCH_ROWS`] rows ahead, each in a
-    /// task of its own: [`Fetching`]), and
+    /// task of its own: [`Spawned`]), and
     /// each row's bands are decoded and sent while the next rows are read, instead of
     /// reading every shard before the first byte (the difference between one storage
     /// round trip and all of them before the response starts, over S3).
@@ -85,8 +95,7 @@ impl ArrayReader {
                 let fetch = async move {
                     reader.fetch_group(&sharding, row, layout, &expected, in_flight, assembly_estimate).await
                 };
-                // In the request's span: errors and panics are logged with its request id.
-                Fetching(tokio::spawn(tracing::Instrument::in_current_span(fetch)))
+                Spawned::start("fetching a row of shards", fetch)
             })
             .buffered(PREFETCH_ROWS);
         let data = Decoded::Bands(self.stream_bands(groups, reservation, in_flight));
@@ -125,10 +134,11 @@ impl ArrayReader {
         Ok(Group { assembly, _reservation: reservation })
     }
 
-    /// Assembles the bands of `groups` in order, `in_flight` at a time, each sent as soon
-    /// as it and those before it are done. A consumer that takes no band for
-    /// `stream_idle` (a stalled client) or goes away ends the work, and the reservation
-    /// is given back.
+    /// Assembles the bands of `groups` and sends them in order, each as soon as it and
+    /// those before it are done. Each band starts decoding as soon as its row of shards is
+    /// there, up to `in_flight` bands ahead of the one being sent, whatever the sender is
+    /// waiting for. A consumer that takes no band for `stream_idle` (a stalled client) or
+    /// goes away ends the work, and the reservation is given back.
     pub(super) fn stream_bands<S>(
         &self,
         groups: S,
@@ -138,10 +148,10 @@ impl ArrayReader {
     where
         S: futures::Stream<Item = Result<Group, ReadError>> + Send + 'static,
     {
-        let (tx, rx) = tokio::sync::mpsc::channel(1);
-        let (cache, idle) = (self.chunks.clone(), self.stream_idle);
-        let task = async move {
-            let _reservation = reservation;
+        // Bands started and not yet sent: those queued here, the one the starter holds
+        // while the queue is full and the one being sent make `in_flight`.
+        let (started_tx, mut started) = tokio::sync::mpsc::channel(in_flight.saturating_sub(2).max(1));
+        let starter = Spawned::start("starting bands", async move {
             let mut bands = std::pin::pin!(
                 groups
                     .map_ok(|group| {
@@ -149,15 +159,28 @@ impl ArrayReader {
                         futures::stream::iter(0..group.assembly.bands.len()).map(move |b| Ok((Arc::clone(&group), b)))
                     })
                     .try_flatten()
-                    .map(|item: Result<(Arc<Group>, usize), ReadError>| async move {
-                        let (group, b) = item?;
-                        band::decode(group, b).await
-                    })
-                    .buffered(in_flight)
             );
+            while let Some(band) = bands.next().await {
+                let band: Result<(Arc<Group>, usize), ReadError> = band;
+                let failed = band.is_err();
+                let band = band.map(|(group, b)| Spawned::start("decoding a band", band::decode(group, b)));
+                if started_tx.send(band).await.is_err() || failed {
+                    break;
+                }
+            }
+            Ok(())
+        });
+        let (tx, rx) = tokio::sync::mpsc::channel(1);
+        let (cache, idle) = (self.chunks.clone(), self.stream_idle);
+        let task = async move {
+            let (_reservation, _starter) = (reservation, starter);
             loop {
                 let waited = std::time::Instant::now();
-                let Some(done) = bands.next().await else { break };
+                let done = match started.recv().await {
+                    None => break,
+                    Some(Ok(band)) => band.await,
+                    Some(Err(e)) => Err(e),
+                };
                 metrics::stream_waited(StreamWait::Band, waited.elapsed());
                 let item = match done {
                     Ok((bytes, fresh)) => {
