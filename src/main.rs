@@ -13,7 +13,7 @@ use tracing_subscriber::EnvFilter;
 use zarrd::AppState;
 use zarrd::catalog::Catalog;
 use zarrd::config::{Config, Overrides};
-use zarrd::http::server::Settings;
+use zarrd::http::server::{Cap, Settings};
 
 /// mimalloc instead of glibc's malloc: per-request buffers (a 256 KiB tile, 2 MiB bands)
 /// are reused from thread-local pages instead of being trimmed back to the kernel with
@@ -227,7 +227,8 @@ async fn serve(state: AppState) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(listen).await?;
     let datasets = state.config.datasets.len();
     tracing::info!(%listen, datasets, max_connections = settings.max_connections, "zarrd listening");
-    zarrd::http::server::serve(listener, move || zarrd::app(state.for_thread()), settings, shutdown).await
+    let cap = Cap::new(&settings);
+    zarrd::http::server::serve(listener, move || zarrd::app(state.for_thread()), settings, cap, shutdown).await
 }
 
 /// `http.runtime = "per_core"`: one thread per core, each with a single-threaded runtime
@@ -238,13 +239,14 @@ fn serve_per_core(runtime: &tokio::runtime::Runtime, state: &AppState) -> std::i
     let listen = state.config.listen;
     let listeners = zarrd::http::server::reuse_port_listeners(listen, cores)?;
     let (settings, shutdown) = runtime.block_on(async { prepare(state) });
-    let settings = settings.per_listener(cores);
+    // One cap for all the listeners, whichever of them the kernel gives each client.
+    let cap = Cap::new(&settings);
     let datasets = state.config.datasets.len();
-    tracing::info!(%listen, datasets, cores, max_connections_per_core = settings.max_connections, "zarrd listening, a runtime per core");
+    tracing::info!(%listen, datasets, cores, max_connections = settings.max_connections, "zarrd listening, a runtime per core");
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let mut threads = Vec::with_capacity(cores);
     for (i, listener) in listeners.into_iter().enumerate() {
-        let (state, mut stopped) = (state.clone(), stopped.clone());
+        let (state, mut stopped, cap) = (state.clone(), stopped.clone(), cap.clone());
         let serve_one = move || -> std::io::Result<()> {
             let core = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
             core.block_on(async move {
@@ -252,7 +254,8 @@ fn serve_per_core(runtime: &tokio::runtime::Runtime, state: &AppState) -> std::i
                 let closed = async move {
                     let _ = stopped.wait_for(|s| *s).await;
                 };
-                zarrd::http::server::serve(listener, move || zarrd::app(state.for_thread()), settings, closed).await
+                zarrd::http::server::serve(listener, move || zarrd::app(state.for_thread()), settings, cap, closed)
+                    .await
             })
         };
         threads.push(std::thread::Builder::new().name(format!("zarrd-core-{i}")).spawn(serve_one)?);

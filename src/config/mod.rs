@@ -155,8 +155,8 @@ pub struct HttpConfig {
     /// How connections are served: `shared` (one work-stealing runtime whose threads take
     /// any connection's work) or `per_core` (one single-threaded runtime per core, each
     /// accepting on its own `SO_REUSEPORT` listener: no hand-off between threads, but a
-    /// connection waits for the other requests of its thread). docs/performance.md says
-    /// which measured better and why.
+    /// connection waits for the other requests of its thread). `per_core` by default:
+    /// docs/performance.md ("Shared runtime or a runtime per core") says why.
     pub runtime: String,
 }
 
@@ -170,7 +170,7 @@ impl Default for HttpConfig {
             header_read_timeout_secs: 10,
             keep_alive_secs: 75,
             max_connections: None,
-            runtime: "shared".into(),
+            runtime: "per_core".into(),
         }
     }
 }

@@ -13,9 +13,9 @@
 //!   when it has had none for `header_read_timeout_secs` before its first request, or for
 //!   `keep_alive_secs` after a response. HTTP/2 keep-alive pings were not used: they
 //!   detect dead peers, not idle ones, and a dead peer is idle too.
-//! - **Connection cap**: a semaphore permit per connection, taken before `accept`, so at
-//!   the cap further clients wait in the kernel's backlog instead of using up file
-//!   descriptors (the default cap leaves [`FD_HEADROOM`] of them for storage sockets and
+//! - **Connection cap**: a semaphore permit per connection, one semaphore for the process
+//!   ([`Cap`], shared by every listener), so at the cap further clients wait in the
+//!   kernel's backlog instead of using up file descriptors (the default cap leaves [`FD_HEADROOM`] of them for storage sockets and
 //!   files; [`raise_fd_limit`] first raises the soft limit to the hard one).
 //! - **Accept errors** (EMFILE, ENFILE, ENOBUFS…) pause accepting for [`ACCEPT_BACKOFF`]
 //!   and are logged at most once a second, never in a hot loop.
@@ -83,13 +83,24 @@ impl Settings {
     }
 }
 
-impl Settings {
-    /// The share of one of `listeners` listeners serving side by side (`http.runtime =
-    /// "per_core"`): the connection cap divided among them.
-    #[must_use]
-    pub fn per_listener(mut self, listeners: usize) -> Self {
-        self.max_connections = (self.max_connections / listeners.max(1)).max(1);
-        self
+/// The connection cap and what enforces it, one for the whole process: shared by every
+/// listener (one per core with `http.runtime = "per_core"`), so the cap, the probes'
+/// reserve and the choice of the connection idle the longest span all of them, however the
+/// kernel spreads clients over the listeners. Its parts work across runtimes.
+#[derive(Clone)]
+pub struct Cap {
+    permits: Arc<Semaphore>,
+    reserve: Arc<Semaphore>,
+    open: Arc<Mutex<Open>>,
+}
+
+impl Cap {
+    pub fn new(settings: &Settings) -> Self {
+        Self {
+            permits: Arc::new(Semaphore::new(settings.max_connections)),
+            reserve: Arc::new(Semaphore::new(PROBE_RESERVE)),
+            open: Arc::new(Mutex::new(Open::default())),
+        }
     }
 }
 
@@ -138,13 +149,15 @@ impl Routers {
 }
 
 /// Serves the routers `app` makes (one per thread: a router made from
-/// [`AppState::for_thread`](crate::http::AppState::for_thread)) on `listener` until
+/// [`AppState::for_thread`](crate::http::AppState::for_thread)) on `listener`, its
+/// connections counted against `cap` (shared with the process's other listeners), until
 /// `shutdown` resolves, then closes the listener and gives open connections up to
 /// `settings.shutdown_timeout` before closing them.
 pub async fn serve(
     listener: TcpListener,
     app: impl Fn() -> Router + Send + Sync + 'static,
     settings: Settings,
+    cap: Cap,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
     let routers = Arc::new(Routers { make: Box::new(app), routers: thread_local::ThreadLocal::new() });
@@ -152,9 +165,7 @@ pub async fn serve(
     builder.http1().timer(TokioTimer::new()).header_read_timeout(settings.header_read_timeout);
     builder.http2().timer(TokioTimer::new());
     let builder = Arc::new(builder);
-    let permits = Arc::new(Semaphore::new(settings.max_connections));
-    let reserve = Arc::new(Semaphore::new(PROBE_RESERVE));
-    let open = Arc::new(Mutex::new(Open::default()));
+    let Cap { permits, reserve, open } = cap;
     let (close, closing) = watch::channel(false);
     let mut connections = JoinSet::new();
     let mut errors = AcceptErrors::default();
@@ -162,9 +173,10 @@ pub async fn serve(
     loop {
         // Finished connections are reaped here so the set holds only open ones.
         while connections.try_join_next().is_some() {}
-        // Below the cap a slot is taken before accepting; at the cap one client is accepted
-        // (one descriptor beyond the cap) and the rest wait in the kernel's backlog.
-        let early = Arc::clone(&permits).try_acquire_owned().ok();
+        // A slot is taken once a client is accepted: at the cap that client (one descriptor
+        // beyond the cap per listener) waits for room below, and the rest wait in the
+        // kernel's backlog. Taken before accepting, a slot would sit idle in each listener
+        // waiting for a client while the others are at the cap.
         let stream = tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
@@ -175,7 +187,7 @@ pub async fn serve(
                 }
             },
         };
-        let slot = if let Some(permit) = early {
+        let slot = if let Ok(permit) = Arc::clone(&permits).try_acquire_owned() {
             Slot::Full(permit)
         } else {
             // At the cap with a client waiting: make room by closing the connection idle the

@@ -145,7 +145,8 @@ async fn listen(app: axum::Router) -> u16 {
     let port = listener.local_addr().unwrap().port();
     let config = common::config("");
     let settings = zarrd::http::server::Settings::new(&config.http, 1024);
-    tokio::spawn(zarrd::http::server::serve(listener, move || app.clone(), settings, std::future::pending()));
+    let cap = zarrd::http::server::Cap::new(&settings);
+    tokio::spawn(zarrd::http::server::serve(listener, move || app.clone(), settings, cap, std::future::pending()));
     port
 }
 

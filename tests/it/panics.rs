@@ -119,7 +119,8 @@ async fn injected_panics_are_counted_logged_and_answered() {
     let config = common::config("");
     let settings = zarrd::http::server::Settings::new(&config.http, 1024);
     let served = app.clone();
-    tokio::spawn(zarrd::http::server::serve(listener, move || served.clone(), settings, std::future::pending()));
+    let cap = zarrd::http::server::Cap::new(&settings);
+    tokio::spawn(zarrd::http::server::serve(listener, move || served.clone(), settings, cap, std::future::pending()));
     let out = tokio::process::Command::new("curl")
         .args(["-sS", "-D", "-", "-o", "/dev/null", &format!("http://127.0.0.1:{port}/boom/body")])
         .output()
