@@ -24,8 +24,8 @@
 #                      warning, when it cannot be made)
 #   ZARRD_PORT         loopback port of zarrd with the default config (default 18080); zarrd
 #                      with the decoded-data caches off listens on ZARRD_PORT+2, and zarrd
-#                      with the default config and `http.runtime = "per_core"` (measured
-#                      beside the shared runtime on the hot tile) on ZARRD_PORT+4
+#                      with the default config but `http.runtime = "shared"` (measured
+#                      beside the default `per_core` on the hot tile) on ZARRD_PORT+4
 #   NGINX_PORT         loopback port of nginx (default 18081)
 #
 # Everything runs on 127.0.0.1; the servers it starts are stopped on exit.
@@ -46,8 +46,8 @@ TICK=$(getconf CLK_TCK)
 WRK_PIN=()
 ZPORT=${ZARRD_PORT:-18080}
 NPORT=${NGINX_PORT:-18081}
-declare -A PORT=([default]=$ZPORT [nocache]=$((ZPORT + 2)) [percore]=$((ZPORT + 4)))
-declare -A ZPID=([default]="" [nocache]="" [percore]="")
+declare -A PORT=([default]=$ZPORT [nocache]=$((ZPORT + 2)) [shared]=$((ZPORT + 4)))
+declare -A ZPID=([default]="" [nocache]="" [shared]="")
 Z="http://127.0.0.1:${PORT[default]}"
 ZN="http://127.0.0.1:${PORT[nocache]}"
 N="http://127.0.0.1:$NPORT"
@@ -112,8 +112,8 @@ trap cleanup EXIT
 zarrd_config() { zarrd_conf "$TMP/zarrd-$1.toml" "${PORT[$1]}" "$2" "$DATA"; }
 zarrd_config default 268435456 # the defaults: 256 MiB decoded-chunk cache, 64 MiB response cache
 zarrd_config nocache 0         # decoded-chunk and response caches off: every read decodes
-zarrd_config percore 268435456 # the defaults, served by a single-threaded runtime per core
-printf '[http]\nruntime = "per_core"\n' >>"$TMP/zarrd-percore.toml"
+zarrd_config shared 268435456  # the defaults, served by one work-stealing runtime
+printf '[http]\nruntime = "shared"\n' >>"$TMP/zarrd-shared.toml"
 
 stop_zarrd() { # NAME
   if [[ -n ${ZPID[$1]} ]]; then
@@ -122,7 +122,7 @@ stop_zarrd() { # NAME
     ZPID[$1]=""
   fi
 }
-# start_zarrd NAME [CPULIST]: a fresh process (empty caches), default, nocache or percore;
+# start_zarrd NAME [CPULIST]: a fresh process (empty caches), default, nocache or shared;
 # on CPULIST alone when given, so that it sizes its runtime and CPU pool to those CPUs as it
 # would on a machine (or a container's cpuset) of that many cores.
 start_zarrd() {
@@ -280,31 +280,31 @@ log "0. references: zstd decode of the tile ${ZSTD_US} µs CPU, zarrs single-thr
 declare -A H_REQ H_RPS H_P50 H_P99 H_CPU
 HOT_RATIOS=()
 HOT_RATIOS_NC=()
-declare -A CPU_RATIO CPU_RATIO_NC CPU_RATIO_PC
+declare -A CPU_RATIO CPU_RATIO_NC CPU_RATIO_SH
 HS=(0 0 0 0 0 0) # storage requests, requests, index misses: default, then nocache
 ALL="0-$((NPROC - 1))"
 for c in $CORES; do
   pin "0-$((c - 1))" $(nginx_pids)
-  for name in default nocache percore; do start_zarrd "$name" "0-$((c - 1))"; done
+  for name in default nocache shared; do start_zarrd "$name" "0-$((c - 1))"; done
   if ((c < NPROC)); then WRK_PIN=(taskset -c "$c-$((NPROC - 1))"); else WRK_PIN=(); fi
   log "1. hot tile on $c core(s): warm-up"
   run_wrk 64 2 "$N/tile.bin"
-  for name in default nocache percore; do run_wrk 64 2 "http://127.0.0.1:${PORT[$name]}$TILE_PATH"; done
+  for name in default nocache shared; do run_wrk 64 2 "http://127.0.0.1:${PORT[$name]}$TILE_PATH"; done
   for r in $(seq "$ROUNDS"); do
-    log "1. hot tile on $c core(s), round $r/$ROUNDS: nginx, zarrd, zarrd without chunk cache, zarrd per_core; 64 connections, ${DUR}s each"
+    log "1. hot tile on $c core(s), round $r/$ROUNDS: nginx, zarrd, zarrd without chunk cache, zarrd shared runtime; 64 connections, ${DUR}s each"
     cpu_wrk "$N/tile.bin" $(nginx_pids)
     H_REQ[nginx,$c]+=" $W_REQ" H_RPS[nginx,$c]+=" $W_RPS" H_P50[nginx,$c]+=" $W_P50" H_P99[nginx,$c]+=" $W_P99"
     H_CPU[nginx,$c]+=" $W_CPU"
     ng=$W_RPS ngcpu=$W_CPU
-    for name in default nocache percore; do
+    for name in default nocache shared; do
       base="http://127.0.0.1:${PORT[$name]}"
       snap0 "$base"
       cpu_wrk "$base$TILE_PATH" "${ZPID[$name]}"
       delta "$base"
       H_REQ[$name,$c]+=" $W_REQ" H_RPS[$name,$c]+=" $W_RPS" H_P50[$name,$c]+=" $W_P50" H_P99[$name,$c]+=" $W_P99"
       H_CPU[$name,$c]+=" $W_CPU"
-      if [[ $name == percore ]]; then
-        CPU_RATIO_PC[$c]+=" $(calc %.2f "$W_CPU / $ngcpu")"
+      if [[ $name == shared ]]; then
+        CPU_RATIO_SH[$c]+=" $(calc %.2f "$W_CPU / $ngcpu")"
       elif [[ $name == default ]]; then
         CPU_RATIO[$c]+=" $(calc %.2f "$W_CPU / $ngcpu")"
         [[ $c == "${CORES##* }" ]] && HOT_RATIOS+=("$(calc %.2f "$W_RPS / $ng")")
@@ -318,15 +318,15 @@ for c in $CORES; do
   done
 done
 pin "$ALL" $(nginx_pids)
-stop_zarrd percore
+stop_zarrd shared
 start_zarrd default
 start_zarrd nocache
 WRK_PIN=()
 declare -A HOT_LABEL=(
   [nginx]="nginx, static file of the same size"
-  [default]="zarrd slice 256×256 f32 bin, default config (response and decoded-chunk caches)"
+  [default]="zarrd slice 256×256 f32 bin, default config (response and decoded-chunk caches, a runtime per core)"
   [nocache]="zarrd, caches off (range read + zstd decode per request)"
-  [percore]="zarrd, default config, http.runtime = per_core (a single-threaded runtime per core)"
+  [shared]="zarrd, default config but http.runtime = shared (one work-stealing runtime)"
 )
 LASTC=${CORES##* }
 for name in nginx default nocache; do
@@ -338,7 +338,7 @@ for name in nginx default nocache; do
 done
 CPUROWS=""
 for c in $CORES; do
-  for name in nginx default percore nocache; do
+  for name in nginx default shared nocache; do
     # shellcheck disable=SC2086
     CPUROWS+="| $c | ${HOT_LABEL[$name]} | $(med ${H_RPS[$name,$c]}) | $(med ${H_CPU[$name,$c]}) |"$'\n'
   done
@@ -586,14 +586,14 @@ REPORT="$TMP/report.md"
     r2=$(med ${CPU_RATIO_NC[$c]})
     echo "| hot tile on $c core(s): zarrd CPU per request ÷ nginx's, default config | ${CPU_RATIO[$c]} | $r1 | ≤ 1.5 | $(awk -v r="$r1" 'BEGIN { print (r <= 1.5 ? "met" : "MISSED") }') |"
     # shellcheck disable=SC2086
-    r3=$(med ${CPU_RATIO_PC[$c]})
-    echo "| hot tile on $c core(s): the same, http.runtime = per_core | ${CPU_RATIO_PC[$c]} | $r3 | ≤ 1.5 | $(awk -v r="$r3" 'BEGIN { print (r <= 1.5 ? "met" : "MISSED") }') |"
+    r3=$(med ${CPU_RATIO_SH[$c]})
+    echo "| hot tile on $c core(s): the same, http.runtime = shared | ${CPU_RATIO_SH[$c]} | $r3 | ≤ 1.5 | $(awk -v r="$r3" 'BEGIN { print (r <= 1.5 ? "met" : "MISSED") }') |"
     echo "| cold tile on $c core(s): zarrd CPU per request (caches off) ÷ the zstd decode of the tile (${ZSTD_US} µs) | ${CPU_RATIO_NC[$c]} | $r2 | ≤ 1.5 | $(awk -v r="$r2" 'BEGIN { print (r <= 1.5 ? "met" : "MISSED") }') |"
   done
   # CPU per cached request as cores grow (issue 38: ≤ 1.15× from the first core count to the last).
   FIRSTC=${CORES%% *}
   if [[ $FIRSTC != "$LASTC" ]]; then
-    for name in default percore nocache; do
+    for name in default shared nocache; do
       # shellcheck disable=SC2086
       g=$(calc %.2f "$(med ${H_CPU[$name,$LASTC]}) / $(med ${H_CPU[$name,$FIRSTC]})")
       echo "| CPU per request on $LASTC cores ÷ on $FIRSTC: ${HOT_LABEL[$name]} | | $g | (≤ 1.15) | $(awk -v r="$g" 'BEGIN { print (r <= 1.15 ? "met" : "MISSED") }') |"
