@@ -120,14 +120,8 @@ async fn sharded_streams_fetch_rows_of_shards_as_they_go() {
     let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
     assert!(first.len() < want.len() / 4, "{} bytes in the first frame", first.len());
     mem.put(&Path::from("sharded/c/15/0"), shard(15, 1).into()).await.unwrap();
-    let mut received = first.len();
-    let error = loop {
-        match body.frame().await {
-            Some(Ok(frame)) => received += frame.into_data().map_or(0, |d| d.len()),
-            Some(Err(e)) => break e,
-            None => panic!("the body ended normally after {received} bytes: the last shard was read up front"),
-        }
-    };
+    let (rest, error) = until_error(body).await;
+    let received = first.len() + rest;
     assert!(received < want.len(), "{received}");
     assert!(error.to_string().contains("sharded/c/15/0") && error.to_string().contains("changed"), "{error}");
     // The next request reads (and announces) the new version.
@@ -204,17 +198,21 @@ async fn bands_of_several_chunks_stream_bit_exact_and_fail_cleanly() {
     let app = app_with(vec![("m", store)], config("[cache]\nchunk_bytes = 0"));
     let response = send(&app, "/v1/slice/m/tiled?format=bin").await;
     assert_eq!(response.status(), 200);
-    let mut body = response.into_body();
-    let mut received = 0usize;
-    let error = loop {
-        match body.frame().await {
-            Some(Ok(frame)) => received += frame.into_data().map_or(0, |d| d.len()),
-            Some(Err(e)) => break e,
-            None => panic!("the body ended normally after {received} bytes"),
-        }
-    };
+    let (received, error) = until_error(response.into_body()).await;
     assert!(received < want.len(), "{received}");
     assert!(error.to_string().contains("tiled/c/15/0"), "{error}");
+}
+
+/// Reads `body` until it fails: the bytes received before, and the error.
+async fn until_error(mut body: Body) -> (usize, axum::Error) {
+    let mut received = 0usize;
+    loop {
+        match body.frame().await {
+            Some(Ok(frame)) => received += frame.into_data().map_or(0, |d| d.len()),
+            Some(Err(e)) => return (received, e),
+            None => panic!("the body ended normally after {received} bytes"),
+        }
+    }
 }
 
 async fn send(app: &axum::Router, uri: &str) -> axum::response::Response {
@@ -252,15 +250,7 @@ async fn a_failure_mid_stream_cuts_the_body_short() {
     let app = app_with(vec![("m", store)], config("[cache]\nchunk_bytes = 0"));
     let response = send(&app, "/v1/slice/m/big?format=bin").await;
     assert_eq!(response.status(), 200);
-    let mut body = response.into_body();
-    let mut received = 0usize;
-    let error = loop {
-        match body.frame().await {
-            Some(Ok(frame)) => received += frame.into_data().map_or(0, |d| d.len()),
-            Some(Err(e)) => break e,
-            None => panic!("the body ended normally after {received} bytes"),
-        }
-    };
+    let (received, error) = until_error(response.into_body()).await;
     assert!(received < (ROWS * COLS * 4) as usize, "{received}");
     assert!(error.to_string().contains("big/c/15/0"), "{error}");
 }
