@@ -15,8 +15,9 @@
 //!   detect dead peers, not idle ones, and a dead peer is idle too.
 //! - **Connection cap**: a semaphore permit per connection, one semaphore for the process
 //!   ([`Cap`], shared by every listener), so at the cap further clients wait in the
-//!   kernel's backlog instead of using up file descriptors (the default cap leaves [`FD_HEADROOM`] of them for storage sockets and
-//!   files; [`raise_fd_limit`] first raises the soft limit to the hard one).
+//!   kernel's backlog instead of using up file descriptors (the default cap leaves
+//!   [`FD_HEADROOM`] of them for storage sockets and files; [`raise_fd_limit`] first raises
+//!   the soft limit to the hard one).
 //! - **Accept errors** (EMFILE, ENFILE, ENOBUFS…) pause accepting for [`ACCEPT_BACKOFF`]
 //!   and are logged at most once a second, never in a hot loop.
 //! - **A router per thread**: every request is served by a router of the thread it runs

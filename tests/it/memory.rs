@@ -66,30 +66,43 @@ async fn store() -> (Store, std::sync::Arc<InMemory>) {
 /// 4 inner chunks of 32 rows (`bytes`), index at the end (`bytes` + `crc32c`), written by
 /// hand from the sharding spec.
 async fn put_sharded(mem: &InMemory) {
-    let doc = serde_json::json!({
-        "zarr_format": 3, "node_type": "array", "shape": [ROWS, COLS], "data_type": "uint32",
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [CHUNK_ROWS, COLS]}},
-        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
-        "codecs": [{"name": "sharding_indexed", "configuration": {
-            "chunk_shape": [CHUNK_ROWS / 4, COLS],
-            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
-            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
-            "index_location": "end"}}]
-    });
-    mem.put(&Path::from("sharded/zarr.json"), doc.to_string().into_bytes().into()).await.unwrap();
+    put_sharded_doc(mem, "sharded", [CHUNK_ROWS / 4, COLS]).await;
     for s in 0..ROWS / CHUNK_ROWS {
         mem.put(&Path::from(format!("sharded/c/{s}/0")), shard(s, 0).into()).await.unwrap();
     }
 }
 
+/// `name/zarr.json`: the 2048 x 1024 u32 array in shards of 128 full rows holding inner
+/// chunks of `inner` (`bytes`), index at the end (`bytes` + `crc32c`).
+async fn put_sharded_doc(mem: &InMemory, name: &str, inner: [u64; 2]) {
+    let doc = serde_json::json!({
+        "zarr_format": 3, "node_type": "array", "shape": [ROWS, COLS], "data_type": "uint32",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [CHUNK_ROWS, COLS]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "sharding_indexed", "configuration": {
+            "chunk_shape": inner,
+            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
+            "index_location": "end"}}]
+    });
+    mem.put(&Path::from(format!("{name}/zarr.json")), doc.to_string().into_bytes().into()).await.unwrap();
+}
+
 /// Shard `s` of `sharded`, its values offset by `delta`.
 fn shard(s: u64, delta: u32) -> Vec<u8> {
-    let (mut data, mut index) = (Vec::new(), Vec::new());
-    for inner in 0..4 {
+    shard_of((0..4).map(|inner| {
         let first = s * CHUNK_ROWS + inner * CHUNK_ROWS / 4;
-        let chunk: Vec<u8> = (first..first + CHUNK_ROWS / 4)
+        (first..first + CHUNK_ROWS / 4)
             .flat_map(|i| (0..COLS).flat_map(move |j| (value(i, j) + delta).to_le_bytes()))
-            .collect();
+            .collect()
+    }))
+}
+
+/// A shard holding `chunks` in order, from the sharding spec: the chunks, then the index
+/// (offset and length of each, little-endian u64) and its CRC-32C.
+fn shard_of(chunks: impl IntoIterator<Item = Vec<u8>>) -> Vec<u8> {
+    let (mut data, mut index) = (Vec::new(), Vec::new());
+    for chunk in chunks {
         index.extend((data.len() as u64).to_le_bytes());
         index.extend((chunk.len() as u64).to_le_bytes());
         data.extend(chunk);
@@ -138,20 +151,9 @@ async fn sharded_streams_fetch_rows_of_shards_as_they_go() {
 /// has four members, decoded in pieces on the pool. `short` shortens shard 15's last
 /// inner chunk by one element (a corrupt chunk in the last band).
 async fn put_tiled(mem: &InMemory, short: bool) {
-    let doc = serde_json::json!({
-        "zarr_format": 3, "node_type": "array", "shape": [ROWS, COLS], "data_type": "uint32",
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [CHUNK_ROWS, COLS]}},
-        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
-        "codecs": [{"name": "sharding_indexed", "configuration": {
-            "chunk_shape": [CHUNK_ROWS / 4, COLS / 4],
-            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
-            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
-            "index_location": "end"}}]
-    });
-    mem.put(&Path::from("tiled/zarr.json"), doc.to_string().into_bytes().into()).await.unwrap();
+    put_sharded_doc(mem, "tiled", [CHUNK_ROWS / 4, COLS / 4]).await;
     for s in 0..ROWS / CHUNK_ROWS {
-        let (mut data, mut index) = (Vec::new(), Vec::new());
-        for (r, c) in (0..4).flat_map(|r| (0..4).map(move |c| (r, c))) {
+        let data = shard_of((0..4).flat_map(|r| (0..4).map(move |c| (r, c))).map(|(r, c)| {
             let (i0, j0) = (s * CHUNK_ROWS + r * CHUNK_ROWS / 4, c * COLS / 4);
             let mut chunk: Vec<u8> = (i0..i0 + CHUNK_ROWS / 4)
                 .flat_map(|i| (j0..j0 + COLS / 4).flat_map(move |j| value(i, j).to_le_bytes()))
@@ -159,13 +161,8 @@ async fn put_tiled(mem: &InMemory, short: bool) {
             if short && s == 15 && (r, c) == (3, 3) {
                 chunk.truncate(chunk.len() - 4);
             }
-            index.extend((data.len() as u64).to_le_bytes());
-            index.extend((chunk.len() as u64).to_le_bytes());
-            data.extend(chunk);
-        }
-        let crc = crc32c::crc32c(&index);
-        data.extend(index);
-        data.extend(crc.to_le_bytes());
+            chunk
+        }));
         mem.put(&Path::from(format!("tiled/c/{s}/0")), data.into()).await.unwrap();
     }
 }

@@ -161,7 +161,6 @@ impl ArrayReader {
                     .try_flatten()
             );
             while let Some(band) = bands.next().await {
-                let band: Result<(Arc<Group>, usize), ReadError> = band;
                 let failed = band.is_err();
                 let band = band.map(|(group, b)| Spawned::start("decoding a band", band::decode(group, b)));
                 if started_tx.send(band).await.is_err() || failed {
