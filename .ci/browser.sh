@@ -275,14 +275,23 @@ json.dump({
 PY
 
 [[ -z $SHOTS ]] || mkdir -p "$SHOTS"
-PORT=$(( 20000 + RANDOM % 20000 ))
+# Free loopback ports, from the kernel (a random one can be a live client's: bind fails).
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
+# up PORT LOG: waits for zarrd's /healthz there, else shows its log and fails.
+up() {
+    for _ in $(seq 50); do curl -fs "http://127.0.0.1:$1/healthz" >/dev/null && return; sleep 0.2; done
+    cat "$2" >&2
+    echo "browser.sh: zarrd did not start on port $1" >&2
+    exit 1
+}
+PORT=$(free_port)
 "$BIN" serve --listen "127.0.0.1:$PORT" --dataset sample=data/sample.zarr \
     --dataset ic=tests/fixtures/virtual/icechunk/native.icechunk --dataset climate="$MAPS" \
     --dataset conf=tests/fixtures/conformance/data.zarr --dataset analysis="$ANALYSIS" \
     --dataset edr=tests/fixtures/edr/edr.zarr >"${TMPDIR:-/tmp}/zarrd-browser.log" 2>&1 &
 SERVER=$!
 trap 'kill "$SERVER" 2>/dev/null || true; rm -rf "$SERIES_DIR"' EXIT
-for _ in $(seq 50); do curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.2; done
+up "$PORT" "${TMPDIR:-/tmp}/zarrd-browser.log"
 
 NODE_PATH=$NPM_DIR/node_modules EXPECTED=$EXPECTED \
     timeout 150 node .ci/browser.cjs "http://127.0.0.1:$PORT"
@@ -300,13 +309,13 @@ fi
 # The viewer for microscopists (.ci/browser_ome_viewer.cjs): an OME-Zarr 0.5 image (t, c,
 # z, y, x with omero channels and labels) and an HCS plate written by ome-zarr-py; expected
 # names, colours, scales and units come from the fixtures' own metadata files.
-OME_PORT=$(( PORT + 2 ))
+OME_PORT=$(free_port)
 OME_LOG="${TMPDIR:-/tmp}/zarrd-browser-ome-viewer.log"
 "$BIN" serve --listen "127.0.0.1:$OME_PORT" --dataset ozp05=tests/fixtures/ome/images/ozp05_5d.ome.zarr \
     --dataset plate04=tests/fixtures/ome/images/plate04.ome.zarr >"$OME_LOG" 2>&1 &
 OME_SERVER=$!
 trap 'kill "$SERVER" "$OME_SERVER" 2>/dev/null || true; rm -rf "$SERIES_DIR"' EXIT
-for _ in $(seq 50); do curl -fs "http://127.0.0.1:$OME_PORT/healthz" >/dev/null && break; sleep 0.2; done
+up "$OME_PORT" "$OME_LOG"
 NODE_PATH=$NPM_DIR/node_modules SHOTS=$SHOTS timeout 150 node .ci/browser_ome_viewer.cjs "http://127.0.0.1:$OME_PORT"
 kill "$OME_SERVER" 2>/dev/null || true
 if grep -q 'zarrd::panic' "$OME_LOG"; then
@@ -316,7 +325,7 @@ if grep -q 'zarrd::panic' "$OME_LOG"; then
 fi
 
 # The sample as a private dataset, read by the holder of one API key.
-AUTH_PORT=$(( PORT + 1 ))
+AUTH_PORT=$(free_port)
 AUTH_DIR=$(mktemp -d "${TMPDIR:-/tmp}/zarrd-browser-auth.XXXXXX")
 API_KEY=browser-test-key
 cat >"$AUTH_DIR/zarrd.toml" <<EOF
@@ -332,7 +341,7 @@ ZARRD_SIGNING_KEY=browser-test-signing-key-of-32-bytes-or-more \
     "$BIN" serve --config "$AUTH_DIR/zarrd.toml" >"$AUTH_DIR/zarrd.log" 2>&1 &
 AUTH_SERVER=$!
 trap 'kill "$SERVER" "$AUTH_SERVER" 2>/dev/null || true; rm -rf "$AUTH_DIR" "$SERIES_DIR"' EXIT
-for _ in $(seq 50); do curl -fs "http://127.0.0.1:$AUTH_PORT/healthz" >/dev/null && break; sleep 0.2; done
+up "$AUTH_PORT" "$AUTH_DIR/zarrd.log"
 NODE_PATH=$NPM_DIR/node_modules API_KEY=$API_KEY timeout 120 node .ci/browser_auth.cjs "http://127.0.0.1:$AUTH_PORT"
 NODE_PATH=$NPM_DIR/node_modules API_KEY=$API_KEY EXPECTED_SERIES=$SERIES_DIR/expected.json \
     timeout 120 node .ci/browser_series.cjs "http://127.0.0.1:$AUTH_PORT" private
