@@ -163,16 +163,21 @@ impl ArrayReader {
         ledger: &Ledger,
     ) -> Result<(Vec<DecodeJob>, Vec<(String, ObjectVersion)>), ReadError> {
         let chain = Arc::new(self.meta.codecs.clone());
-        let fetched: Vec<Fetch> = futures::stream::iter(walk.parts())
-            .map(|part| async {
-                match self.meta.sharding() {
-                    Some(sharding) => self.fetch_inner_chunks(sharding, part, taking.steps, ledger).await,
-                    None => self.fetch_chunk(&chain, part, taking, ledger).await,
-                }
-            })
-            .buffer_unordered(FETCH_FAN_OUT)
-            .try_collect()
-            .await?;
+        let fetch = |part| async {
+            match self.meta.sharding() {
+                Some(sharding) => self.fetch_inner_chunks(sharding, part, taking.steps, ledger).await,
+                None => self.fetch_chunk(&chain, part, taking, ledger).await,
+            }
+        };
+        let fetched: Vec<Fetch> = if walk.count() == 1 {
+            // One shard or chunk (a point's series, a tile): awaited on its own. A stream of
+            // one cost a fifth of a cached point series' instructions (moving its large
+            // futures into and out of the stream; docs/performance.md). Boxed, as in the
+            // stream: inline, its ~27 KiB would swell every future that awaits a read.
+            vec![Box::pin(fetch(walk.part(0))).await?]
+        } else {
+            futures::stream::iter(walk.parts()).map(fetch).buffer_unordered(FETCH_FAN_OUT).try_collect().await?
+        };
         let mut object_versions = Vec::with_capacity(fetched.len());
         let mut jobs = Vec::new();
         for f in fetched {
