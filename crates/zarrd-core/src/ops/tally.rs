@@ -53,10 +53,12 @@ impl Route {
     }
 }
 
+/// Hashed with foldhash: every request and every cache hit looks a series up here, and
+/// the keys are the server's own route labels and metric names.
 #[derive(Default)]
 struct Tally {
-    routes: HashMap<String, Route>,
-    counters: HashMap<Series, u64>,
+    routes: HashMap<String, Route, foldhash::fast::RandomState>,
+    counters: HashMap<Series, u64, foldhash::fast::RandomState>,
 }
 
 static TALLIES: LazyLock<ThreadLocal<Mutex<Tally>>> = LazyLock::new(ThreadLocal::new);

@@ -16,7 +16,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use moka::Expiry;
-use moka::future::Cache;
+
+/// The caches of the read path hash their keys with foldhash (seeded per process) rather
+/// than std's `SipHash`: a key (a dataset name, a store key and, for inner chunks, a byte
+/// range and a shard version) is hashed on every lookup, and for a point's series through
+/// 365 cached inner chunks `SipHash` cost an eighth of the request's instructions
+/// (docs/performance.md "Per-request cost, counted"). The keys come from the arrays' own
+/// chunk grids, not from free text a client chooses, and the seed is random: flooding one
+/// bucket is not a concern that needs `SipHash`.
+type Cache<K, V> = moka::future::Cache<K, V, foldhash::fast::RandomState>;
+
+fn hasher() -> foldhash::fast::RandomState {
+    foldhash::fast::RandomState::default()
+}
 
 use crate::ops::metrics;
 use crate::read::object_version::ObjectVersion;
@@ -132,14 +144,14 @@ pub struct ShardIndexCache {
 
 impl ShardIndexCache {
     pub fn new(capacity_bytes: u64, lifetimes: Lifetimes) -> Self {
-        let cache = Cache::builder()
+        let cache = moka::future::Cache::builder()
             .max_capacity(capacity_bytes)
             .weigher(|k: &ObjectKey, v: &CachedIndex| {
                 let value = v.as_ref().map_or(0, |i| i.weight());
                 u32::try_from(k.1.len() + k.0.len() + 64 + value).unwrap_or(u32::MAX)
             })
             .expire_after(lifetimes)
-            .build();
+            .build_with_hasher(hasher());
         Self { cache: Arc::new(cache) }
     }
 
@@ -186,7 +198,7 @@ pub struct ChunkCache {
 impl ChunkCache {
     pub fn new(capacity_bytes: u64, lifetimes: Lifetimes) -> Self {
         let cache = (capacity_bytes > 0).then(|| {
-            Cache::builder()
+            moka::future::Cache::builder()
                 .max_capacity(capacity_bytes)
                 .weigher(|k: &ChunkKey, v: &Arc<DecodedChunk>| {
                     let data = v.data.as_ref().map_or(0, bytes::Bytes::len);
@@ -194,7 +206,7 @@ impl ChunkCache {
                     u32::try_from(size).unwrap_or(u32::MAX)
                 })
                 .expire_after(lifetimes)
-                .build()
+                .build_with_hasher(hasher())
         });
         Self { cache: cache.map(Arc::new) }
     }
@@ -253,7 +265,14 @@ pub struct ObjectVersionCache {
 
 impl ObjectVersionCache {
     pub fn new(max_entries: u64, lifetimes: Lifetimes) -> Self {
-        Self { cache: Arc::new(Cache::builder().max_capacity(max_entries).expire_after(lifetimes).build()) }
+        Self {
+            cache: Arc::new(
+                moka::future::Cache::builder()
+                    .max_capacity(max_entries)
+                    .expire_after(lifetimes)
+                    .build_with_hasher(hasher()),
+            ),
+        }
     }
 
     pub async fn get(&self, key: &ObjectKey) -> Option<ObjectVersion> {
@@ -311,14 +330,14 @@ pub struct ViewChunkCache {
 impl ViewChunkCache {
     pub fn new(capacity_bytes: u64, lifetimes: Lifetimes) -> Self {
         let cache = (capacity_bytes > 0).then(|| {
-            Cache::builder()
+            moka::future::Cache::builder()
                 .max_capacity(capacity_bytes)
                 .weigher(|k: &ViewChunkKey, v: &Arc<ViewEntry>| {
                     let size = k.weight() + v.etag.len() + v.bytes.as_ref().map_or(0, bytes::Bytes::len) + 96;
                     u32::try_from(size).unwrap_or(u32::MAX)
                 })
                 .expire_after(lifetimes)
-                .build()
+                .build_with_hasher(hasher())
         });
         Self { cache: cache.map(Arc::new) }
     }
