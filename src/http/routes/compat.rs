@@ -143,7 +143,7 @@ async fn chunk(
     let entry = state
         .catalog
         .view_chunks
-        .get_or_load(cache_key, async {
+        .get_or_load(cache_key, || async {
             // Boxed: the read engine's future is large, and this one lives in the cache's loader.
             let chunk = Box::pin(view_chunk(&array, chunk_shape, coords)).await?;
             let mut tag = EtagBuilder::new("compat-chunk");

@@ -34,22 +34,37 @@ use crate::ops::metrics;
 use crate::read::object_version::ObjectVersion;
 use crate::zarr::codec::ShardIndex;
 
-/// `try_get_with` that counts a hit when another caller (or an earlier request) had
-/// already loaded the value, and a miss when `load` ran here.
-async fn counted_load<K, V, E, F>(cache: &Cache<K, V>, name: &'static str, key: K, load: F) -> Result<V, Arc<E>>
+/// The cached value, or what `load` makes (once for concurrent callers: `try_get_with`),
+/// counting a hit when the value was there or another caller loaded it, and a miss when
+/// `load` ran here.
+///
+/// A hit is looked up first and the loading future is made and kept on the heap only on
+/// a miss: held inline, the load (a storage read, a decode) made every future that awaits
+/// a cached value many KiB, moved at each hand-over — for a point's series through 365
+/// cached inner chunks, a tenth of the request's instructions were such moves
+/// (docs/performance.md "Per-request cost, counted").
+async fn counted_load<K, V, E, F>(
+    cache: &Cache<K, V>,
+    name: &'static str,
+    key: K,
+    load: impl FnOnce() -> F,
+) -> Result<V, Arc<E>>
 where
     K: Hash + Eq + Send + Sync + 'static,
     V: Clone + Send + Sync + 'static,
     E: Send + Sync + 'static,
     F: Future<Output = Result<V, E>>,
 {
+    if let Some(value) = cache.get(&key).await {
+        metrics::cache_lookup(name, true);
+        return Ok(value);
+    }
     let mut missed = false;
-    let result = cache
-        .try_get_with(key, async {
-            missed = true;
-            load.await
-        })
-        .await;
+    let result = Box::pin(cache.try_get_with(key, async {
+        missed = true;
+        load().await
+    }))
+    .await;
     metrics::cache_lookup(name, !missed);
     result
 }
@@ -156,7 +171,7 @@ impl ShardIndexCache {
     }
 
     /// The cached index, or the result of `load` (shared by concurrent callers).
-    pub async fn get_or_load<E, F>(&self, key: ObjectKey, load: F) -> Result<CachedIndex, Arc<E>>
+    pub async fn get_or_load<E, F>(&self, key: ObjectKey, load: impl FnOnce() -> F) -> Result<CachedIndex, Arc<E>>
     where
         E: Send + Sync + 'static,
         F: Future<Output = Result<CachedIndex, E>>,
@@ -234,12 +249,12 @@ impl ChunkCache {
 
     /// The cached chunk, or the result of `load` shared by concurrent callers. Without a
     /// cache, `load` simply runs.
-    pub async fn get_or_load<E, F>(&self, key: ChunkKey, load: F) -> Result<Arc<DecodedChunk>, Arc<E>>
+    pub async fn get_or_load<E, F>(&self, key: ChunkKey, load: impl FnOnce() -> F) -> Result<Arc<DecodedChunk>, Arc<E>>
     where
         E: Send + Sync + 'static,
         F: Future<Output = Result<Arc<DecodedChunk>, E>>,
     {
-        let Some(cache) = &self.cache else { return load.await.map_err(Arc::new) };
+        let Some(cache) = &self.cache else { return load().await.map_err(Arc::new) };
         counted_load(cache, "chunk", key, load).await
     }
 
@@ -343,12 +358,12 @@ impl ViewChunkCache {
     }
 
     /// The cached entry, or the result of `load` shared by concurrent callers.
-    pub async fn get_or_load<E, F>(&self, key: ViewChunkKey, load: F) -> Result<Arc<ViewEntry>, Arc<E>>
+    pub async fn get_or_load<E, F>(&self, key: ViewChunkKey, load: impl FnOnce() -> F) -> Result<Arc<ViewEntry>, Arc<E>>
     where
         E: Send + Sync + 'static,
         F: Future<Output = Result<Arc<ViewEntry>, E>>,
     {
-        let Some(cache) = &self.cache else { return load.await.map_err(Arc::new) };
+        let Some(cache) = &self.cache else { return load().await.map_err(Arc::new) };
         counted_load(cache, "view_chunk", key, load).await
     }
 

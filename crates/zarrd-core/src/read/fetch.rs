@@ -107,7 +107,7 @@ impl ArrayReader {
         let cache_key = ChunkKey::whole(&self.dataset, &key);
         let chunk = self
             .chunks
-            .get_or_load(cache_key, async {
+            .get_or_load(cache_key, || async {
                 let Some(object) = self.get_reserved(&key, ledger).await? else {
                     return Ok(Arc::new(DecodedChunk { data: None, version: ObjectVersion::Missing }));
                 };
@@ -146,7 +146,7 @@ impl ArrayReader {
     ) -> Result<CachedIndex, ReadError> {
         let cache_key = (Arc::clone(&self.dataset), key.to_owned());
         self.indexes
-            .get_or_load(cache_key, async {
+            .get_or_load(cache_key, || async {
                 let cps = sharding
                     .chunks_per_shard(shard_shape)
                     .map_err(|source| ReadError::Corrupt { key: key.to_owned(), source })?;
@@ -246,7 +246,7 @@ impl ArrayReader {
                 let Some(cache_key) = cache_key else { continue };
                 let chunk = self
                     .chunks
-                    .get_or_load(cache_key, async {
+                    .get_or_load(cache_key, || async {
                         hold(ledger, self.budget.reserve(range.end - range.start).await?);
                         let mut parts = self.read_inner(&key, &index, std::slice::from_ref(&range)).await?;
                         let bytes = parts.pop().unwrap_or_default();

@@ -107,7 +107,7 @@ impl ArrayReader {
         let cache_key = (Arc::clone(&self.dataset), format!("{key}#{}-{}", span.start, span.end));
         let loaded = self
             .indexes
-            .get_or_load(cache_key, async {
+            .get_or_load(cache_key, || async {
                 let cps = nested.chunks_per_shard(sub_shape).map_err(corrupt)?;
                 let size = nested.index_size(&cps);
                 let len = span.end - span.start;
