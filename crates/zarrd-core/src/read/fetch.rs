@@ -212,9 +212,10 @@ impl ArrayReader {
         let shared_key: Arc<str> = key.as_str().into();
         let chain = Arc::new(sharding.codecs.clone());
         let shape = sharding.chunk_shape.clone();
-        let mut jobs = Vec::new();
+        let plan = shard_plan(inner, |coords| index.chunk(index.linear(coords)));
+        let mut jobs = Vec::with_capacity(plan.len());
         let mut misses: Vec<(Range<u64>, Part, Option<ChunkKey>)> = Vec::new();
-        for needed in shard_plan(inner, |coords| index.chunk(index.linear(coords))) {
+        for needed in plan {
             let (range, inner) = match needed {
                 Inner::Empty(inner) => {
                     let (key, source) = (Arc::clone(&shared_key), Source::Fill);

@@ -179,7 +179,7 @@ impl ArrayReader {
             futures::stream::iter(walk.parts()).map(fetch).buffer_unordered(FETCH_FAN_OUT).try_collect().await?
         };
         let mut object_versions = Vec::with_capacity(fetched.len());
-        let mut jobs = Vec::new();
+        let mut jobs = Vec::with_capacity(fetched.iter().map(|f| f.jobs.len()).sum());
         for f in fetched {
             if self.meta.sharding().is_none() {
                 self.object_versions.insert((Arc::clone(&self.dataset), f.key.clone()), f.version.clone()).await;
