@@ -182,7 +182,7 @@ impl ArrayReader {
         let mut jobs = Vec::with_capacity(fetched.iter().map(|f| f.jobs.len()).sum());
         for f in fetched {
             if self.meta.sharding().is_none() {
-                self.object_versions.insert((Arc::clone(&self.dataset), f.key.clone()), f.version.clone()).await;
+                self.object_versions.record((Arc::clone(&self.dataset), f.key.clone()), f.version.clone()).await;
             }
             object_versions.push((f.key, f.version));
             jobs.extend(f.jobs);

@@ -106,11 +106,35 @@ struct Strided {
 }
 
 impl Strided {
-    /// Elements of a size known when compiling: each copy is a move, not a `memcpy` call.
+    /// Whether the last element on each side lies inside `src_len` and `dst_len` elements
+    /// (the steps only move forward, so then every element does).
+    fn fits(&self, src_len: usize, dst_len: usize) -> bool {
+        let last = self.run.saturating_sub(1);
+        self.src + last * self.src_step < src_len && self.dst + last * self.dst_step < dst_len
+    }
+
+    /// Elements of a size known when compiling: each copy is a move, not a `memcpy` call,
+    /// and the bounds are checked once, not per element (a point's series through cached
+    /// chunks is one such run of 1,096 elements: 16 instructions an element with a check
+    /// of both ranges each time).
     fn copy<const N: usize>(&self, src: &[u8], dst: &mut [u8]) {
-        for i in 0..self.run {
-            let (s, t) = ((self.src + i * self.src_step) * N, (self.dst + i * self.dst_step) * N);
-            dst[t..t + N].copy_from_slice(&src[s..s + N]);
+        let (from, _) = src.as_chunks::<N>();
+        let (to, _) = dst.as_chunks_mut::<N>();
+        if self.run == 0 {
+            return;
+        }
+        if self.src_step == 0 || self.dst_step == 0 || !self.fits(from.len(), to.len()) {
+            // A broadcast (a row of fill), or out of bounds: one element at a time, which
+            // panics on the first outside, as any slice index does.
+            for i in 0..self.run {
+                to[self.dst + i * self.dst_step] = from[self.src + i * self.src_step];
+            }
+            return;
+        }
+        let targets = to[self.dst..].iter_mut().step_by(self.dst_step);
+        let sources = from[self.src..].iter().step_by(self.src_step);
+        for (t, s) in targets.zip(sources).take(self.run) {
+            *t = *s;
         }
     }
 
@@ -237,6 +261,46 @@ mod tests {
         };
         copy_region(&src, &mut dst, &rows, 1);
         assert_eq!(dst, [0, 0, 1, 2, 0, 3, 4, 5]);
+    }
+
+    #[test]
+    fn strided_runs_of_every_item_size_land_where_the_indices_say() {
+        // A 2-D source read with steps (2, 3) into the middle of a larger destination, for
+        // every fixed-size path and one without; expected element by element from the
+        // indices alone.
+        for item in [1usize, 2, 4, 8, 16, 3] {
+            let (rows, cols) = (7u64, 40u64);
+            let src: Vec<u8> = (0..rows * cols * item as u64).map(|i| (i % 251) as u8).collect();
+            let (count, start, step) = ([3u64, 13], [1u64, 2], [2u64, 3]);
+            let (dst_shape, dst_start) = ([5u64, 20], [1u64, 4]);
+            let mut dst = vec![0u8; (dst_shape[0] * dst_shape[1]) as usize * item];
+            let region = Region {
+                src_shape: &[rows, cols],
+                src_start: &start,
+                src_step: &step,
+                dst_shape: &dst_shape,
+                dst_start: &dst_start,
+                count: &count,
+            };
+            copy_region(&src, &mut dst, &region, item);
+            let mut expected = vec![0u8; dst.len()];
+            for i in 0..count[0] {
+                for j in 0..count[1] {
+                    let s = ((start[0] + i * step[0]) * cols + start[1] + j * step[1]) as usize * item;
+                    let t = ((dst_start[0] + i) * dst_shape[1] + dst_start[1] + j) as usize * item;
+                    expected[t..t + item].copy_from_slice(&src[s..s + item]);
+                }
+            }
+            assert_eq!(dst, expected, "{item}-byte items");
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "out of bounds")]
+    fn a_run_past_the_source_panics_rather_than_stopping_short() {
+        let strided = Strided { src: 0, dst: 0, run: 4, src_step: 3, dst_step: 1 };
+        let mut dst = vec![0u8; 16];
+        strided.copy::<4>(&[0u8; 36], &mut dst);
     }
 
     #[test]
