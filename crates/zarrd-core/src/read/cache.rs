@@ -17,6 +17,10 @@ use std::time::{Duration, Instant};
 
 use moka::Expiry;
 
+use crate::ops::metrics;
+use crate::read::object_version::ObjectVersion;
+use crate::zarr::codec::ShardIndex;
+
 /// The caches of the read path hash their keys with foldhash (seeded per process) rather
 /// than std's `SipHash`: a key (a dataset name, a store key and, for inner chunks, a byte
 /// range and a shard version) is hashed on every lookup, and for a point's series through
@@ -29,10 +33,6 @@ type Cache<K, V> = moka::future::Cache<K, V, foldhash::fast::RandomState>;
 fn hasher() -> foldhash::fast::RandomState {
     foldhash::fast::RandomState::default()
 }
-
-use crate::ops::metrics;
-use crate::read::object_version::ObjectVersion;
-use crate::zarr::codec::ShardIndex;
 
 /// The cached value, or what `load` makes (once for concurrent callers: `try_get_with`),
 /// counting a hit when the value was there or another caller loaded it, and a miss when
