@@ -45,9 +45,9 @@ const EXPOSED: [HeaderName; 12] = [
 /// The layers are one stack of concrete services given to the router once: each route
 /// then holds one boxed stack. Given one at a time (`Router::layer` per layer), every
 /// layer boxed the service beneath it, and as each `from_fn` layer clones what is beneath
-/// it per request, a request cloned that chain of boxes over and over: ~110 of the ~190
-/// allocations of a `/healthz` request (docs/performance.md "Per-request cost of the
-/// layers"). Outermost first, as in the module's summary.
+/// it per request, a request cloned that chain of boxes over and over: ~110 of the 177
+/// allocations of a `/healthz` request (docs/performance.md "Per-request cost, counted").
+/// Outermost first, as in the module's summary.
 pub fn apply(router: Router, state: &crate::http::state::AppState) -> Router {
     let config: &Config = &state.config;
     // Layers get the state handle (one reference count, the thread's own) rather than
