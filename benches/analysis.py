@@ -2,12 +2,13 @@
 store (docs/performance.md "Questions near the data against xarray in-process"). Run by
 benches/analysis.sh with a Python that has xarray (the trixie chroot's venv); never part of CI.
 
-    python analysis.py STORE WARM_URL COLD_URL [ROUNDS]
+    python analysis.py STORE WARM_URL COLD_URL [ROUNDS] [DATA_URL]
 
 STORE is the EDR peers' daily.zarr: t2m, 1096 daily steps on a 2 deg grid, time-major inner
 chunks (274, 15, 15) in shards; t2m_map, the same values map-major, one chunk (1, 90, 180) a
 day. WARM_URL is zarrd with its default caches, COLD_URL zarrd with the decoded-data caches
-off; both serve the store as dataset `daily`.
+off, DATA_URL (optional) zarrd with only its response cache off (every answer read from
+the decoded-chunk cache, none replayed); all serve the store as dataset `daily`.
 
 Measured, each round pairing the two back to back (the ratio reported is the median of
 the rounds' ratios, xarray time / zarrd time), for each of the two layouts:
@@ -43,6 +44,7 @@ import xarray as xr
 
 STORE, WARM, COLD = sys.argv[1], sys.argv[2], sys.argv[3]
 ROUNDS = int(sys.argv[4]) if len(sys.argv) > 4 else 3
+DATA = sys.argv[5] if len(sys.argv) > 5 else None
 # What Python HTTP clients (requests, urllib3) send.
 HEADERS = {"Accept-Encoding": "gzip, deflate"}
 R = 6371008.8
@@ -158,7 +160,7 @@ def add(rows, detail, row, t_x, t_z):
 def series_rows(ds, clients, hot_points, rng, rows, detail):
     """The point-series rows of one round, for each layout (fewer points where xarray
     takes a third of a second per point)."""
-    warm, cold, lean = clients
+    warm, cold, lean, data = clients
     for var, n in (("t2m", 24), ("t2m_map", 6)):
         da, tag, hot = ds[var], "time" if var == "t2m" else "map", hot_points[var]
         t_x = sum(timed(lambda p=p: xr_series(da, *p))[0] for p in hot) / len(hot)
@@ -166,6 +168,14 @@ def series_rows(ds, clients, hot_points, rng, rows, detail):
         t_l = sum(timed(lambda p=p: lean.values(series_target(*p, var, "bin")))[0] for p in hot) / len(hot)
         add(rows, detail, f"series_warm_{tag}", t_x, t_z)
         add(rows, detail, f"series_warm_lean_{tag}", t_x, t_l)
+        if data is not None:
+            # Asked once untimed first, as the lean client's server has just answered the
+            # `http.client` pass: a server idle a while starts with cold CPU caches. Its
+            # response cache is off, so the timed pass is read, not replayed.
+            for p in hot:
+                data.values(series_target(*p, var, "bin"))
+            t_d = sum(timed(lambda p=p: data.values(series_target(*p, var, "bin")))[0] for p in hot) / len(hot)
+            add(rows, detail, f"series_warm_data_{tag}", t_x, t_d)
         fresh = points(rng, n)
         t_open = sum(timed(lambda p=p: xr_series(da, *p))[0] for p in fresh) / n
         t_x = sum(timed(lambda p=p: xr_series(xr.open_zarr(STORE, chunks=None)[var], *p))[0] for p in fresh) / n
@@ -179,6 +189,7 @@ def main():
     ds = xr.open_zarr(STORE, chunks=None)
     da = ds.t2m
     warm, cold, lean = Client(WARM), Client(COLD), Lean(WARM)
+    data = Lean(DATA) if DATA else None
     rng = np.random.default_rng(2026)
     hot_points = {"t2m": points(rng, 24), "t2m_map": points(rng, 6)}
     # Correctness first: the same series from both, the same grid point, both layouts.
@@ -213,6 +224,9 @@ def main():
         for lat, lon in hot:
             warm.npy(series_target(lat, lon, var))
             lean.values(series_target(lat, lon, var, "bin"))
+            if data is not None:
+                assert np.array_equal(data.values(series_target(lat, lon, var, "bin")),
+                                      lean.values(series_target(lat, lon, var, "bin")))
     rows, detail = {}, {}
     four = concurrent.futures.ThreadPoolExecutor(4)
 
@@ -223,7 +237,7 @@ def main():
         return time.perf_counter() - t
 
     for r in range(ROUNDS):
-        series_rows(ds, (warm, cold, lean), hot_points, rng, rows, detail)
+        series_rows(ds, (warm, cold, lean, data), hot_points, rng, rows, detail)
         warm.npy(monthly_target)
         t_x = min(timed(xr_monthly)[0] for _ in range(2))
         t_z = min(timed(lambda k=k: warm.npy(moved(k)))[0] for k in (8 * r + 1, 8 * r + 2))

@@ -9,7 +9,8 @@
 #
 # Knobs: ZARRD_BIN (an existing release binary), CHROOT (/tmp/trixie), VENV (a venv in the
 # chroot with xarray; default /opt/venv, given xarray, cftime and pandas when it lacks them),
-# ROUNDS (3), PORT (19600; the caches-off server listens on PORT+1).
+# ROUNDS (3), PORT (19600; the caches-off server listens on PORT+1, the one with only its
+# response cache off on PORT+3; PORT+2 is the memory measurement's).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SHARED=${SHARED:-$ROOT/../shared}
@@ -47,13 +48,17 @@ ZARRD__CACHE__CHUNK_BYTES=0 ZARRD__CACHE__RESPONSE_BYTES=0 \
   "$ZARRD_BIN" serve --listen "127.0.0.1:$((PORT + 1))" --dataset "daily=$DATA/daily.zarr" >/tmp/analysis-cold.log 2>&1 &
 cold_pid=$!
 pids+=("$cold_pid")
-for p in "$PORT" $((PORT + 1)); do
+# Only the response cache off: warm answers read from the decoded-chunk cache, none replayed.
+ZARRD__CACHE__RESPONSE_BYTES=0 \
+  "$ZARRD_BIN" serve --listen "127.0.0.1:$((PORT + 3))" --dataset "daily=$DATA/daily.zarr" >/tmp/analysis-data.log 2>&1 &
+pids+=($!)
+for p in "$PORT" $((PORT + 1)) $((PORT + 3)); do
   for _ in $(seq 50); do curl -sf "http://127.0.0.1:$p/healthz" >/dev/null && break; sleep 0.2; done
 done
 cp "$ROOT/benches/analysis.py" "$CHROOT/tmp/analysis-bench.py"
 log "zarrd $("$ZARRD_BIN" --version 2>/dev/null || echo) on $(nproc) cores; xarray $(chroot "$CHROOT" "$VENV/bin/python" -c 'import xarray; print(xarray.__version__)')"
 chroot "$CHROOT" "$VENV/bin/python" /tmp/analysis-bench.py /tmp/edr-store/daily.zarr \
-  "http://127.0.0.1:$PORT" "http://127.0.0.1:$((PORT + 1))" "$ROUNDS"
+  "http://127.0.0.1:$PORT" "http://127.0.0.1:$((PORT + 1))" "$ROUNDS" "http://127.0.0.1:$((PORT + 3))"
 
 # Peak memory: a fresh caches-off server for each request, its VmHWM read before and after,
 # so no earlier request's peak is counted. The polygon's monthly mean over one and three
