@@ -2,9 +2,9 @@
 # Instructions per request (docs/performance.md "Per-request cost, counted"): zarrd under
 # valgrind's callgrind, each route asked N times on one keep-alive connection after a
 # warm-up of N, the user-space instructions of those N divided by N. A count, not a time:
-# it does not move with other tenants of a shared machine, so two builds compare within a
-# fraction of a percent where wall-clock or CPU-time measurements of the same requests
-# spread by ±10 % (the 2-core sandbox). It leaves out the kernel's share (the socket calls,
+# it does not move with other tenants of a shared machine, so two builds compare within
+# 1-2 % (moka's housekeeping runs on a clock) where wall-clock or CPU-time measurements of
+# the same requests spread by ±10 % (the 2-core sandbox). It leaves out the kernel's share (the socket calls,
 # about as much again) and says nothing of waiting; benches/run.sh measures those.
 # Not part of the test suite.
 #
