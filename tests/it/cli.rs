@@ -203,6 +203,16 @@ impl Server {
         self.logs.lock().unwrap().clone()
     }
 
+    /// The logs once they contain `needle`, or after 5 s: lines are written out within
+    /// 50 ms (`logbuf`), later on a loaded machine, and the reader copies them from the pipe.
+    fn logs_with(&self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !self.logs().contains(needle) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.logs()
+    }
+
     fn terminate(&self) {
         assert!(Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap().success());
     }
@@ -337,12 +347,7 @@ fn an_idle_flood_does_not_starve_healthz() {
     let (status, body) = http_get(server.port, "/healthz").unwrap();
     assert_eq!((status, body.as_str()), (200, "ok"), "after {:?}", start.elapsed());
     assert!(start.elapsed() < Duration::from_secs(20));
-    // Log lines are written out within 50 ms (`logbuf`), later on a loaded machine.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !server.logs().contains("\"max_connections\":") && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let logs = server.logs();
+    let logs = server.logs_with("\"max_connections\":");
     assert!(logs.contains("\"max_connections\":32"), "the cap is derived from the limit: {logs}");
     assert!(!logs.contains("accept failed"), "the cap keeps accepts from failing: {logs}");
     drop(flood);
@@ -569,12 +574,7 @@ fn piped_text_logs_are_plain_and_probes_are_not_logged_at_info() {
     }
     server.terminate();
     assert!(server.wait_exit(Duration::from_secs(30)).is_some_and(|s| s.success()));
-    // The background reader may still be copying the last lines out of the pipe.
-    let start = Instant::now();
-    while !server.logs().contains("GET /v1/datasets") && start.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let logs = server.logs();
+    let logs = server.logs_with("GET /v1/datasets");
     assert!(logs.contains("GET /v1/datasets"), "{logs}");
     assert!(!logs.contains('\u{1b}'), "ANSI escape in piped logs: {logs:?}");
     for probe in ["GET /healthz", "GET /readyz", "GET /metrics"] {
@@ -645,7 +645,7 @@ fn both_runtimes_serve_every_listener_and_drain_on_sigterm() {
             let (status, body) = http_get(server.port, "/v1/slice/sample/climate/t2m?s=0,0:4,0:4&format=json").unwrap();
             assert_eq!(status, 200, "{runtime}: {body}");
         }
-        let logs = server.logs();
+        let logs = server.logs_with("zarrd listening");
         assert!(
             logs.contains("zarrd listening") && logs.contains("a runtime per core") == per_core,
             "{runtime}: {logs}"
