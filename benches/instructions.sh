@@ -12,7 +12,8 @@
 #
 # Each BIN (e.g. a build of main and one of a branch) gets its own column. Knobs: N (300),
 # PORT (19750; BIN k listens on PORT+k), PATHS (newline-separated request targets on the
-# bundled sample, default below), OUT (a directory to keep callgrind's files in, for
+# bundled sample, default below), SERVE_ARGS (more arguments for `zarrd serve`, e.g.
+# `--dataset daily=/tmp/trixie/tmp/edr-store/daily.zarr` for analysis.sh's store), OUT (a directory to keep callgrind's files in, for
 # `callgrind_annotate --inclusive=yes OUT/<bin>-<route>.out`).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -39,7 +40,7 @@ for bin in "$@"; do
   port=$((PORT + k))
   log=$OUT/zarrd-$k.log
   (cd "$ROOT" && ZARRD__CACHE__RESPONSE_BYTES=0 exec valgrind --tool=callgrind --dump-instr=no \
-    --callgrind-out-file="$OUT/cg-$k.%p" "$bin" serve --listen "127.0.0.1:$port" >"$log" 2>&1) &
+    --callgrind-out-file="$OUT/cg-$k.%p" "$bin" serve --listen "127.0.0.1:$port" ${SERVE_ARGS:-} >"$log" 2>&1) &
   pid=$!
   for _ in $(seq 120); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.5; done
   curl -sf "http://127.0.0.1:$port/healthz" >/dev/null || { echo "zarrd ($bin) did not start; $log:" >&2; tail "$log" >&2; exit 1; }
