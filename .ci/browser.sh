@@ -275,15 +275,8 @@ json.dump({
 PY
 
 [[ -z $SHOTS ]] || mkdir -p "$SHOTS"
-# Free loopback ports, from the kernel (a random one can be a live client's: bind fails).
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
-# up PORT LOG: waits for zarrd's /healthz there, else shows its log and fails.
-up() {
-    for _ in $(seq 50); do curl -fs "http://127.0.0.1:$1/healthz" >/dev/null && return; sleep 0.2; done
-    cat "$2" >&2
-    echo "browser.sh: zarrd did not start on port $1" >&2
-    exit 1
-}
+# shellcheck source=.ci/ports.sh
+source .ci/ports.sh
 PORT=$(free_port)
 "$BIN" serve --listen "127.0.0.1:$PORT" --dataset sample=data/sample.zarr \
     --dataset ic=tests/fixtures/virtual/icechunk/native.icechunk --dataset climate="$MAPS" \

@@ -25,15 +25,15 @@ if ! grep -qs "\"version\": \"$OME_ZARR_JS_VERSION\"" "$OME_DIR/node_modules/ome
 fi
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/zarrd-browser-ome.XXXXXX")
-# A free loopback port, from the kernel (a random one can be a live client's: bind fails).
-PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+# shellcheck source=.ci/ports.sh
+source .ci/ports.sh
+PORT=$(free_port)
 F=tests/fixtures/ome/images
 "$BIN" serve --listen "127.0.0.1:$PORT" --dataset "ozp04_5d=$F/ozp04_5d.ome.zarr" \
     --dataset "ozp05_5d=$F/ozp05_5d.ome.zarr" --dataset "nz05_cyx=$F/nz05_cyx.ome.zarr" >"$WORK/zarrd.log" 2>&1 &
 SERVER=$!
 trap 'kill "$SERVER" 2>/dev/null || true; rm -rf "$WORK"' EXIT
-for _ in $(seq 50); do curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.2; done
-curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null || { cat "$WORK/zarrd.log" >&2; echo "browser_ome.sh: zarrd did not start" >&2; exit 1; }
+up "$PORT" "$WORK/zarrd.log"
 
 log "chromium $(chromium --version 2>/dev/null | awk '{print $2}'), ome-zarr.js $OME_ZARR_JS_VERSION"
 NODE_PATH=$NPM_DIR/node_modules MODULES=$OME_DIR/node_modules EXPECTED_DIR=tests/fixtures/ome/expected \

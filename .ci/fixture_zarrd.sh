@@ -14,6 +14,8 @@
 CI_CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/zarrd-ci
 VENV=${ZARR_CLIENT_VENV:-$CI_CACHE/compat-clients-venv}
 STARTUP_TIMEOUT=30 # seconds
+# shellcheck source=.ci/ports.sh
+source "$REPO_ROOT/.ci/ports.sh"
 
 # zarr 3.1.6 (the newest 3.1, no rectilinear grid; needs Python >= 3.11) with fsspec +
 # aiohttp (its HTTP path), TensorStore and xarray; the EDR clients OWSLib, edr-pydantic and
@@ -111,7 +113,7 @@ ensure_zarrita() {
 # stops it.
 start_zarrd() {
     local zarrd=$1 work=$2 f=$REPO_ROOT/tests/fixtures port deadline
-    port=$("$VENV/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+    port=$(PYTHON=$VENV/bin/python free_port)
     cat >"$work/zarrd.toml" <<TOML
 listen = "127.0.0.1:$port"
 [datasets.conf]

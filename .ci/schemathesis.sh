@@ -78,7 +78,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-PORT=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# shellcheck source=.ci/ports.sh
+source "$ROOT/.ci/ports.sh"
+PORT=$(free_port)
 BASE=http://127.0.0.1:$PORT
 CONFORMANCE=$ROOT/tests/fixtures/conformance/data.zarr
 SAMPLE=$ROOT/data/sample.zarr
