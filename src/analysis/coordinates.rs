@@ -12,6 +12,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::{FutureExt, TryFutureExt};
 use moka::future::Cache;
 use serde_json::Value;
 
@@ -22,6 +23,7 @@ use zarrd_core::coords::calendar::CfTime;
 use zarrd_core::coords::cf::CfValues;
 pub use zarrd_core::coords::dimension_names;
 use zarrd_core::coords::labels::{Kind, Labels};
+use zarrd_core::ops::caches::get_or_try_load;
 use zarrd_core::read::ArrayReader;
 use zarrd_core::read::selection::DimSelection;
 use zarrd_core::zarr::metadata::{ArrayMetadata, Node};
@@ -112,8 +114,8 @@ impl Coordinates {
     pub async fn of(&self, catalog: &Catalog, dataset: &Dataset, reader: &ArrayReader) -> Result<Arc<ArrayLabels>> {
         let key = (Arc::clone(&reader.dataset), reader.path.clone(), reader.meta.digest);
         // Boxed: finding walks the catalog per dimension (a large future), once per version.
-        let find = async { Box::pin(self.find(catalog, dataset, reader)).await.map(Arc::new) };
-        self.arrays.try_get_with(key, find).await.map_err(Arc::unwrap_or_clone)
+        let find = || async { Box::pin(self.find(catalog, dataset, reader)).await.map(Arc::new) };
+        get_or_try_load(&self.arrays, key, find).await.map_err(Arc::unwrap_or_clone)
     }
 
     async fn find(&self, catalog: &Catalog, dataset: &Dataset, reader: &ArrayReader) -> Result<ArrayLabels> {
@@ -138,7 +140,10 @@ impl Coordinates {
             };
             digests.push(coordinate.meta.digest);
             let key = (Arc::clone(&coordinate.dataset), coordinate.path.clone(), coordinate.meta.digest);
-            let read = self.labels.try_get_with(key, async { read_labels(&coordinate).await.map(Arc::new) });
+            // Type-erased: the read path nested in this cache lookup is too deep for the compiler to
+            // prove `Send` through.
+            let load = || read_labels(&coordinate).map_ok(Arc::new).boxed();
+            let read = get_or_try_load(&self.labels, key, load);
             labels.push(Some(read.await.map_err(Arc::unwrap_or_clone)?));
         }
         Ok(ArrayLabels { names, labels, digests })

@@ -27,6 +27,7 @@ pub use error::{NodeError, NodeKind};
 pub use nodes::TreeNode;
 use nodes::{describe, describe_doc};
 use zarrd_core::ops::budget::MemoryBudget;
+use zarrd_core::ops::caches::get_or_try_load;
 use zarrd_core::read::ArrayReader;
 use zarrd_core::read::cache::{ChunkCache, Lifetimes, ObjectKey, ObjectVersionCache, ShardIndexCache, ViewChunkCache};
 use zarrd_core::store::Store;
@@ -208,21 +209,20 @@ impl Catalog {
     pub async fn find(&self, ds: &Dataset, path: &str) -> Result<Node, Arc<NodeError>> {
         let key = metadata_key(path)?;
         let cache_key = (Arc::clone(&ds.name), key.clone());
-        self.metadata
-            .try_get_with(cache_key, async {
-                if let Some(bytes) = ds.store.get(&key).await? {
-                    return Node::parse(&bytes).map_err(|e| NodeError::metadata(&key, NodeKind::named_in(&bytes), e));
-                }
-                if let Some(node) = v2_node(ds, path).await? {
-                    return Ok(node);
-                }
-                // A collection: a root without metadata holding Zarr roots is a group of them.
-                if path.is_empty() && collection::holds_roots(&ds.store).await? {
-                    return Ok(Node::Group(Arc::new(GroupMetadata::default())));
-                }
-                Err(not_found(&ds.name, path))
-            })
-            .await
+        get_or_try_load(&self.metadata, cache_key, || async {
+            if let Some(bytes) = ds.store.get(&key).await? {
+                return Node::parse(&bytes).map_err(|e| NodeError::metadata(&key, NodeKind::named_in(&bytes), e));
+            }
+            if let Some(node) = v2_node(ds, path).await? {
+                return Ok(node);
+            }
+            // A collection: a root without metadata holding Zarr roots is a group of them.
+            if path.is_empty() && collection::holds_roots(&ds.store).await? {
+                return Ok(Node::Group(Arc::new(GroupMetadata::default())));
+            }
+            Err(not_found(&ds.name, path))
+        })
+        .await
     }
 
     /// Whether the dataset is a collection: its root has no metadata of its own but holds
@@ -266,51 +266,48 @@ impl Catalog {
     /// Every node of the dataset: from consolidated metadata when the root has it, else by
     /// listing groups (arrays are not descended into, so chunks are never enumerated).
     pub async fn tree(&self, ds: &Dataset) -> Result<Arc<Vec<TreeNode>>> {
-        self.trees
-            // Boxed: walking a tree nests many node loads, too large a future to move around.
-            .try_get_with(Arc::clone(&ds.name), async { Box::pin(self.discover(ds)).await.map(Arc::new) })
-            .await
-            .map_err(Arc::unwrap_or_clone)
+        // Boxed: walking a tree nests many node loads, too large a future to move around.
+        let discover = || async { Box::pin(self.discover(ds)).await.map(Arc::new) };
+        get_or_try_load(&self.trees, Arc::clone(&ds.name), discover).await.map_err(Arc::unwrap_or_clone)
     }
 
     /// The dataset as the compatibility views present it: every node of [`Self::tree`] that
     /// zarrd can read (arrays with their view chunk shape), implicit groups made explicit.
     /// Nodes zarrd cannot serve are left out, so clients never meet them.
     pub async fn view_tree(&self, ds: &Dataset) -> Result<Arc<ViewTree>> {
-        self.views
-            .try_get_with(Arc::clone(&ds.name), async {
-                let nodes = Box::pin(self.tree(ds)).await?;
-                // The tree's nodes are usually cached already (listing them read them); the
-                // rest are read 16 at a time.
-                let paths: Vec<String> = nodes.iter().map(|n| n.path.clone()).collect();
-                let found: Vec<(String, Result<Node, Arc<NodeError>>)> = futures::stream::iter(paths)
-                    .map(|path| async move {
-                        let node = Box::pin(self.find(ds, &path)).await;
-                        (path, node)
-                    })
-                    .buffered(16)
-                    .collect()
-                    .await;
-                let mut tree = ViewTree::default();
-                for (path, node) in found {
-                    match node {
-                        Ok(Node::Array(meta)) => {
-                            let chunk_shape =
-                                view_chunk_shape(&meta, ds.compat.get(&path).map(Vec::as_slice), &self.compat);
-                            tree.insert(path, ViewNode::Array { meta, chunk_shape });
-                        }
-                        Ok(Node::Group(group)) => tree.insert(path, ViewNode::Group(group.attributes.clone())),
-                        // Nodes zarrd cannot serve are left out of the views; storage failures
-                        // fail the view.
-                        Err(e) if e.is_unservable() => {}
-                        Err(e) => return Err(Error::from(e.as_ref())),
+        get_or_try_load(&self.views, Arc::clone(&ds.name), || async {
+            let nodes = Box::pin(self.tree(ds)).await?;
+            // The tree's nodes are usually cached already (listing them read them); the
+            // rest are read 16 at a time.
+            let paths: Vec<String> = nodes.iter().map(|n| n.path.clone()).collect();
+            let found: Vec<(String, Result<Node, Arc<NodeError>>)> = futures::stream::iter(paths)
+                .map(|path| async move {
+                    let node = Box::pin(self.find(ds, &path)).await;
+                    (path, node)
+                })
+                .buffered(16)
+                .collect()
+                .await;
+            let mut tree = ViewTree::default();
+            for (path, node) in found {
+                match node {
+                    Ok(Node::Array(meta)) => {
+                        let chunk_shape =
+                            view_chunk_shape(&meta, ds.compat.get(&path).map(Vec::as_slice), &self.compat);
+                        tree.insert(path, ViewNode::Array { meta, chunk_shape });
                     }
+                    Ok(Node::Group(group)) => tree.insert(path, ViewNode::Group(group.attributes.clone())),
+                    // Nodes zarrd cannot serve are left out of the views; storage failures
+                    // fail the view.
+                    Err(e) if e.is_unservable() => {}
+                    Err(e) => return Err(Error::from(e.as_ref())),
                 }
-                tree.name_ome_axes();
-                Ok(Arc::new(tree))
-            })
-            .await
-            .map_err(Arc::unwrap_or_clone)
+            }
+            tree.name_ome_axes();
+            Ok(Arc::new(tree))
+        })
+        .await
+        .map_err(Arc::unwrap_or_clone)
     }
 
     /// The part of the view along `key` when the whole tree cannot be had (a store that

@@ -40,22 +40,20 @@ impl Catalog {
             VersionError::Storage(s) => Error::Storage(s),
         })?;
         let key = format!("{base}@{}", resolved.snapshot);
-        self.snapshots
-            .try_get_with(key.clone(), async {
-                let store =
-                    Box::pin(repo.snapshot(&resolved.snapshot)).await.map_err(|e| Error::Storage(e.to_string()))?;
-                Ok(Arc::new(Dataset {
-                    name: key.as_str().into(),
-                    title: ds.title.clone(),
-                    store,
-                    compat: ds.compat.clone(),
-                    overviews: ds.overviews.clone(),
-                    repo: None,
-                    default_ref: None,
-                }))
-            })
-            .await
-            .map_err(Arc::unwrap_or_clone)
+        zarrd_core::ops::caches::get_or_try_load(&self.snapshots, key.clone(), || async {
+            let store = Box::pin(repo.snapshot(&resolved.snapshot)).await.map_err(|e| Error::Storage(e.to_string()))?;
+            Ok(Arc::new(Dataset {
+                name: key.as_str().into(),
+                title: ds.title.clone(),
+                store,
+                compat: ds.compat.clone(),
+                overviews: ds.overviews.clone(),
+                repo: None,
+                default_ref: None,
+            }))
+        })
+        .await
+        .map_err(Arc::unwrap_or_clone)
     }
 
     /// Whether what `name` (`NAME@REF`) names can never change: a tag or a snapshot id of a

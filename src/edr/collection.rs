@@ -18,6 +18,7 @@ use crate::images::maps::source::{LAT_NAMES, LON_NAMES};
 use zarrd_core::coords::calendar::CfTime;
 use zarrd_core::coords::cf::CfValues;
 use zarrd_core::coords::labels::{Kind, Labels};
+use zarrd_core::ops::caches::get_or_try_load;
 use zarrd_core::zarr::data_type::DataType;
 use zarrd_core::zarr::metadata::{ArrayMetadata, Node};
 
@@ -154,11 +155,11 @@ impl Collections {
     ) -> Result<Option<Arc<Collection>>> {
         let Some(id) = collection_id(name, group) else { return Ok(None) };
         let key = (Arc::clone(&dataset.name), group.to_owned());
-        let find = async {
+        let find = || async {
             let found = Box::pin(find(catalog, coords, dataset, id, group)).await?;
             Ok::<_, Error>(found.map(Arc::new))
         };
-        self.groups.try_get_with(key, find).await.map_err(Arc::unwrap_or_clone)
+        get_or_try_load(&self.groups, key, find).await.map_err(Arc::unwrap_or_clone)
     }
 }
 

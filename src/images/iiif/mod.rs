@@ -29,6 +29,7 @@ use crate::images::render::{self, Style, Window};
 use crate::images::rendered_key::RenderedKey;
 use grammar::{ImageRequest, Rect};
 use source::{Drawing, Image};
+use zarrd_core::ops::caches::get_or_try_load;
 
 /// Tiles advertised in `info.json`: `OpenSeadragon`'s and `Leaflet-IIIF`'s default edge.
 pub const TILE_SIZE: u64 = 256;
@@ -74,7 +75,8 @@ impl Images {
         let (mut lo, mut hi) = (vmin.or(attr_lo), vmax.or(attr_hi));
         if lo.is_none() || hi.is_none() {
             let key = (Arc::clone(&image.reader.dataset), image.reader.path.clone(), image.reader.meta.digest);
-            let scanned = self.windows.try_get_with(key, image.value_range()).await.map_err(Arc::unwrap_or_clone)?;
+            let scanned =
+                get_or_try_load(&self.windows, key, || image.value_range()).await.map_err(Arc::unwrap_or_clone)?;
             lo = lo.or(Some(scanned.lo));
             hi = hi.or(Some(scanned.hi));
         }
@@ -88,7 +90,8 @@ impl Images {
             && channels.iter().any(|c| c.window.is_none())
         {
             let key = (Arc::clone(&image.reader.dataset), image.reader.path.clone(), image.reader.meta.digest);
-            let scanned = self.windows.try_get_with(key, image.value_range()).await.map_err(Arc::unwrap_or_clone)?;
+            let scanned =
+                get_or_try_load(&self.windows, key, || image.value_range()).await.map_err(Arc::unwrap_or_clone)?;
             if let Drawing::Composite { channels, .. } = &mut image.drawing {
                 for c in channels.iter_mut().filter(|c| c.window.is_none()) {
                     c.window = Some(scanned);

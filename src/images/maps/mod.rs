@@ -24,6 +24,7 @@ use crate::images::iiif::grammar::Identifier;
 use crate::images::iiif::source::{Image, scan_range};
 use crate::images::render::Window;
 use geometry::Grid;
+use zarrd_core::ops::caches::get_or_try_load;
 use zarrd_core::read::selection::DimSelection;
 
 /// An array ready to be tiled: its plane (and overview levels), grid and no-data values.
@@ -82,7 +83,7 @@ impl Maps {
                 };
                 scan_range(reader, &map.no_data).await
             };
-            let scanned = self.windows.try_get_with(key, scan).await.map_err(Arc::unwrap_or_clone)?;
+            let scanned = get_or_try_load(&self.windows, key, || scan).await.map_err(Arc::unwrap_or_clone)?;
             lo = lo.or(Some(scanned.lo));
             hi = hi.or(Some(scanned.hi));
         }
@@ -103,9 +104,7 @@ impl Maps {
             coordinates.lon.meta.digest,
         );
         let grid_digest = (coordinates.lat.meta.digest, coordinates.lon.meta.digest);
-        let grid = self
-            .grids
-            .try_get_with(key, async { source::grid(&coordinates).await.map(Arc::new) })
+        let grid = get_or_try_load(&self.grids, key, || async { source::grid(&coordinates).await.map(Arc::new) })
             .await
             .map_err(Arc::unwrap_or_clone)?;
         let names = (name_of(&coordinates.lat.path), name_of(&coordinates.lon.path));

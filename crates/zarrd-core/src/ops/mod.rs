@@ -1,8 +1,9 @@
 //! Operations: what keeps a replica observable and within its limits — metrics, batched
-//! logs, panics made visible, the CPU pool and the memory budget. Leaves: nothing here
-//! knows about Zarr or HTTP.
+//! logs, panics made visible, the CPU pool, the memory budget and reading through caches.
+//! Leaves: nothing here knows about Zarr or HTTP.
 
 pub mod budget;
+pub mod caches;
 pub mod cpu;
 pub mod logbuf;
 pub mod metrics;

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use moka::Expiry;
 
+use crate::ops::caches::get_or_try_load;
 use crate::ops::metrics;
 use crate::read::object_version::ObjectVersion;
 use crate::zarr::codec::ShardIndex;
@@ -34,15 +35,8 @@ fn hasher() -> foldhash::fast::RandomState {
     foldhash::fast::RandomState::default()
 }
 
-/// The cached value, or what `load` makes (once for concurrent callers: `try_get_with`),
-/// counting a hit when the value was there or another caller loaded it, and a miss when
-/// `load` ran here.
-///
-/// A hit is looked up first and the loading future is made and kept on the heap only on
-/// a miss: held inline, the load (a storage read, a decode) made every future that awaits
-/// a cached value many KiB, moved at each hand-over — for a point's series through 365
-/// cached inner chunks, a tenth of the request's instructions were such moves
-/// (docs/performance.md "Per-request cost, counted").
+/// [`get_or_try_load`], counting a hit when the value was there or another caller loaded
+/// it, and a miss when `load` ran here.
 async fn counted_load<K, V, E, F>(
     cache: &Cache<K, V>,
     name: &'static str,
@@ -55,15 +49,11 @@ where
     E: Send + Sync + 'static,
     F: Future<Output = Result<V, E>>,
 {
-    if let Some(value) = cache.get(&key).await {
-        metrics::cache_lookup(name, true);
-        return Ok(value);
-    }
     let mut missed = false;
-    let result = Box::pin(cache.try_get_with(key, async {
+    let result = get_or_try_load(cache, key, || {
         missed = true;
-        load().await
-    }))
+        load()
+    })
     .await;
     metrics::cache_lookup(name, !missed);
     result

@@ -22,6 +22,7 @@ use self::snapshot::{Snapshot, error};
 use super::Store;
 use super::coalesce::Coalescer;
 use super::refs::targets::Targets;
+use crate::ops::caches::get_or_try_load;
 
 /// Where a repository lives, as the `icechunk` crate opens it.
 #[derive(Clone, Debug)]
@@ -113,66 +114,57 @@ impl Repo {
 
     /// The snapshot that `version` (a branch, a tag or a snapshot id) names now.
     pub async fn resolve(&self, version: &str) -> Result<Resolved, VersionError> {
-        self.heads
-            .try_get_with(
-                version.to_owned(),
-                Box::pin(async {
-                    let repo = self.repository().await?;
-                    crate::ops::metrics::storage_request("icechunk");
-                    if repo.list_branches().await.map_err(storage_error)?.contains(version) {
-                        let id = repo.lookup_branch(version).await.map_err(storage_error)?;
-                        return Ok(Resolved { snapshot: id.to_string(), immutable: false });
-                    }
-                    if repo.list_tags().await.map_err(storage_error)?.contains(version) {
-                        let id = repo.lookup_tag(version).await.map_err(storage_error)?;
-                        return Ok(Resolved { snapshot: id.to_string(), immutable: true });
-                    }
-                    let id = SnapshotId::try_from(version).map_err(|_| VersionError::Unknown(version.to_owned()))?;
-                    repo.lookup_snapshot(&id).await.map_err(|_| VersionError::Unknown(version.to_owned()))?;
-                    Ok(Resolved { snapshot: id.to_string(), immutable: true })
-                }),
-            )
-            .await
-            .map_err(|e: Arc<VersionError>| match &*e {
-                VersionError::Unknown(v) => VersionError::Unknown(v.clone()),
-                VersionError::Storage(s) => VersionError::Storage(s.clone()),
-            })
+        get_or_try_load(&self.heads, version.to_owned(), || async {
+            let repo = self.repository().await?;
+            crate::ops::metrics::storage_request("icechunk");
+            if repo.list_branches().await.map_err(storage_error)?.contains(version) {
+                let id = repo.lookup_branch(version).await.map_err(storage_error)?;
+                return Ok(Resolved { snapshot: id.to_string(), immutable: false });
+            }
+            if repo.list_tags().await.map_err(storage_error)?.contains(version) {
+                let id = repo.lookup_tag(version).await.map_err(storage_error)?;
+                return Ok(Resolved { snapshot: id.to_string(), immutable: true });
+            }
+            let id = SnapshotId::try_from(version).map_err(|_| VersionError::Unknown(version.to_owned()))?;
+            repo.lookup_snapshot(&id).await.map_err(|_| VersionError::Unknown(version.to_owned()))?;
+            Ok(Resolved { snapshot: id.to_string(), immutable: true })
+        })
+        .await
+        .map_err(|e: Arc<VersionError>| match &*e {
+            VersionError::Unknown(v) => VersionError::Unknown(v.clone()),
+            VersionError::Storage(s) => VersionError::Storage(s.clone()),
+        })
     }
 
     /// The store of one snapshot (opened once, kept while used).
     pub async fn snapshot(&self, id: &str) -> Result<Store, VersionError> {
-        self.snapshots
-            .try_get_with(
-                id.to_owned(),
-                Box::pin(async {
-                    let repo = self.repository().await?;
-                    let snapshot = SnapshotId::try_from(id).map_err(|_| VersionError::Unknown(id.to_owned()))?;
-                    let info = repo.lookup_snapshot(&snapshot).await.map_err(storage_error)?;
-                    let session =
-                        repo.readonly_session(&VersionInfo::SnapshotId(snapshot)).await.map_err(storage_error)?;
-                    let store = icechunk::Store::from_session(Arc::new(tokio::sync::RwLock::new(session))).await;
-                    let containers: HashMap<String, String> = repo
-                        .config()
-                        .virtual_chunk_containers
-                        .iter()
-                        .flatten()
-                        .map(|(name, c)| (c.name.clone().unwrap_or_else(|| name.clone()), c.url_prefix().to_owned()))
-                        .collect();
-                    let snapshot = Snapshot {
-                        dataset: Arc::clone(&self.dataset),
-                        id: id.to_owned(),
-                        store,
-                        last_modified: info.flushed_at,
-                        containers,
-                        targets: Arc::clone(&self.targets),
-                        coalescer: Coalescer::new(self.coalesce),
-                        repo_store: self.own.clone(),
-                    };
-                    Ok::<_, VersionError>(Store::uncounted(Arc::new(snapshot)))
-                }),
-            )
-            .await
-            .map_err(|e| VersionError::Storage(e.to_string()))
+        get_or_try_load(&self.snapshots, id.to_owned(), || async {
+            let repo = self.repository().await?;
+            let snapshot = SnapshotId::try_from(id).map_err(|_| VersionError::Unknown(id.to_owned()))?;
+            let info = repo.lookup_snapshot(&snapshot).await.map_err(storage_error)?;
+            let session = repo.readonly_session(&VersionInfo::SnapshotId(snapshot)).await.map_err(storage_error)?;
+            let store = icechunk::Store::from_session(Arc::new(tokio::sync::RwLock::new(session))).await;
+            let containers: HashMap<String, String> = repo
+                .config()
+                .virtual_chunk_containers
+                .iter()
+                .flatten()
+                .map(|(name, c)| (c.name.clone().unwrap_or_else(|| name.clone()), c.url_prefix().to_owned()))
+                .collect();
+            let snapshot = Snapshot {
+                dataset: Arc::clone(&self.dataset),
+                id: id.to_owned(),
+                store,
+                last_modified: info.flushed_at,
+                containers,
+                targets: Arc::clone(&self.targets),
+                coalescer: Coalescer::new(self.coalesce),
+                repo_store: self.own.clone(),
+            };
+            Ok::<_, VersionError>(Store::uncounted(Arc::new(snapshot)))
+        })
+        .await
+        .map_err(|e| VersionError::Storage(e.to_string()))
     }
 
     /// Branches and tags with their snapshots, by name.

@@ -131,8 +131,7 @@ impl ParquetRefs {
                 .map_err(|e| refs_error(e.to_string()))?
                 .map(Arc::new)
         };
-        self.partitions
-            .try_get_with((var.to_owned(), n), load)
+        crate::ops::caches::get_or_try_load(&self.partitions, (var.to_owned(), n), || load)
             .await
             .map_err(crate::store::coalesce::BatchError::unshare)
     }

@@ -327,7 +327,7 @@ impl Inner {
             };
             inflated.map_err(zip_error)
         };
-        self.inflated.try_get_with(key, load).await.map_err(unshare)
+        crate::ops::caches::get_or_try_load(&self.inflated, key, || load).await.map_err(unshare)
     }
 
     /// `ranges` of member `name`'s content.
