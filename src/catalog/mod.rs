@@ -225,6 +225,19 @@ impl Catalog {
         .await
     }
 
+    /// [`Self::find`] for each of `paths`, 16 at a time, in the order given.
+    async fn find_each(&self, ds: &Dataset, paths: Vec<String>) -> Vec<(String, Result<Node, Arc<NodeError>>)> {
+        futures::stream::iter(paths)
+            .map(|path| async move {
+                // Boxed: a node load is a large future, and 16 are held at once.
+                let node = Box::pin(self.find(ds, &path)).await;
+                (path, node)
+            })
+            .buffered(16)
+            .collect()
+            .await
+    }
+
     /// Whether the dataset is a collection: its root has no metadata of its own but holds
     /// Zarr roots, so it is served as a group of them (also by `/zarr`, which then answers
     /// the root's `zarr.json` and `.zgroup` with an empty group).
@@ -277,17 +290,8 @@ impl Catalog {
     pub async fn view_tree(&self, ds: &Dataset) -> Result<Arc<ViewTree>> {
         get_or_try_load(&self.views, Arc::clone(&ds.name), || async {
             let nodes = Box::pin(self.tree(ds)).await?;
-            // The tree's nodes are usually cached already (listing them read them); the
-            // rest are read 16 at a time.
-            let paths: Vec<String> = nodes.iter().map(|n| n.path.clone()).collect();
-            let found: Vec<(String, Result<Node, Arc<NodeError>>)> = futures::stream::iter(paths)
-                .map(|path| async move {
-                    let node = Box::pin(self.find(ds, &path)).await;
-                    (path, node)
-                })
-                .buffered(16)
-                .collect()
-                .await;
+            // The tree's nodes are usually cached already (listing them read them).
+            let found = self.find_each(ds, nodes.iter().map(|n| n.path.clone()).collect()).await;
             let mut tree = ViewTree::default();
             for (path, node) in found {
                 match node {
@@ -381,12 +385,7 @@ impl Catalog {
             if candidates.is_empty() || nodes.len() >= MAX_LISTED_NODES || visited >= MAX_LISTED_NODES {
                 break;
             }
-            let found: Vec<(String, Result<Node, Arc<NodeError>>)> =
-                futures::stream::iter(std::mem::take(&mut candidates))
-                    .map(|path| async move { (path.clone(), self.find(ds, &path).await) })
-                    .buffered(16)
-                    .collect()
-                    .await;
+            let found = self.find_each(ds, std::mem::take(&mut candidates)).await;
             let mut containers = Vec::new();
             for (path, node) in found {
                 match node {
