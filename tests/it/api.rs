@@ -139,20 +139,24 @@ async fn etag_gives_304_and_changes_with_the_data() {
     assert_ne!(rewritten.header("etag"), etag);
 }
 
-/// Hot responses (`cache.response_*`, src/http/responses.rs): a repeated request is replayed
-/// without the read path, for at most `response_ttl_secs`; conditional requests and
-/// errors always go through.
+/// Hot responses (`cache.response_*`, src/http/responses.rs): a request asked again is
+/// kept and replayed from then on without the read path, for at most `response_ttl_secs`;
+/// a request asked once is never kept; conditional requests and errors always go through.
 #[tokio::test]
 async fn hot_responses_are_replayed_for_their_lifetime_only() {
     // Without the decoded-chunk cache every read that runs fetches the chunk.
     let (app, mem) = altered_app("[cache]\nchunk_bytes = 0\nresponse_ttl_secs = 1").await;
     let uri = "/v1/slice/conf/regular/f4_zstd_partial?s=0:10,0:10&format=bin";
+    let once = "/v1/slice/conf/regular/f4_zstd_partial?s=0:10,0:9&format=bin";
     let key = Path::from("regular/f4_zstd_partial/c/0/0");
     let first = get(&app, uri).await;
     assert_eq!(first.status, 200, "{}", first.describe());
+    assert_eq!(get(&app, uri).await.body, first.body, "the second miss: read and kept");
+    assert_eq!(get(&app, once).await.status, 200, "asked once: read, not kept");
     // The chunk becomes garbage: a read would now be a 502, so a 200 is the kept response.
     let original = mem.get(&key).await.unwrap().bytes().await.unwrap();
     mem.put(&key, b"garbage".to_vec().into()).await.unwrap();
+    get(&app, once).await.assert_problem(502);
     let hits_before = response_cache_hits(&app).await;
     let again = get(&app, uri).await;
     assert!(response_cache_hits(&app).await > hits_before, "counted as a hit in /metrics");
@@ -185,21 +189,33 @@ async fn response_cache_hits(app: &axum::Router) -> f64 {
 async fn hot_responses_depend_on_the_negotiating_headers() {
     let (app, _) = altered_app("[http]\ncors_origins = [\"https://a.example\"]").await;
     let uri = "/v1/slice/conf/regular/f4_zstd_partial?s=0:10,0:20&format=json";
-    let plain = get(&app, uri).await;
+    // Each asked twice: the second answer is kept (and a third would be replayed).
+    let (mut plain, mut gzip, mut cors) = (None, None, None);
+    for _ in 0..2 {
+        plain = Some(get(&app, uri).await);
+        gzip = Some(get_with(&app, uri, &[("accept-encoding", "gzip")]).await);
+        cors = Some(get_with(&app, uri, &[("origin", "https://a.example")]).await);
+    }
+    let (plain, gzip, cors) = (plain.unwrap(), gzip.unwrap(), cors.unwrap());
     assert_eq!(plain.status, 200);
     assert_eq!(plain.header("content-encoding"), "");
     assert_eq!(plain.header("access-control-allow-origin"), "");
-    let gzip = get_with(&app, uri, &[("accept-encoding", "gzip")]).await;
     assert_eq!(gzip.header("content-encoding"), "gzip", "{}", gzip.describe());
-    let cors = get_with(&app, uri, &[("origin", "https://a.example")]).await;
     assert_eq!(cors.header("access-control-allow-origin"), "https://a.example", "{}", cors.describe());
     assert_eq!(cors.body, plain.body);
-    // And the kept plain response is still the plain one.
+    // And each is answered with its own.
+    let hits_before = response_cache_hits(&app).await;
     let again = get(&app, uri).await;
     assert_eq!((again.header("content-encoding"), &again.body), ("", &plain.body));
+    let again = get_with(&app, uri, &[("accept-encoding", "gzip")]).await;
+    assert_eq!((again.header("content-encoding"), &again.body), ("gzip", &gzip.body));
+    let again = get_with(&app, uri, &[("origin", "https://a.example")]).await;
+    assert_eq!(again.header("access-control-allow-origin"), "https://a.example");
+    // The plain and the CORS answers (a compressed body is streamed, never kept).
+    assert!(response_cache_hits(&app).await >= hits_before + 2.0, "replayed");
     // IIIF info.json names the image by the URL the client used.
     let info = "/iiif/3/conf%2Fregular%2Ff4_zstd_partial/info.json";
-    for _ in 0..2 {
+    for _ in 0..3 {
         for (headers, id) in [
             (vec![("host", "a.example")], "http://a.example/iiif/3/conf%2Fregular%2Ff4_zstd_partial"),
             (vec![("host", "b.example")], "http://b.example/iiif/3/conf%2Fregular%2Ff4_zstd_partial"),
