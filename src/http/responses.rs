@@ -17,16 +17,18 @@
 //! metadata and shard-index lifetimes): a rewritten chunk is seen at most that much later
 //! than without this cache.
 //!
-//! A response is kept the second time its request misses, not the first ([`Doorkeeper`]):
-//! most requests of a data server are asked once (a point's series, a scientist's slice),
-//! and keeping each for its lifetime cost more than the lookup it might save — its key
-//! hashed into the cache, its headers copied, and its body held past the write, so the
-//! next request's buffers came from fresh pages the kernel had to clear (a point's series
-//! from cached chunks: 7 % more instructions and about 12 % more time a request, measured
-//! in docs/performance.md "Questions near the data"). A hot tile is replayed from its third
-//! request instead of its second.
+//! A response is kept when its request misses a second time within that lifetime — when
+//! a kept copy would have been replayed — not at the first miss ([`Doorkeeper`]): most
+//! requests of a data server are asked once, or again only minutes later (a point's
+//! series, a scientist's slice), and keeping each for its lifetime cost more than the
+//! lookup it might save: its key hashed into the cache, its headers copied, and its body
+//! held past the write, so the next request's buffers came from fresh pages the kernel
+//! had to clear (a point's series from cached chunks: 7 % more instructions and about
+//! 11 % more time a request, docs/performance.md "Questions near the data"). A hot tile is
+//! replayed from its third request instead of its second.
 
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -76,40 +78,58 @@ pub struct Responses {
     cache_control: Option<HeaderValue>,
 }
 
-/// The keys that missed once: a table of key hashes, one per slot, where a key's second
-/// miss finds its own hash and its response is kept. A slot holds the last key hashed to
-/// it, so a key seen once long ago, or pushed out by another, is simply seen once again.
-/// The hash is foldhash, seeded per process: a client that makes two keys share a slot
-/// only keeps them out of the cache a little longer.
+/// When each key last missed: a table of slots, each holding the high bits of the last
+/// key hashed to it and that miss's time (milliseconds, wrapping every 4.6 hours). A key
+/// missing again within the lifetime of a kept response finds its own bits there, recent
+/// enough, and its response is kept. A slot remembers one key, so a key pushed out by
+/// another is simply seen anew. The hash is foldhash, seeded per process: a client that
+/// makes two keys share a slot only keeps them out of the cache a little longer.
 struct Doorkeeper {
-    slots: Box<[std::sync::atomic::AtomicU64]>,
+    slots: Box<[AtomicU64]>,
     hasher: foldhash::fast::RandomState,
+    /// The lifetime of a kept response, in milliseconds (below the stamp's wrap).
+    window_ms: u64,
 }
+
+/// The low bits of a slot: the time of the miss, in milliseconds.
+const STAMP_BITS: u32 = 24;
+const STAMP: u64 = (1 << STAMP_BITS) - 1;
 
 impl Doorkeeper {
     /// About one slot per 4 KiB the cache may hold (a small tile or a point's series),
     /// between 1,024 and 1,048,576 of them.
-    fn new(capacity_bytes: u64) -> Self {
+    fn new(capacity_bytes: u64, window: Duration) -> Self {
         let slots = usize::try_from(capacity_bytes / 4096).unwrap_or(usize::MAX).clamp(1 << 10, 1 << 20);
         Self {
-            slots: (0..slots).map(|_| std::sync::atomic::AtomicU64::new(0)).collect(),
+            slots: (0..slots).map(|_| AtomicU64::new(0)).collect(),
             hasher: foldhash::fast::RandomState::default(),
+            window_ms: u64::try_from(window.as_millis()).unwrap_or(u64::MAX).min(STAMP),
         }
     }
 
-    /// Whether `key` missed before (its response is to be kept now); notes it otherwise.
-    fn missed_before(&self, key: &Key) -> bool {
-        let (slot, hash) = self.slot(key);
-        self.slots[slot].swap(hash, std::sync::atomic::Ordering::Relaxed) == hash
+    /// Whether `key` missed before within the window (its response is to be kept now),
+    /// noting this miss at `now_ms` (milliseconds on any steady clock).
+    fn missed_recently(&self, key: &Key, now_ms: u64) -> bool {
+        let (slot, tag) = self.slot(key);
+        let stamp = now_ms & STAMP;
+        let before = self.slots[slot].swap(tag | stamp, Ordering::Relaxed);
+        before & !STAMP == tag && stamp.wrapping_sub(before) & STAMP < self.window_ms
     }
 
-    /// The slot of `key` and the hash it leaves there (never 0, the empty slot's value).
+    /// The slot of `key` and the bits of its hash that the slot remembers (never 0, the
+    /// empty slot's value).
     fn slot(&self, key: &Key) -> (usize, u64) {
         use std::hash::BuildHasher;
-        let hash = self.hasher.hash_one(key) | 1;
-        // The high bits pick the slot; the whole hash is what the slot remembers.
-        (((hash >> 32) as usize) % self.slots.len(), hash)
+        let hash = self.hasher.hash_one(key) | 1 << 63;
+        // usize holds at least 32 bits: the slot index is taken from those.
+        (((hash >> 32) as usize) % self.slots.len(), hash & !STAMP)
     }
+}
+
+/// Milliseconds since the process first asked.
+fn now_ms() -> u64 {
+    static START: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
+    u64::try_from(START.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Request headers that make a response particular to one request or client: such
@@ -141,7 +161,7 @@ impl Responses {
         });
         Self {
             cache,
-            doorkeeper: Doorkeeper::new(c.response_bytes),
+            doorkeeper: Doorkeeper::new(c.response_bytes, Duration::from_secs(ttl)),
             cache_control: HeaderValue::from_str(&config.http.cache_control).ok(),
         }
     }
@@ -198,7 +218,7 @@ pub async fn layer<S: AsRef<Responses>>(State(state): State<S>, request: Request
         return response;
     }
     zarrd_core::ops::metrics::cache_lookup("response", false);
-    let keep = responses.doorkeeper.missed_before(&key);
+    let keep = responses.doorkeeper.missed_recently(&key, now_ms());
     let response = next.run(request).await;
     if !keep || !responses.keeps(&response) {
         return response;
@@ -218,34 +238,52 @@ pub async fn layer<S: AsRef<Responses>>(State(state): State<S>, request: Request
 
 #[cfg(test)]
 mod tests {
-    use super::{Doorkeeper, Key};
+    use std::time::Duration;
+
+    use super::{Doorkeeper, Key, STAMP};
 
     fn key(target: &str) -> Key {
         Key { target: target.to_owned(), vary: Default::default() }
     }
 
     #[test]
-    fn a_response_is_kept_from_the_second_miss_of_its_key() {
-        let door = Doorkeeper::new(0);
+    fn a_response_is_kept_when_its_key_misses_again_within_its_lifetime() {
+        let door = Doorkeeper::new(0, Duration::from_secs(1));
         assert_eq!(door.slots.len(), 1024, "the smallest table");
-        assert_eq!(Doorkeeper::new(64 << 20).slots.len(), 16384, "a slot per 4 KiB");
+        assert_eq!(Doorkeeper::new(64 << 20, Duration::from_secs(1)).slots.len(), 16384, "a slot per 4 KiB");
         let a = key("/v1/slice/d/a?s=0");
-        assert!(!door.missed_before(&a), "a first miss is only noted");
-        assert!(door.missed_before(&a));
-        assert!(door.missed_before(&a), "and every later one (the entry expired) is kept at once");
+        assert!(!door.missed_recently(&a, 5_000), "a first miss is only noted");
+        assert!(door.missed_recently(&a, 5_999), "again within the second: kept");
+        assert!(door.missed_recently(&a, 6_500), "the kept one expired: kept again");
+        assert!(!door.missed_recently(&a, 7_500), "a second after its last miss: not kept");
+        assert!(!door.missed_recently(&a, 60_000), "nor a minute after");
+        assert!(door.missed_recently(&a, 60_100));
+        // The stamp wraps every 2^24 ms without losing a pair of misses across the wrap.
+        assert!(!door.missed_recently(&a, 3 * (STAMP + 1) - 200));
+        assert!(door.missed_recently(&a, 3 * (STAMP + 1) + 200));
         // The headers are part of the key: the same target with another encoding is new.
         let mut gzip = key("/v1/slice/d/a?s=0");
         gzip.vary[0] = Some(axum::http::HeaderValue::from_static("gzip"));
-        assert!(!door.missed_before(&gzip));
+        assert!(!door.missed_recently(&gzip, 100_000));
         // Keys in other slots leave it alone; a key in its slot pushes it out.
         let (slot, _) = door.slot(&a);
         let others = (0..).map(|i| key(&format!("/v1/slice/d/b?s={i}")));
         let elsewhere = others.clone().find(|k| door.slot(k).0 != slot).unwrap();
         let same = others.take(1 << 20).find(|k| door.slot(k).0 == slot).expect("a key in every slot");
-        assert!(!door.missed_before(&elsewhere));
-        assert!(door.missed_before(&a));
-        assert!(!door.missed_before(&same));
-        assert!(!door.missed_before(&a), "pushed out: noted anew");
-        assert!(door.missed_before(&a));
+        assert!(!door.missed_recently(&a, 200_000));
+        assert!(!door.missed_recently(&elsewhere, 200_001));
+        assert!(door.missed_recently(&a, 200_002));
+        assert!(!door.missed_recently(&same, 200_003));
+        assert!(!door.missed_recently(&a, 200_004), "pushed out: noted anew");
+        assert!(door.missed_recently(&a, 200_005));
+    }
+
+    #[test]
+    fn a_lifetime_beyond_the_stamp_is_cut_to_it() {
+        let door = Doorkeeper::new(0, Duration::from_hours(24 * 365));
+        assert_eq!(door.window_ms, STAMP);
+        let a = key("/a");
+        assert!(!door.missed_recently(&a, 0));
+        assert!(door.missed_recently(&a, STAMP - 1));
     }
 }
