@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{FutureExt, TryFutureExt};
-use moka::future::Cache;
 use serde_json::Value;
+use zarrd_core::ops::caches::{Cache, hasher};
 
 use crate::catalog::{Catalog, Dataset};
 use crate::config::Config;
@@ -98,13 +98,13 @@ impl Coordinates {
     pub fn new(config: &Config) -> Self {
         // A rewritten coordinate array is seen once its metadata entry expires.
         let ttl = Duration::from_secs(config.cache.metadata_ttl_secs.max(1));
-        let labels = Cache::builder()
+        let labels = moka::future::Cache::builder()
             .max_capacity(256 << 20)
             .weigher(|_, l: &Arc<Labels>| u32::try_from(l.len() * 8 + 64).unwrap_or(u32::MAX))
             .time_to_live(ttl)
-            .build();
+            .build_with_hasher(hasher());
         // Bounded by the coordinate labels above (each entry holds handles to those).
-        let arrays = Cache::builder().max_capacity(10_000).time_to_live(ttl).build();
+        let arrays = moka::future::Cache::builder().max_capacity(10_000).time_to_live(ttl).build_with_hasher(hasher());
         Self { labels, arrays }
     }
 

@@ -56,7 +56,7 @@ pub struct Catalog {
     datasets: BTreeMap<String, Arc<Dataset>>,
     /// Private datasets (with a `read` list), never named to a caller who asks for another.
     private: std::collections::BTreeSet<String>,
-    metadata: Cache<ObjectKey, Node>,
+    metadata: zarrd_core::ops::caches::Cache<ObjectKey, Node>,
     trees: Cache<Arc<str>, Arc<Vec<TreeNode>>>,
     views: Cache<Arc<str>, Arc<ViewTree>>,
     /// Encoded chunks of the compatibility views.
@@ -157,7 +157,10 @@ impl Catalog {
                 })
                 .collect(),
             private: config.datasets.iter().filter(|(_, d)| d.read.is_some()).map(|(n, _)| n.clone()).collect(),
-            metadata: Cache::builder().max_capacity(10_000).time_to_live(ttl).build(),
+            metadata: Cache::builder()
+                .max_capacity(10_000)
+                .time_to_live(ttl)
+                .build_with_hasher(zarrd_core::ops::caches::hasher()),
             trees: Cache::builder().max_capacity(64).time_to_live(ttl).build(),
             views: Cache::builder().max_capacity(64).time_to_live(ttl).build(),
             view_chunks: ViewChunkCache::new(config.cache.compat_bytes, lifetimes),

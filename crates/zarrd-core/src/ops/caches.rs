@@ -3,6 +3,22 @@
 use std::hash::{BuildHasher, Hash};
 use std::sync::Arc;
 
+/// A cache whose keys are hashed with foldhash (seeded per process) rather than std's
+/// `SipHash`: a key (a dataset name, a store key and, for inner chunks, a byte range and a
+/// shard version; a node's or coordinate array's path) is hashed on every lookup, and for
+/// a point's series through 365 cached inner chunks `SipHash` cost an eighth of the
+/// request's instructions (docs/performance.md "Per-request cost, counted"). For the
+/// caches whose keys name what exists in storage — entries are made only by loads that
+/// succeed — not free text a client chooses: flooding one bucket needs keys the store
+/// holds, and the seed is random. The response cache, keyed by request targets, keeps
+/// `SipHash`.
+pub type Cache<K, V> = moka::future::Cache<K, V, foldhash::fast::RandomState>;
+
+/// The hasher of a [`Cache`]: `builder…build_with_hasher(hasher())`.
+pub fn hasher() -> foldhash::fast::RandomState {
+    foldhash::fast::RandomState::default()
+}
+
 /// The cached value, or what `load` makes of a miss (once for concurrent callers:
 /// `try_get_with`; an error is not cached).
 ///

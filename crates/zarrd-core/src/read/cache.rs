@@ -17,23 +17,10 @@ use std::time::{Duration, Instant};
 
 use moka::Expiry;
 
-use crate::ops::caches::get_or_try_load;
+use crate::ops::caches::{Cache, get_or_try_load, hasher};
 use crate::ops::metrics;
 use crate::read::object_version::ObjectVersion;
 use crate::zarr::codec::ShardIndex;
-
-/// The caches of the read path hash their keys with foldhash (seeded per process) rather
-/// than std's `SipHash`: a key (a dataset name, a store key and, for inner chunks, a byte
-/// range and a shard version) is hashed on every lookup, and for a point's series through
-/// 365 cached inner chunks `SipHash` cost an eighth of the request's instructions
-/// (docs/performance.md "Per-request cost, counted"). The keys come from the arrays' own
-/// chunk grids, not from free text a client chooses, and the seed is random: flooding one
-/// bucket is not a concern that needs `SipHash`.
-type Cache<K, V> = moka::future::Cache<K, V, foldhash::fast::RandomState>;
-
-fn hasher() -> foldhash::fast::RandomState {
-    foldhash::fast::RandomState::default()
-}
 
 /// [`get_or_try_load`], counting a hit when the value was there or another caller loaded
 /// it, and a miss when `load` ran here.
