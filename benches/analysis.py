@@ -16,7 +16,10 @@ the rounds' ratios, xarray time / zarrd time), for each of the two layouts:
   caches hot; xarray's dataset open, the files in the page cache), through `http.client`
   as `.npy` (what a script with the standard library does) and through a lean client (one
   keep-alive socket, `format=bin` read into `np.frombuffer`: the HTTP client's own cost
-  out of the way, which is most of a warm answer's time);
+  out of the way, which is most of a warm answer's time), to the default server and to
+  DATA_URL's, the two passes taking turns going first; the default server's replays from
+  its response cache in those passes are counted from its `/metrics` and printed (none
+  after the first round: a point asked again ten seconds later is read, not kept);
 - point series, cold: new points each round, nothing reused from an earlier answer —
   zarrd with its data caches off (its metadata cached, as a running server's is), xarray
   opening the store for each point as a script does (also reported: xarray with the
@@ -37,6 +40,7 @@ import statistics
 import sys
 import time
 import urllib.parse
+import urllib.request
 import zlib
 
 import numpy as np
@@ -157,25 +161,46 @@ def add(rows, detail, row, t_x, t_z):
     detail.setdefault(row, []).append((t_x, t_z))
 
 
-def series_rows(ds, clients, hot_points, rng, rows, detail):
+def response_replays(url):
+    """Answers zarrd at `url` has replayed from its response cache so far (`/metrics`)."""
+    with urllib.request.urlopen(f"{url}/metrics") as reply:
+        for line in reply.read().decode().splitlines():
+            if line.startswith('zarrd_cache_hits_total{cache="response"} '):
+                return int(float(line.split()[-1]))
+    return 0
+
+
+def series_rows(ds, clients, hot_points, rng, rows, detail, replays, r):
     """The point-series rows of one round, for each layout (fewer points where xarray
-    takes a third of a second per point)."""
+    takes a third of a second per point). The lean client's two passes (the default
+    server, the one with only its response cache off) take turns going first, round by
+    round, so neither always follows the other; how many of the default server's
+    answers were replays is kept in `replays`."""
     warm, cold, lean, data = clients
     for var, n in (("t2m", 24), ("t2m_map", 6)):
         da, tag, hot = ds[var], "time" if var == "t2m" else "map", hot_points[var]
         t_x = sum(timed(lambda p=p: xr_series(da, *p))[0] for p in hot) / len(hot)
         t_z = sum(timed(lambda p=p: warm.npy(series_target(*p, var)))[0] for p in hot) / len(hot)
-        t_l = sum(timed(lambda p=p: lean.values(series_target(*p, var, "bin")))[0] for p in hot) / len(hot)
         add(rows, detail, f"series_warm_{tag}", t_x, t_z)
-        add(rows, detail, f"series_warm_lean_{tag}", t_x, t_l)
-        if data is not None:
-            # Asked once untimed first, as the lean client's server has just answered the
-            # `http.client` pass: a server idle a while starts with cold CPU caches. Its
-            # response cache is off, so the timed pass is read, not replayed.
+
+        def lean_pass():
+            before = response_replays(WARM)
+            t_l = sum(timed(lambda p=p: lean.values(series_target(*p, var, "bin")))[0] for p in hot) / len(hot)
+            replays.setdefault(tag, []).append(response_replays(WARM) - before)
+            add(rows, detail, f"series_warm_lean_{tag}", t_x, t_l)
+
+        def data_pass():
+            # Asked once untimed first, as the lean client's default server has just
+            # answered the `http.client` pass: a server idle a while starts with cold CPU
+            # caches. Its response cache is off, so the timed pass is read, not replayed.
             for p in hot:
                 data.values(series_target(*p, var, "bin"))
             t_d = sum(timed(lambda p=p: data.values(series_target(*p, var, "bin")))[0] for p in hot) / len(hot)
             add(rows, detail, f"series_warm_data_{tag}", t_x, t_d)
+
+        passes = [lean_pass] + ([data_pass] if data is not None else [])
+        for one in passes if r % 2 == 0 else passes[::-1]:
+            one()
         fresh = points(rng, n)
         t_open = sum(timed(lambda p=p: xr_series(da, *p))[0] for p in fresh) / n
         t_x = sum(timed(lambda p=p: xr_series(xr.open_zarr(STORE, chunks=None)[var], *p))[0] for p in fresh) / n
@@ -227,7 +252,7 @@ def main():
             if data is not None:
                 assert np.array_equal(data.values(series_target(lat, lon, var, "bin")),
                                       lean.values(series_target(lat, lon, var, "bin")))
-    rows, detail = {}, {}
+    rows, detail, replays = {}, {}, {}
     four = concurrent.futures.ThreadPoolExecutor(4)
 
     def at_once(fn, args):
@@ -237,7 +262,7 @@ def main():
         return time.perf_counter() - t
 
     for r in range(ROUNDS):
-        series_rows(ds, (warm, cold, lean, data), hot_points, rng, rows, detail)
+        series_rows(ds, (warm, cold, lean, data), hot_points, rng, rows, detail, replays, r)
         warm.npy(monthly_target)
         t_x = min(timed(xr_monthly)[0] for _ in range(2))
         t_z = min(timed(lambda k=k: warm.npy(moved(k)))[0] for k in (8 * r + 1, 8 * r + 2))
@@ -259,6 +284,8 @@ def main():
         xs = statistics.median(d[0] for d in detail[k]) * 1e3
         zs = statistics.median(d[1] for d in detail[k]) * 1e3
         print(f"ROW {k:<22} {xs:>10.2f} {zs:>10.3f} {statistics.median(ratios):>10.1f}x  rounds {[round(x, 1) for x in ratios]}")
+    for tag, counts in replays.items():
+        print(f"response-cache replays in the lean passes of the default server, {tag}-major, by round: {counts}")
     print(f"monthly polygon mean: xarray and zarrd agree to {worst:.1e} relative")
 
 
