@@ -20,11 +20,7 @@ LOG_TAG=compat-clients
 source "$REPO_ROOT/.ci/fixture_zarrd.sh"
 use_zarrd "${1:-}"
 
-ensure_venv
-ensure_zarrita
-JS=$REPO_ROOT/tests/zarr_client/js
-# Node resolves ESM imports from the script's directory upwards: link the cached install there.
-ln -sfn "$NODE_DIR/node_modules" "$JS/node_modules"
+node_clients
 
 make_work compat
 start_zarrd "$ZARRD" "$WORK"

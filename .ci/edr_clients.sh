@@ -19,11 +19,7 @@ LOG_TAG=edr-clients
 source "$REPO_ROOT/.ci/fixture_zarrd.sh"
 use_zarrd "${1:-}"
 
-ensure_venv
-ensure_zarrita
-JS=$REPO_ROOT/tests/zarr_client/js
-# Node resolves ESM imports from the script's directory upwards: link the cached install there.
-ln -sfn "$NODE_DIR/node_modules" "$JS/node_modules"
+node_clients
 
 # The Icechunk repository's virtual chunks, where its container says they are.
 # shellcheck source=.ci/virtual_sources.sh

@@ -106,6 +106,16 @@ ensure_zarrita() {
     (cd "$NODE_DIR" && npm ci --no-audit --no-fund --loglevel=error)
 }
 
+# node_clients: the venv and zarrita's install (ensure_venv, ensure_zarrita), the install
+# linked beside the node scripts in tests/zarr_client/js (node resolves ESM imports from a
+# script's directory upwards); sets JS to that directory.
+node_clients() {
+    ensure_venv
+    ensure_zarrita
+    JS=$REPO_ROOT/tests/zarr_client/js
+    ln -sfn "$NODE_DIR/node_modules" "$JS/node_modules"
+}
+
 # start_zarrd ZARRD WORK: zarrd on a free loopback port serving every fixture set
 # (conf, extra, v2, v2extra, fanout, fanoutextra, strings, codecs, codecsv2, analysis, edr)
 # and the sample, its log in WORK/zarrd.log; waits for /healthz. ZARRD_EXTRA_TOML, when set,
