@@ -23,8 +23,6 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=benches/lib.sh
 source "$ROOT/benches/lib.sh"
-TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-DATA=${BENCH_DATA:-$TARGET/bench-data}
 ZARRD_BIN=${ZARRD_BIN:-$TARGET/release/zarrd}
 REPS=${REPS:-5}
 PORT=${PORT:-19800}

@@ -2,6 +2,15 @@
 # configurations, so that every script measures the same zarrd and the same nginx, and the
 # small arithmetic helpers they all use.
 
+# What every script takes from the environment (benches/run.sh's header says what each is),
+# with ROOT set by the sourcing script: the build's target directory, the data set, seconds
+# a load runs, paired rounds, timed large-slice reads. profile.sh sets its own DUR after.
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+DATA=${BENCH_DATA:-$TARGET/bench-data}
+DUR=${BENCH_DURATION:-5}
+ROUNDS=${BENCH_ROUNDS:-3}
+LARGE_REPS=${LARGE_REPS:-3}
+
 # zarrd_conf FILE PORT CACHE_BYTES DATA: config/default.toml's values for the benchmark
 # dataset `bench` (DATA/data.zarr) on 127.0.0.1:PORT; CACHE_BYTES for the decoded-chunk
 # cache, and the 64 MiB response cache unless it is 0 (both off then, so every read decodes).

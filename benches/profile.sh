@@ -20,8 +20,6 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 # shellcheck source=benches/lib.sh
 source "$ROOT/benches/lib.sh"
-TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-DATA=${BENCH_DATA:-$TARGET/bench-data}
 TOOLS=$TARGET/bench-datagen/release
 OUTDIR=${1:?usage: profile.sh OUTDIR}
 ZARRD=${ZARRD_BIN:?set ZARRD_BIN to a release zarrd}

@@ -35,11 +35,6 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 # shellcheck source=benches/lib.sh
 source "$ROOT/benches/lib.sh"
-TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-DATA=${BENCH_DATA:-$TARGET/bench-data}
-DUR=${BENCH_DURATION:-5}
-ROUNDS=${BENCH_ROUNDS:-3}
-LARGE_REPS=${LARGE_REPS:-3}
 NPROC=$(nproc)
 CORES=${BENCH_CORES:-$( ((NPROC > 1)) && echo "1 $NPROC" || echo 1)}
 TICK=$(getconf CLK_TCK)

@@ -16,11 +16,6 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 # shellcheck source=benches/lib.sh
 source "$ROOT/benches/lib.sh"
-TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-DATA=${BENCH_DATA:-$TARGET/bench-data}
-DUR=${BENCH_DURATION:-5}
-REPS=${LARGE_REPS:-3}
-ROUNDS=${BENCH_ROUNDS:-3}
 PORT=${ZARRD_PORT:-18090}
 Z="http://127.0.0.1:$PORT"
 log() { printf '[virtual] %s\n' "$*" >&2; }
@@ -86,7 +81,7 @@ done
 declare -A RPS MBS REQ
 for r in $(seq "$ROUNDS"); do
   for k in "${KINDS[@]}"; do
-    log "round $r/$ROUNDS: $k: tile (16 connections, ${DUR}s), 64 MiB slice ($REPS reads)"
+    log "round $r/$ROUNDS: $k: tile (16 connections, ${DUR}s), 64 MiB slice ($LARGE_REPS reads)"
     out=$(wrk -t2 -c16 -d"${DUR}s" --timeout 10s -s benches/wrk.lua "$Z/v1/slice/$k$TILE" 2>&1)
     line=$(grep '^WRK ' <<<"$out") || die "wrk: $out"
     n=$(sed -n 's/.* requests=\([0-9]*\).*/\1/p' <<<" $line")
@@ -94,17 +89,17 @@ for r in $(seq "$ROUNDS"); do
     RPS[$k]+="$(calc %.0f "$n / ($us / 1e6)") "
     t=()
     s0=$(storage)
-    for _ in $(seq "$REPS"); do
+    for _ in $(seq "$LARGE_REPS"); do
       t+=("$(curl -s -o /dev/null -w '%{time_total}' "$Z/v1/slice/$k$LARGE")")
     done
-    REQ[$k]=$(( ($(storage) - s0) / REPS ))
+    REQ[$k]=$(( ($(storage) - s0) / LARGE_REPS ))
     MBS[$k]+="$(calc %.0f "$LARGE_BYTES / $(med "${t[@]}") / 1e6") "
   done
 done
 
 echo "## Virtual and versioned datasets, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo
-echo "Machine: $(nproc) CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)); zarrd with its decoded-chunk and response caches off (every request decodes; shard indexes cached). Tile: 256×256 float32 (2×2 zstd inner chunks of one shard), wrk 16 connections, ${DUR} s. Large: the 64 MiB slice ($LARGE_SHARDS shards, $LARGE_INNER_CHUNKS inner chunks), median of $REPS sequential reads. Median of $ROUNDS rounds (each round measures every form back to back)."
+echo "Machine: $(nproc) CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)); zarrd with its decoded-chunk and response caches off (every request decodes; shard indexes cached). Tile: 256×256 float32 (2×2 zstd inner chunks of one shard), wrk 16 connections, ${DUR} s. Large: the 64 MiB slice ($LARGE_SHARDS shards, $LARGE_INNER_CHUNKS inner chunks), median of $LARGE_REPS sequential reads. Median of $ROUNDS rounds (each round measures every form back to back)."
 echo
 echo "| dataset | tile req/s (rounds) | tile ÷ native | 64 MiB slice MB/s (rounds) | slice ÷ native | storage requests per slice |"
 echo "|---|---|---:|---|---:|---:|"
