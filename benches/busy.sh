@@ -52,6 +52,9 @@ pool_ticks() {
   echo "$s"
 }
 proc_ticks() { awk '{ print $14 + $15 }' "/proc/$pid/stat"; }
+# machine_ticks: "busy steal" clock ticks of every CPU so far (/proc/stat: user, nice,
+# system, irq, softirq; steal apart, the time a hypervisor gave the CPU to someone else).
+machine_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8, $9 }' /proc/stat; }
 curl -s -o "$TMP/large.bin" "$url" # the shard indexes once, as a running server has them
 if [[ -n ${POOL_NICE:-} ]]; then
   for t in $(pool_threads); do renice -n "$POOL_NICE" -p "${t##*/}" >/dev/null; done
@@ -61,22 +64,26 @@ busy0=$(metric zarrd_cpu_pool_busy_seconds_total)
 band0=$(metric 'zarrd_stream_wait_seconds_total{on="band"}')
 client0=$(metric 'zarrd_stream_wait_seconds_total{on="client"}')
 ticks0=$(pool_ticks) all0=$(proc_ticks)
+read -r machine0 steal0 < <(machine_ticks)
 times=()
 for _ in $(seq "$REPS"); do times+=("$(curl -s -o /dev/null -w '%{time_total}' "$url")"); done
 busy1=$(metric zarrd_cpu_pool_busy_seconds_total)
 band1=$(metric 'zarrd_stream_wait_seconds_total{on="band"}')
 client1=$(metric 'zarrd_stream_wait_seconds_total{on="client"}')
 ticks1=$(pool_ticks) all1=$(proc_ticks)
+read -r machine1 steal1 < <(machine_ticks)
 echo "large slice ($LARGE_BYTES bytes, $LARGE_INNER_CHUNKS inner chunks), $REPS reads, caches off, $threads pool threads${POOL_NICE:+, pool at nice $POOL_NICE}"
 echo "${times[@]}" | awk -v b="$(calc %.6f "$busy1 - $busy0")" -v n="$REPS" -v th="$threads" -v hz="$(getconf CLK_TCK)" \
   -v k="$((ticks1 - ticks0))" -v a="$((all1 - all0))" -v wb="$(calc %.6f "$band1 - $band0")" \
-  -v wc="$(calc %.6f "$client1 - $client0")" '{
+  -v wc="$(calc %.6f "$client1 - $client0")" -v m="$((machine1 - machine0))" -v st="$((steal1 - steal0))" \
+  -v cores="$(nproc)" '{
   for (i = 1; i <= NF; i++) wall += $i
   cpu = k / hz
   printf "wall %.1f ms per read\n", wall / n * 1000
   printf "pool tasks busy %.1f ms per read: %.2f threads busy of %d (fraction %.2f)\n", b / n * 1000, b / wall, th, b / (wall * th)
   printf "pool threads CPU %.1f ms per read (kernel count, spinning included): %.2f threads of %d (fraction %.2f)\n", cpu / n * 1000, cpu / wall, th, cpu / (wall * th)
   printf "zarrd CPU %.1f ms per read, all threads: %.2f cores busy\n", a / hz / n * 1000, a / hz / wall
+  printf "machine: %.2f of %d cores busy during the reads (zarrd %.2f; the rest is curl, the kernel and any other tenant), %.2f stolen by the hypervisor\n", m / hz / wall, cores, a / hz / wall, st / hz / wall
   printf "sender waited %.1f ms per read on the next band, %.1f ms on the client\n", wb / n * 1000, wc / n * 1000
 }'
 # The floor: the same bytes from nginx (sendfile), read the same way.
