@@ -23,8 +23,8 @@
 //! series, a scientist's slice), and keeping each for its lifetime cost more than the
 //! lookup it might save: its key hashed into the cache, its headers copied, and its body
 //! held past the write, so the next request's buffers came from fresh pages the kernel
-//! had to clear (a point's series from cached chunks: 7 % more instructions and about
-//! 11 % more time a request, docs/performance.md "Questions near the data"). A hot tile is
+//! had to clear (a point's series from cached chunks: 7 % more instructions and 12–19 %
+//! more time a request, docs/performance.md "Questions near the data"). A hot tile is
 //! replayed from its third request instead of its second.
 
 use std::sync::atomic::{AtomicU64, Ordering};
