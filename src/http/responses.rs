@@ -230,6 +230,7 @@ pub async fn layer<S: AsRef<Responses>>(State(state): State<S>, request: Request
         Ok(bytes) => {
             let kept = Kept { headers: parts.headers.clone(), body: bytes.clone() };
             cache.insert(key, std::sync::Arc::new(kept)).await;
+            zarrd_core::ops::metrics::cache_kept("response");
             Response::from_parts(parts, Body::from(bytes))
         }
         Err(e) => crate::error::Error::internal_from("the response body failed", e).into_response(),

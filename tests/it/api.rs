@@ -151,7 +151,9 @@ async fn hot_responses_are_replayed_for_their_lifetime_only() {
     let key = Path::from("regular/f4_zstd_partial/c/0/0");
     let first = get(&app, uri).await;
     assert_eq!(first.status, 200, "{}", first.describe());
+    let kept_before = response_cache_counter(&app, "zarrd_cache_kept_total").await;
     assert_eq!(get(&app, uri).await.body, first.body, "the second miss: read and kept");
+    assert!(response_cache_counter(&app, "zarrd_cache_kept_total").await > kept_before, "counted as kept");
     assert_eq!(get(&app, once).await.status, 200, "asked once: read, not kept");
     // The chunk becomes garbage: a read would now be a 502, so a 200 is the kept response.
     let original = mem.get(&key).await.unwrap().bytes().await.unwrap();
@@ -176,10 +178,14 @@ async fn hot_responses_are_replayed_for_their_lifetime_only() {
 /// `zarrd_cache_hits_total{cache="response"}` from `/metrics` (process-wide: other tests
 /// running at once only add to it).
 async fn response_cache_hits(app: &axum::Router) -> f64 {
+    response_cache_counter(app, "zarrd_cache_hits_total").await
+}
+
+/// A `{cache="response"}` counter from `/metrics` (process-wide, as above).
+async fn response_cache_counter(app: &axum::Router, name: &str) -> f64 {
     let text = String::from_utf8(get(app, "/metrics").await.body.to_vec()).unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix("zarrd_cache_hits_total{cache=\"response\"} "))
-        .map_or(0.0, |v| v.parse().unwrap())
+    let prefix = format!("{name}{{cache=\"response\"}} ");
+    text.lines().find_map(|l| l.strip_prefix(prefix.as_str())).map_or(0.0, |v| v.parse().unwrap())
 }
 
 /// A kept response is replayed only to requests with the same `Accept-Encoding`, `Origin`

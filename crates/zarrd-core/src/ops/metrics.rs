@@ -100,6 +100,12 @@ pub fn cache_lookup(cache: &'static str, hit: bool) {
     super::tally::count(name, "cache", cache, 1);
 }
 
+/// An entry a cache took in that it does not take on every miss (the response cache keeps
+/// an answer only when its request comes again within the lifetime of a kept copy).
+pub fn cache_kept(cache: &'static str) {
+    super::tally::count("zarrd_cache_kept_total", "cache", cache, 1);
+}
+
 pub fn cache_size(cache: &'static str, bytes: u64) {
     metrics::gauge!("zarrd_cache_size_bytes", "cache" => cache).set(bytes as f64);
 }
