@@ -7,7 +7,9 @@ use crate::common;
 
 use std::sync::Arc;
 
-use common::{app_with, config, conformance_app, conformance_dir, get, get_with, memory_store_handle, parse_npy};
+use common::{
+    app_with, config, conformance_app, conformance_dir, get, get_with, memory_store_handle, metric, parse_npy,
+};
 use object_store::ObjectStoreExt;
 use object_store::memory::InMemory;
 use object_store::path::Path;
@@ -151,17 +153,17 @@ async fn hot_responses_are_replayed_for_their_lifetime_only() {
     let key = Path::from("regular/f4_zstd_partial/c/0/0");
     let first = get(&app, uri).await;
     assert_eq!(first.status, 200, "{}", first.describe());
-    let kept_before = response_cache_counter(&app, "zarrd_cache_kept_total").await;
+    let kept_before = metric(&app, "zarrd_cache_kept_total{cache=\"response\"} ").await;
     assert_eq!(get(&app, uri).await.body, first.body, "the second miss: read and kept");
-    assert!(response_cache_counter(&app, "zarrd_cache_kept_total").await > kept_before, "counted as kept");
+    assert!(metric(&app, "zarrd_cache_kept_total{cache=\"response\"} ").await > kept_before, "counted as kept");
     assert_eq!(get(&app, once).await.status, 200, "asked once: read, not kept");
     // The chunk becomes garbage: a read would now be a 502, so a 200 is the kept response.
     let original = mem.get(&key).await.unwrap().bytes().await.unwrap();
     mem.put(&key, b"garbage".to_vec().into()).await.unwrap();
     get(&app, once).await.assert_problem(502);
-    let hits_before = response_cache_hits(&app).await;
+    let hits_before = metric(&app, RESPONSE_HITS).await;
     let again = get(&app, uri).await;
-    assert!(response_cache_hits(&app).await > hits_before, "counted as a hit in /metrics");
+    assert!(metric(&app, RESPONSE_HITS).await > hits_before, "counted as a hit in /metrics");
     assert_eq!((again.status.as_u16(), &again.body), (200, &first.body), "{}", again.describe());
     assert_eq!(again.header("etag"), first.header("etag"));
     assert_ne!(again.header("x-request-id"), first.header("x-request-id"), "request ids stay per request");
@@ -175,18 +177,8 @@ async fn hot_responses_are_replayed_for_their_lifetime_only() {
     assert_eq!((repaired.status.as_u16(), &repaired.body), (200, &first.body), "{}", repaired.describe());
 }
 
-/// `zarrd_cache_hits_total{cache="response"}` from `/metrics` (process-wide: other tests
-/// running at once only add to it).
-async fn response_cache_hits(app: &axum::Router) -> f64 {
-    response_cache_counter(app, "zarrd_cache_hits_total").await
-}
-
-/// A `{cache="response"}` counter from `/metrics` (process-wide, as above).
-async fn response_cache_counter(app: &axum::Router, name: &str) -> f64 {
-    let text = String::from_utf8(get(app, "/metrics").await.body.to_vec()).unwrap();
-    let prefix = format!("{name}{{cache=\"response\"}} ");
-    text.lines().find_map(|l| l.strip_prefix(prefix.as_str())).map_or(0.0, |v| v.parse().unwrap())
-}
+/// The response cache's hits so far (`/metrics`, process-wide).
+const RESPONSE_HITS: &str = "zarrd_cache_hits_total{cache=\"response\"} ";
 
 /// A kept response is replayed only to requests with the same `Accept-Encoding`, `Origin`
 /// and host: a compressed body, another origin's CORS headers or another host's IIIF ids
@@ -210,7 +202,7 @@ async fn hot_responses_depend_on_the_negotiating_headers() {
     assert_eq!(cors.header("access-control-allow-origin"), "https://a.example", "{}", cors.describe());
     assert_eq!(cors.body, plain.body);
     // And each is answered with its own.
-    let hits_before = response_cache_hits(&app).await;
+    let hits_before = metric(&app, RESPONSE_HITS).await;
     let again = get(&app, uri).await;
     assert_eq!((again.header("content-encoding"), &again.body), ("", &plain.body));
     let again = get_with(&app, uri, &[("accept-encoding", "gzip")]).await;
@@ -218,7 +210,7 @@ async fn hot_responses_depend_on_the_negotiating_headers() {
     let again = get_with(&app, uri, &[("origin", "https://a.example")]).await;
     assert_eq!(again.header("access-control-allow-origin"), "https://a.example");
     // The plain and the CORS answers (a compressed body is streamed, never kept).
-    assert!(response_cache_hits(&app).await >= hits_before + 2.0, "replayed");
+    assert!(metric(&app, RESPONSE_HITS).await >= hits_before + 2, "replayed");
     // IIIF info.json names the image by the URL the client used.
     let info = "/iiif/3/conf%2Fregular%2Ff4_zstd_partial/info.json";
     for _ in 0..3 {

@@ -13,12 +13,10 @@ use common::auth::{ARRAY, mint, request, world};
 
 /// (hits, misses) of the response cache so far.
 async fn lookups(app: &axum::Router) -> (u64, u64) {
-    let text = String::from_utf8(request(app, Method::GET, "/metrics", &[], "").await.body.to_vec()).unwrap();
-    let count = |name: &str| {
-        let prefix = format!("{name}{{cache=\"response\"}} ");
-        text.lines().find_map(|l| l.strip_prefix(&prefix)).map_or(0, |v| v.trim().parse().unwrap())
-    };
-    (count("zarrd_cache_hits_total"), count("zarrd_cache_misses_total"))
+    (
+        common::metric(app, "zarrd_cache_hits_total{cache=\"response\"} ").await,
+        common::metric(app, "zarrd_cache_misses_total{cache=\"response\"} ").await,
+    )
 }
 
 #[tokio::test]

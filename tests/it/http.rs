@@ -11,7 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{
-    CountingStore, app_with, config, conformance_app, conformance_dir, expected, get, get_with, local_store, parse_npy,
+    CountingStore, app_with, config, conformance_app, conformance_dir, expected, get, get_with, local_store, metric,
+    parse_npy,
 };
 use serde_json::Value;
 use zarrd_core::store::Store;
@@ -340,12 +341,6 @@ async fn metrics_count_requests_storage_and_caches() {
     ] {
         assert!(text.contains(needle), "{needle} missing from:\n{text}");
     }
-}
-
-/// The value of a metric line starting with `prefix` (0 when absent).
-async fn metric(app: &axum::Router, prefix: &str) -> u64 {
-    let text = String::from_utf8(get(app, "/metrics").await.body.to_vec()).unwrap();
-    text.lines().find_map(|l| l.strip_prefix(prefix).and_then(|v| v.trim().parse().ok())).unwrap_or(0)
 }
 
 #[tokio::test]

@@ -127,6 +127,16 @@ impl Reply {
     }
 }
 
+/// The value of the `/metrics` line starting with `prefix` (name and labels, then a
+/// space), 0 when absent; a value that is not a count fails the test. Metrics are
+/// process-wide: tests running alongside only add.
+pub async fn metric(app: &Router, prefix: &str) -> u64 {
+    let text = String::from_utf8(get(app, "/metrics").await.body.to_vec()).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .map_or(0, |v| v.trim().parse().unwrap_or_else(|e| panic!("{prefix}{v}: not a count ({e})")))
+}
+
 pub async fn get(app: &Router, uri: &str) -> Reply {
     get_with(app, uri, &[]).await
 }
