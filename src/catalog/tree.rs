@@ -37,17 +37,8 @@ impl Catalog {
             let found = self.find_each(ds, nodes.iter().map(|n| n.path.clone()).collect()).await;
             let mut tree = ViewTree::default();
             for (path, node) in found {
-                match node {
-                    Ok(Node::Array(meta)) => {
-                        let chunk_shape =
-                            view_chunk_shape(&meta, ds.compat.get(&path).map(Vec::as_slice), &self.compat);
-                        tree.insert(path, ViewNode::Array { meta, chunk_shape });
-                    }
-                    Ok(Node::Group(group)) => tree.insert(path, ViewNode::Group(group.attributes.clone())),
-                    // Nodes zarrd cannot serve are left out of the views; storage failures
-                    // fail the view.
-                    Err(e) if e.is_unservable() => {}
-                    Err(e) => return Err(Error::from(e.as_ref())),
+                if let Some(node) = self.view_node(ds, &path, node)? {
+                    tree.insert(path, node);
                 }
             }
             tree.name_ome_axes();
@@ -65,20 +56,33 @@ impl Catalog {
         let segments: Vec<&str> = key.split('/').filter(|s| !s.is_empty()).collect();
         for end in 0..=segments.len() {
             let path = segments[..end].join("/");
-            match Box::pin(self.find(ds, &path)).await {
-                Ok(Node::Array(meta)) => {
-                    let chunk_shape = view_chunk_shape(&meta, ds.compat.get(&path).map(Vec::as_slice), &self.compat);
-                    tree.insert(path, ViewNode::Array { meta, chunk_shape });
-                    // Nothing below an array is a node.
+            let found = Box::pin(self.find(ds, &path)).await;
+            if let Some(node) = self.view_node(ds, &path, found)? {
+                let array = matches!(node, ViewNode::Array { .. });
+                tree.insert(path, node);
+                // Nothing below an array is a node.
+                if array {
                     break;
                 }
-                Ok(Node::Group(group)) => tree.insert(path, ViewNode::Group(group.attributes.clone())),
-                Err(e) if e.is_unservable() => {}
-                Err(e) => return Err(Error::from(e.as_ref())),
             }
         }
         tree.name_ome_axes();
         Ok(tree)
+    }
+
+    /// The node at `path` as the views present it: an array with its view chunk shape, a
+    /// group with its attributes; `None` for a node zarrd cannot serve (left out of the
+    /// views, so clients never meet it). A storage failure fails the view.
+    fn view_node(&self, ds: &Dataset, path: &str, found: Result<Node, Arc<NodeError>>) -> Result<Option<ViewNode>> {
+        match found {
+            Ok(Node::Array(meta)) => {
+                let chunk_shape = view_chunk_shape(&meta, ds.compat.get(path).map(Vec::as_slice), &self.compat);
+                Ok(Some(ViewNode::Array { meta, chunk_shape }))
+            }
+            Ok(Node::Group(group)) => Ok(Some(ViewNode::Group(group.attributes.clone()))),
+            Err(e) if e.is_unservable() => Ok(None),
+            Err(e) => Err(Error::from(e.as_ref())),
+        }
     }
 
     async fn discover(&self, ds: &Dataset) -> Result<Vec<TreeNode>> {
