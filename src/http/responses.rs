@@ -73,8 +73,8 @@ struct Kept {
 
 /// The response cache (off when `cache.response_bytes` or its lifetime is 0).
 pub struct Responses {
-    cache: Option<Cache<Key, std::sync::Arc<Kept>>>,
-    doorkeeper: Doorkeeper,
+    /// The kept responses and the misses that decide what is kept.
+    cache: Option<(Cache<Key, std::sync::Arc<Kept>>, Doorkeeper)>,
     cache_control: Option<HeaderValue>,
 }
 
@@ -150,25 +150,23 @@ impl Responses {
         let c = &config.cache;
         let ttl = c.response_ttl_secs.min(c.metadata_ttl_secs).min(c.shard_index_ttl_secs);
         let cache = (c.response_bytes > 0 && ttl > 0).then(|| {
-            Cache::builder()
+            let lifetime = Duration::from_secs(ttl);
+            let kept = Cache::builder()
                 .max_capacity(c.response_bytes)
                 .weigher(|k: &Key, v: &std::sync::Arc<Kept>| {
                     let headers: usize = v.headers.iter().map(|(n, v)| n.as_str().len() + v.len() + 32).sum();
                     u32::try_from(k.target.len() + headers + v.body.len() + 128).unwrap_or(u32::MAX)
                 })
-                .time_to_live(Duration::from_secs(ttl))
-                .build()
+                .time_to_live(lifetime)
+                .build();
+            (kept, Doorkeeper::new(c.response_bytes, lifetime))
         });
-        Self {
-            cache,
-            doorkeeper: Doorkeeper::new(c.response_bytes, Duration::from_secs(ttl)),
-            cache_control: HeaderValue::from_str(&config.http.cache_control).ok(),
-        }
+        Self { cache, cache_control: HeaderValue::from_str(&config.http.cache_control).ok() }
     }
 
     /// Bytes held (moka's weighted size, which lags inserts a little).
     pub fn size(&self) -> u64 {
-        self.cache.as_ref().map_or(0, Cache::weighted_size)
+        self.cache.as_ref().map_or(0, |(kept, _)| kept.weighted_size())
     }
 
     /// Whether `response` may be kept and replayed to any request with the same key.
@@ -208,7 +206,7 @@ fn key(request: &Request) -> Option<Key> {
 /// nothing other threads clone too).
 pub async fn layer<S: AsRef<Responses>>(State(state): State<S>, request: Request, next: Next) -> Response {
     let responses = state.as_ref();
-    let (Some(cache), Some(key)) = (&responses.cache, key(&request)) else {
+    let (Some((cache, doorkeeper)), Some(key)) = (&responses.cache, key(&request)) else {
         return next.run(request).await;
     };
     if let Some(kept) = cache.get(&key).await {
@@ -218,7 +216,7 @@ pub async fn layer<S: AsRef<Responses>>(State(state): State<S>, request: Request
         return response;
     }
     zarrd_core::ops::metrics::cache_lookup("response", false);
-    let keep = responses.doorkeeper.missed_recently(&key, now_ms());
+    let keep = doorkeeper.missed_recently(&key, now_ms());
     let response = next.run(request).await;
     if !keep || !responses.keeps(&response) {
         return response;
