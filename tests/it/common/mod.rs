@@ -90,6 +90,13 @@ pub fn conformance_app() -> Router {
     app_with(vec![("conf", local_store(&conformance_dir().join("data.zarr")))], config(""))
 }
 
+/// The conformance store as dataset `conf` from memory, with `extra_config`, and the
+/// backend, so a test can alter its objects.
+pub async fn altered_app(extra_config: &str) -> (Router, Arc<InMemory>) {
+    let (store, mem) = memory_store_handle(&conformance_dir().join("data.zarr")).await;
+    (app_with(vec![("conf", store)], config(extra_config)), mem)
+}
+
 pub struct Reply {
     pub status: StatusCode,
     pub headers: HeaderMap,
