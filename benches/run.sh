@@ -341,7 +341,7 @@ done
 HOT_RATIO=$(med "${HOT_RATIOS[@]}")
 HOT_RATIO_NC=$(med "${HOT_RATIOS_NC[@]}")
 srow "1 hot tile, default config" "0 (response cache)" "${HS[1]}" "${HS[0]}" "${HS[2]}"
-srow "1 hot tile, caches off" "≤ 1 (index cached: one range read, merged for concurrent requests of the same chunk within storage.coalesce_window_ms)" "${HS[4]}" "${HS[3]}" "${HS[5]}"
+srow "1 hot tile, caches off" "1 (index cached: one range read; concurrent requests of the same chunk of a remote store merged within storage.coalesce_window_ms)" "${HS[4]}" "${HS[3]}" "${HS[5]}"
 
 # ---------------------------------------------------------------- 2. viewport
 VPATHS=()

@@ -79,7 +79,7 @@ impl Catalog {
     /// no backend takes) is logged and served as failing, so that one bad entry does not
     /// keep the others from being served; a bad overview source still fails here.
     pub fn from_config(config: &Config) -> Result<Self, ConfigError> {
-        let window = Duration::from_millis(config.storage.coalesce_window_ms);
+        let windows = config.storage.windows();
         let ttl = Duration::from_secs(config.cache.ref_ttl_s);
         let mut repos = BTreeMap::new();
         let datasets = config
@@ -87,7 +87,7 @@ impl Catalog {
             .iter()
             .map(|(name, ds)| {
                 let unopened = |reason: String| Store::new(Arc::new(Unopened { reason }), Path::default());
-                let store = match open_dataset(name, ds, window, ttl) {
+                let store = match open_dataset(name, ds, windows, ttl) {
                     Ok(Opened::Store(store)) => store,
                     Ok(Opened::Versioned(repo)) => {
                         repos.insert(name.clone(), repo);
@@ -177,9 +177,7 @@ impl Catalog {
                 Duration::from_millis(config.limits.memory_wait_ms),
             ),
             stream_idle: Duration::from_secs(config.limits.request_timeout_secs),
-            coalescer: zarrd_core::store::coalesce::Coalescer::new(Duration::from_millis(
-                config.storage.coalesce_window_ms,
-            )),
+            coalescer: zarrd_core::store::coalesce::Coalescer::new(config.storage.windows()),
             snapshots: Cache::builder().max_capacity(256).build(),
         }
     }

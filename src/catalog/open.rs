@@ -10,6 +10,7 @@ use object_store::path::Path;
 
 use crate::config::{ConfigError, DatasetConfig, DatasetKind};
 use zarrd_core::store::Store;
+use zarrd_core::store::coalesce::Windows;
 use zarrd_core::store::contained::ContainedFs;
 use zarrd_core::store::icechunk::{Location, Repo};
 use zarrd_core::store::refs::targets::{Opener, Targets, prefix_url};
@@ -22,8 +23,7 @@ use zarrd_core::store::zip::ZipFs;
 /// A path through a segment ending in `.zip` is a zipped dataset (`store::zip`); a
 /// kerchunk reference set is served as the Zarr store it describes (`store::refs`).
 pub fn open_store(name: &str, ds: &DatasetConfig) -> Result<Store, ConfigError> {
-    let coalesce = Duration::from_millis(crate::config::DEFAULT_COALESCE_WINDOW_MS);
-    match open_dataset(name, ds, coalesce, Duration::ZERO)? {
+    match open_dataset(name, ds, crate::config::StorageConfig::default().windows(), Duration::ZERO)? {
         Opened::Store(store) => Ok(store),
         Opened::Versioned(_) => Err(ConfigError::Invalid {
             field: format!("datasets.{name}.url"),
@@ -44,7 +44,7 @@ pub enum Opened {
 pub fn open_dataset(
     name: &str,
     ds: &DatasetConfig,
-    coalesce: Duration,
+    coalesce: Windows,
     ref_ttl: Duration,
 ) -> Result<Opened, ConfigError> {
     let field = format!("datasets.{name}.url");
@@ -59,7 +59,7 @@ pub fn open_dataset(
 
 /// The Icechunk repository at the dataset URL: a local folder or `s3://bucket/prefix`
 /// (with the dataset's `aws_*` options); its virtual chunks read under `virtual_refs`.
-fn open_repo(name: &str, ds: &DatasetConfig, ref_ttl: Duration, coalesce: Duration) -> Result<Repo, ConfigError> {
+fn open_repo(name: &str, ds: &DatasetConfig, ref_ttl: Duration, coalesce: Windows) -> Result<Repo, ConfigError> {
     let field = format!("datasets.{name}.url");
     let bad = |reason: String| ConfigError::Invalid { field: field.clone(), reason };
     let location = if !ds.url.contains("://") || ds.url.starts_with("file://") {
@@ -142,7 +142,7 @@ fn detect(url: &str) -> DatasetKind {
 
 /// A kerchunk reference set: the file (JSON) or folder (parquet) at the dataset URL, its
 /// references followed under `virtual_refs` (opened with the dataset's options).
-fn open_refs(name: &str, ds: &DatasetConfig, coalesce: Duration) -> Result<Store, ConfigError> {
+fn open_refs(name: &str, ds: &DatasetConfig, coalesce: Windows) -> Result<Store, ConfigError> {
     let field = format!("datasets.{name}.url");
     let bad = |reason: String| ConfigError::Invalid { field: field.clone(), reason };
     let url = if ds.url.contains("://") {
@@ -179,11 +179,11 @@ pub fn open_url(
             // A zip file, or a folder in one: a zipped dataset, read in place.
             let zipped = ZipFs::local(&path).ok_or_else(|| bad(format!("`{}` is not a directory", path.display())))?;
             let fs = zipped.map_err(|e| bad(format!("cannot open `{}`: {e}", path.display())))?;
-            return Ok(Store::new(Arc::new(fs), Path::default()));
+            return Ok(Store::local(Arc::new(fs)));
         }
         // Contained: symlinks that lead out of the dataset are never followed.
         let fs = ContainedFs::new(&path).map_err(|e| bad(format!("cannot open `{}`: {e}", path.display())))?;
-        Ok(Store::new(Arc::new(fs), Path::default()))
+        Ok(Store::local(Arc::new(fs)))
     };
     if !url.contains("://") {
         return local(std::path::PathBuf::from(url));

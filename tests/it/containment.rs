@@ -109,3 +109,16 @@ async fn storage_failures_do_not_leak_paths_urls_or_settings() {
         assert!(detail.contains("zarr.json") && detail.contains("X-Request-Id"), "{uri}: {detail}");
     }
 }
+
+#[test]
+fn files_on_this_machine_open_as_local_stores_and_urls_do_not() {
+    // Local stores are read at once (no coalescing window), remote ones may be held.
+    let opened = |url: String| open_store("ds", &DatasetConfig { url, ..Default::default() }).unwrap();
+    let folder = common::conformance_dir().join("data.zarr");
+    assert!(opened(folder.display().to_string()).is_local());
+    assert!(opened(url::Url::from_file_path(&folder).unwrap().to_string()).is_local());
+    let zipped = common::fixtures().join("zip/stored.zip");
+    assert!(opened(zipped.display().to_string()).is_local());
+    assert!(!opened("http://127.0.0.1:1/data.zarr".into()).is_local());
+    assert!(!opened("memory:///data.zarr".into()).is_local());
+}

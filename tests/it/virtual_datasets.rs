@@ -19,6 +19,7 @@ use common::{CountingStore, app_with, config, gather, get, parse_npy, region_ind
 use serde_json::Value;
 use zarrd::config::DatasetConfig;
 use zarrd_core::store::Store;
+use zarrd_core::store::coalesce::Windows;
 
 fn fixtures() -> PathBuf {
     common::fixtures().join("virtual")
@@ -204,50 +205,52 @@ async fn missing_and_short_referenced_files_are_502s_naming_them() {
     common::assert_no_panics();
 }
 
-/// The `kerchunk/air.json` set with its references read through a counting store.
-fn counted_air(window_ms: u64) -> (Router, Arc<CountingStore>) {
+/// The `kerchunk/air.json` set with its references read through a counting store, which
+/// is remote or files on this machine (`local`), reads of it merged within `windows`.
+fn counted_air(local: bool, windows: Windows) -> (Router, Arc<CountingStore>) {
     use zarrd_core::store::refs::targets::{Opener, Targets, prefix_url};
     use zarrd_core::store::refs::{RefStore, RefsFormat};
     let source = fixtures().join("source").canonicalize().unwrap();
     let counting =
         CountingStore::new(Arc::new(object_store::local::LocalFileSystem::new_with_prefix(&source).unwrap()));
     let backend = Arc::clone(&counting);
-    let open: Opener = Arc::new(move |_| Ok(Store::new(backend.clone(), object_store::path::Path::default())));
+    let open: Opener = Arc::new(move |_| {
+        Ok(if local {
+            Store::local(backend.clone())
+        } else {
+            Store::new(backend.clone(), object_store::path::Path::default())
+        })
+    });
     let folder = url::Url::from_directory_path(fixtures().join("kerchunk").canonicalize().unwrap()).unwrap();
     let targets = Targets::new(Some(folder), vec![prefix_url(&source_prefix()).unwrap()], open);
     let sets = common::local_store(&fixtures().join("kerchunk"));
-    let refs = RefStore::new(
-        "ds".into(),
-        (sets, "air.json".into()),
-        RefsFormat::Json,
-        targets,
-        std::time::Duration::from_millis(window_ms),
-    );
+    let refs = RefStore::new("ds".into(), (sets, "air.json".into()), RefsFormat::Json, targets, windows);
     let store = Store::uncounted(Arc::new(refs));
     (app_with(vec![("ds", store)], config("[cache]\nresponse_bytes = 0\nchunk_bytes = 0")), counting)
 }
 
 #[tokio::test]
 async fn reads_of_one_referenced_file_are_merged() {
-    // `air` has 27 chunks, 24 of them ranges of air.nc (3 are inline).
-    let (app, counting) = counted_air(20);
-    assert_eq!(get(&app, "/v1/arrays/ds/air").await.status, 200);
-    let before = counting.total();
-    let (_, got) = read_npy_at(&app, "/v1/slice/ds/air").await;
-    let requests = counting.total() - before;
-    assert_eq!(got.shape, [12, 25, 36]);
-    eprintln!("24 referenced chunks: {requests} storage requests");
-    assert!(
-        (1..=6).contains(&requests),
-        "24 referenced chunks cost {requests} storage requests: {:?}",
-        counting.counts()
-    );
-    // Without a window, one request per referenced chunk: what merging saves.
-    let (app, counting) = counted_air(0);
-    assert_eq!(get(&app, "/v1/arrays/ds/air").await.status, 200);
-    let before = counting.total();
-    read_npy_at(&app, "/v1/slice/ds/air").await;
-    assert_eq!(counting.total() - before, 24, "{:?}", counting.counts());
+    // `air` has 27 chunks, 24 of them ranges of air.nc (3 are inline). Without a window
+    // for where the file is, one request per referenced chunk: what merging saves.
+    let window = std::time::Duration::from_millis(20);
+    let zero = std::time::Duration::ZERO;
+    for (local, windows, merged) in [
+        (false, Windows { remote: window, local: zero }, true),
+        (false, Windows { remote: zero, local: window }, false),
+        (true, Windows { remote: window, local: zero }, false),
+        (true, Windows { remote: zero, local: window }, true),
+    ] {
+        let (app, counting) = counted_air(local, windows);
+        assert_eq!(get(&app, "/v1/arrays/ds/air").await.status, 200);
+        let before = counting.total();
+        let (_, got) = read_npy_at(&app, "/v1/slice/ds/air").await;
+        let requests = counting.total() - before;
+        assert_eq!(got.shape, [12, 25, 36]);
+        eprintln!("local {local}, {windows:?}: 24 referenced chunks, {requests} storage requests");
+        let want = if merged { (1..=6).contains(&requests) } else { requests == 24 };
+        assert!(want, "local {local}, {windows:?}: {requests} storage requests: {:?}", counting.counts());
+    }
 }
 
 #[tokio::test]

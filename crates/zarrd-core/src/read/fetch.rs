@@ -281,17 +281,19 @@ impl ArrayReader {
     }
 
     /// Reads inner-chunk ranges of the shard at `key`, merged with concurrent requests'
-    /// reads of the same version of it that arrive within the coalescing window (when on;
-    /// `store/coalesce`). Each caller gets exactly its ranges' bytes, which it has reserved.
+    /// reads of the same version of it that arrive within the coalescing window (when on
+    /// for a store of its kind; `store/coalesce`). Each caller gets exactly its ranges'
+    /// bytes, which it has reserved.
     async fn read_inner(&self, key: &str, index: &ShardIndex, ranges: &[Range<u64>]) -> Result<Vec<Bytes>, ReadError> {
-        if !self.coalescer.enabled() {
+        let local = self.store.is_local();
+        if !self.coalescer.enabled(local) {
             return self.read_ranges(key, index.e_tag.as_deref(), ranges).await;
         }
         let batch = (Arc::clone(&self.dataset), key.to_owned(), index.version.clone());
         let (reader, key, e_tag) = (self.clone(), key.to_owned(), index.e_tag.clone());
         let read =
             move |merged: Vec<Range<u64>>| async move { reader.read_ranges(&key, e_tag.as_deref(), &merged).await };
-        self.coalescer.read(batch, ranges, read).await
+        self.coalescer.read(batch, local, ranges, read).await
     }
 
     /// Reads ranges of a shard, guarding against the shard changing since its index was

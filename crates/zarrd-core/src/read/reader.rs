@@ -13,7 +13,7 @@ use crate::read::object_version::ObjectVersion;
 use crate::read::plan::Layout;
 use crate::read::selection::DimSelection;
 use crate::store::Store;
-use crate::store::coalesce::Coalescer;
+use crate::store::coalesce::{Coalescer, Windows};
 use crate::zarr::chunk_grid::ChunkGrid;
 use crate::zarr::metadata::ArrayMetadata;
 
@@ -107,7 +107,7 @@ impl ArrayReader {
     /// where the window (a timer, 2 ms or more) was most of a cold answer's time.
     #[must_use]
     pub fn planned(&self) -> Self {
-        Self { coalescer: Coalescer::new(std::time::Duration::ZERO), ..self.clone() }
+        Self { coalescer: Coalescer::new(Windows::default()), ..self.clone() }
     }
 
     /// The store key of the stored chunk (or shard) at `coords`.

@@ -119,6 +119,9 @@ pub struct Store {
     counted: bool,
     /// The same store when it is a plain web server, for what it found out about itself.
     web: Option<Arc<web_origin::WebOrigin>>,
+    /// Whether its objects are files on this machine: read in microseconds, so reads are
+    /// not held for others to join (`coalesce::Windows`).
+    local: bool,
 }
 
 impl std::fmt::Debug for Store {
@@ -129,13 +132,29 @@ impl std::fmt::Debug for Store {
 
 impl Store {
     pub fn new(inner: Arc<dyn ObjectStore>, root: Path) -> Self {
-        Self { inner, root, counted: true, web: None }
+        Self { inner, root, counted: true, web: None, local: false }
+    }
+
+    /// A store of files on this machine (a folder, a zip file).
+    pub fn local(inner: Arc<dyn ObjectStore>) -> Self {
+        Self { local: true, ..Self::new(inner, Path::default()) }
+    }
+
+    /// Whether its objects are files on this machine.
+    pub fn is_local(&self) -> bool {
+        self.local
     }
 
     /// A store over a plain web server (which may neither list nor honour `Range`).
     pub fn web(origin: web_origin::WebOrigin, root: Path) -> Self {
         let origin = Arc::new(origin);
-        Self { inner: Arc::clone(&origin) as Arc<dyn ObjectStore>, root, counted: true, web: Some(origin) }
+        Self {
+            inner: Arc::clone(&origin) as Arc<dyn ObjectStore>,
+            root,
+            counted: true,
+            web: Some(origin),
+            local: false,
+        }
     }
 
     /// Whether the store refused to list (a plain web server without WebDAV): then there
@@ -147,7 +166,7 @@ impl Store {
     /// A store whose objects are read from other (counted) stores: its own requests are
     /// not storage requests.
     pub fn uncounted(inner: Arc<dyn ObjectStore>) -> Self {
-        Self { inner, root: Path::default(), counted: false, web: None }
+        Self { inner, root: Path::default(), counted: false, web: None, local: false }
     }
 
     fn count(&self, reason: &'static str) {

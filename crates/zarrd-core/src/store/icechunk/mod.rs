@@ -20,7 +20,7 @@ use icechunk::repository::VersionInfo;
 
 use self::snapshot::{Snapshot, error};
 use super::Store;
-use super::coalesce::Coalescer;
+use super::coalesce::{Coalescer, Windows};
 use super::refs::targets::Targets;
 use crate::ops::caches::get_or_try_load;
 
@@ -56,7 +56,7 @@ pub struct Repo {
     heads: moka::future::Cache<String, Resolved>,
     snapshots: moka::future::Cache<String, Store>,
     targets: Arc<Targets>,
-    coalesce: Duration,
+    coalesce: Windows,
     /// zarrd's own store of the repository's folder, for native chunks.
     own: Option<Store>,
 }
@@ -79,7 +79,7 @@ impl Repo {
         (location, repo_store): (Location, Option<Store>),
         targets: Targets,
         ref_ttl: Duration,
-        coalesce: Duration,
+        coalesce: Windows,
     ) -> Self {
         Self {
             own: repo_store,

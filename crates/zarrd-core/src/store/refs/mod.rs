@@ -41,7 +41,7 @@ use self::kerchunk::Ref;
 use self::parquet::join;
 use self::targets::Targets;
 use super::Store;
-use super::coalesce::{BatchError, Coalescer};
+use super::coalesce::{BatchError, Coalescer, Windows};
 
 /// The format of a reference set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,7 +122,7 @@ impl RefStore {
         (source, location): (Store, String),
         format: RefsFormat,
         targets: Targets,
-        coalesce: std::time::Duration,
+        coalesce: Windows,
     ) -> Self {
         Self(Arc::new(Inner {
             dataset,
@@ -275,7 +275,7 @@ pub struct ReferencedFile<'a> {
 
 /// `ranges` of the bytes at `file.offset` in `file`, each checked to be as long as asked.
 /// With `merge`, the read joins concurrent reads of the same file within the coalescing
-/// window (whole chunks, each its own key); without, the ranges are read at once (ranges
+/// window for a file where it is (whole chunks, each its own key); without, the ranges are read at once (ranges
 /// of one shard, which the reader has batched already).
 pub async fn read_file(
     coalescer: &Coalescer<object_store::Error>,
@@ -287,6 +287,7 @@ pub async fn read_file(
     let ReferencedFile { at: (store, key), name, offset } = file;
     let wanted: Vec<Range<u64>> = ranges.iter().map(|r| offset + r.start..offset + r.end).collect();
     let named = name.to_owned();
+    let local = store.is_local();
     let read = move |ranges: Vec<Range<u64>>| async move {
         store.get_ranges(&key, &ranges, None).await.map_err(|e| {
             let missing = matches!(&e, super::StoreError::Backend { source: object_store::Error::NotFound { .. }, .. });
@@ -294,8 +295,8 @@ pub async fn read_file(
             refs_error(format!("reading referenced file `{named}` failed: {why}"))
         })
     };
-    let parts = if merge && coalescer.enabled() {
-        coalescer.read((Arc::clone(dataset), name.to_owned(), String::new()), &wanted, read).await?
+    let parts = if merge && coalescer.enabled(local) {
+        coalescer.read((Arc::clone(dataset), name.to_owned(), String::new()), local, &wanted, read).await?
     } else {
         read(wanted).await?
     };
