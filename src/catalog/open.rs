@@ -179,11 +179,11 @@ pub fn open_url(
             // A zip file, or a folder in one: a zipped dataset, read in place.
             let zipped = ZipFs::local(&path).ok_or_else(|| bad(format!("`{}` is not a directory", path.display())))?;
             let fs = zipped.map_err(|e| bad(format!("cannot open `{}`: {e}", path.display())))?;
-            return Ok(Store::local(Arc::new(fs)));
+            return Ok(Store::new(Arc::new(fs), Path::default()).on_this_machine());
         }
         // Contained: symlinks that lead out of the dataset are never followed.
         let fs = ContainedFs::new(&path).map_err(|e| bad(format!("cannot open `{}`: {e}", path.display())))?;
-        Ok(Store::local(Arc::new(fs)))
+        Ok(Store::new(Arc::new(fs), Path::default()).on_this_machine())
     };
     if !url.contains("://") {
         return local(std::path::PathBuf::from(url));

@@ -337,3 +337,15 @@ async fn edr_instances_are_the_versions_of_a_repository() {
     }
     get(&app, "/edr/collections/ic/instances/nope/position?coords=POINT(0%200)").await.assert_problem(404);
 }
+
+#[tokio::test]
+async fn a_local_repository_reads_its_chunks_as_files_on_this_machine() {
+    // Its reads are not held for a coalescing window (storage.local_coalesce_window_ms).
+    let url = fixtures().join("icechunk/native.icechunk").to_str().unwrap().to_owned();
+    let mut config_with = config("");
+    config_with.datasets = [("ic".to_owned(), DatasetConfig { url, ..Default::default() })].into_iter().collect();
+    let catalog = zarrd::catalog::Catalog::from_config(&config_with).unwrap();
+    for name in ["ic", "ic@main", "ic@v1"] {
+        assert!(catalog.dataset(name).await.unwrap().store.is_local(), "{name}");
+    }
+}

@@ -21,7 +21,7 @@ async fn counting_app_where(local: bool, extra: &str) -> (axum::Router, Arc<Coun
     let backend = mem.backend();
     let counting = CountingStore::new(backend);
     let store = if local {
-        Store::local(counting.clone())
+        Store::new(counting.clone(), object_store::path::Path::default()).on_this_machine()
     } else {
         Store::new(counting.clone(), object_store::path::Path::default())
     };

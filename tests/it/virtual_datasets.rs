@@ -216,7 +216,7 @@ fn counted_air(local: bool, windows: Windows) -> (Router, Arc<CountingStore>) {
     let backend = Arc::clone(&counting);
     let open: Opener = Arc::new(move |_| {
         Ok(if local {
-            Store::local(backend.clone())
+            Store::new(backend.clone(), object_store::path::Path::default()).on_this_machine()
         } else {
             Store::new(backend.clone(), object_store::path::Path::default())
         })

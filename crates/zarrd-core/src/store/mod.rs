@@ -135,9 +135,11 @@ impl Store {
         Self { inner, root, counted: true, web: None, local: false }
     }
 
-    /// A store of files on this machine (a folder, a zip file).
-    pub fn local(inner: Arc<dyn ObjectStore>) -> Self {
-        Self { local: true, ..Self::new(inner, Path::default()) }
+    /// The same store, its objects files on this machine (a folder, a zip file, a local
+    /// repository's chunks).
+    #[must_use]
+    pub fn on_this_machine(self) -> Self {
+        Self { local: true, ..self }
     }
 
     /// Whether its objects are files on this machine.

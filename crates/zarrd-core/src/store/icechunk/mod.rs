@@ -161,7 +161,13 @@ impl Repo {
                 coalescer: Coalescer::new(self.coalesce),
                 repo_store: self.own.clone(),
             };
-            Ok::<_, VersionError>(Store::uncounted(Arc::new(snapshot)))
+            // A local repository's native chunks are files on this machine: read at once.
+            let store = Store::uncounted(Arc::new(snapshot));
+            Ok::<_, VersionError>(if self.own.as_ref().is_some_and(Store::is_local) {
+                store.on_this_machine()
+            } else {
+                store
+            })
         })
         .await
         .map_err(|e| VersionError::Storage(e.to_string()))
