@@ -93,6 +93,8 @@ impl<E: BatchError> Coalescer<E> {
     }
 
     /// Whether reads of an object on this machine (`local`) or elsewhere wait for others.
+    /// Callers ask first so that a read that goes at once builds no batch key and clones
+    /// nothing for a batch's task; [`Self::read`] also reads at once without a window.
     pub fn enabled(&self, local: bool) -> bool {
         !self.windows.of(local).is_zero()
     }

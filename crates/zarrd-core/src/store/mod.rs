@@ -150,13 +150,7 @@ impl Store {
     /// A store over a plain web server (which may neither list nor honour `Range`).
     pub fn web(origin: web_origin::WebOrigin, root: Path) -> Self {
         let origin = Arc::new(origin);
-        Self {
-            inner: Arc::clone(&origin) as Arc<dyn ObjectStore>,
-            root,
-            counted: true,
-            web: Some(origin),
-            local: false,
-        }
+        Self { web: Some(Arc::clone(&origin)), ..Self::new(origin, root) }
     }
 
     /// Whether the store refused to list (a plain web server without WebDAV): then there
@@ -168,7 +162,7 @@ impl Store {
     /// A store whose objects are read from other (counted) stores: its own requests are
     /// not storage requests.
     pub fn uncounted(inner: Arc<dyn ObjectStore>) -> Self {
-        Self { inner, root: Path::default(), counted: false, web: None, local: false }
+        Self { counted: false, ..Self::new(inner, Path::default()) }
     }
 
     fn count(&self, reason: &'static str) {

@@ -275,8 +275,8 @@ pub struct ReferencedFile<'a> {
 
 /// `ranges` of the bytes at `file.offset` in `file`, each checked to be as long as asked.
 /// With `merge`, the read joins concurrent reads of the same file within the coalescing
-/// window for a file where it is (whole chunks, each its own key); without, the ranges are read at once (ranges
-/// of one shard, which the reader has batched already).
+/// window for where the file is (whole chunks, each its own key); without, the ranges are
+/// read at once (ranges of one shard, which the reader has batched already).
 pub async fn read_file(
     coalescer: &Coalescer<object_store::Error>,
     dataset: &Arc<str>,
