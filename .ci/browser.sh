@@ -111,9 +111,9 @@ print(json.dumps({"dataset": "climate", "path": "t2m", "lat": plat, "lon": plon,
                   "cell_coords": [float(lat[iy]), float(lon[ix])],
                   "value": float(t2m[k, iy, ix]), "dates": dates, "series": series,
                   "units": t2m.attrs["units"], "long_name": t2m.attrs["long_name"],
-                  # The sample's t2m has no time coordinate, only `time_units` (index = offset).
+                  # The sample's days: its CF time coordinate (int days since the epoch).
                   "sample_day": str(np.datetime64("2025-01-01", "D") + np.timedelta64(200, "D")),
-                  "sample_units": json.load(open("data/sample.zarr/climate/t2m/zarr.json"))["attributes"]["time_units"],
+                  "sample_units": json.load(open("data/sample.zarr/climate/time/zarr.json"))["attributes"]["units"],
                   "calendars": calendars()}))
 PY
 )
@@ -269,7 +269,8 @@ json.dump({
     "click": click, "point": {"lat": float(lat[iy]), "lon": float(lon[ix]), "cell": [iy, ix],
               "series": clean(point), "monthly": [nanmean(point[steps[m]]) for m in months]},
     "polygon": area_series(polygon), "box": area_series(box),
-    "sample": {"lat": float(slat[sy]), "lon": float(slon[sx]), "steps": 365},
+    "sample": {"lat": float(slat[sy]), "lon": float(slon[sx]), "steps": 365,
+               "dates": [str(np.datetime64("2025-01-01", "D") + np.timedelta64(int(d), "D")) for d in s["time"][:]]},
     "edr": edr_point(),
 }, open(out, "w"))
 PY
@@ -288,8 +289,17 @@ up "$PORT" "${TMPDIR:-/tmp}/zarrd-browser.log"
 
 NODE_PATH=$NPM_DIR/node_modules EXPECTED=$EXPECTED \
     timeout 150 node .ci/browser.cjs "http://127.0.0.1:$PORT"
-NODE_PATH=$NPM_DIR/node_modules EXPECTED_MAP=$EXPECTED_MAP SHOTS=$SHOTS \
+# `zarrd serve` with nothing configured: the embedded default's sample alone, whose landing
+# page browser_viewer.cjs opens (LANDING).
+LANDING_PORT=$(free_port)
+LANDING_LOG="${TMPDIR:-/tmp}/zarrd-browser-landing.log"
+"$BIN" serve --listen "127.0.0.1:$LANDING_PORT" >"$LANDING_LOG" 2>&1 &
+LANDING_SERVER=$!
+trap 'kill "$SERVER" "$LANDING_SERVER" 2>/dev/null || true; rm -rf "$SERIES_DIR"' EXIT
+up "$LANDING_PORT" "$LANDING_LOG"
+NODE_PATH=$NPM_DIR/node_modules EXPECTED_MAP=$EXPECTED_MAP SHOTS=$SHOTS LANDING="http://127.0.0.1:$LANDING_PORT" \
     timeout 150 node .ci/browser_viewer.cjs "http://127.0.0.1:$PORT"
+kill "$LANDING_SERVER" 2>/dev/null || true
 NODE_PATH=$NPM_DIR/node_modules EXPECTED_SERIES=$SERIES_DIR/expected.json SHOTS=$SHOTS \
     timeout 200 node .ci/browser_series.cjs "http://127.0.0.1:$PORT"
 # A panic is a bug even when it was answered 500 or cut a body.

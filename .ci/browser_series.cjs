@@ -15,7 +15,7 @@
 // - an array of an OGC API – EDR collection links to the collection's document (its href
 //   fetched: the collection's id, the array among its parameters), a clicked point's series
 //   to its EDR position query (its CoverageJSON's values the series'; on the 4-D EDR fixture
-//   with a level fixed too; the sample, whose days only `time_units` dates, too); no link,
+//   with a level fixed too; the sample's t2m too); no link,
 //   and no /edr request, for an array not on a lat/lon grid;
 // - nothing overflows the window, no console errors.
 // With "private" after the URL, on the server where the sample is private: given an API key,
@@ -321,12 +321,12 @@ async function privateSeries(browser, dir) {
   check(series.length > 0 && series.every((u) => new URL(u).pathname.startsWith("/t/")), `the series is asked through the capability URL (${series.length} requests)`);
   check(s.plotted.length === exp.sample.steps && s.title.includes(`lat ${exp.sample.lat}, lon ${exp.sample.lon}`),
     `a click plots ${s.plotted.length} days at the nearest grid point (${s.title})`);
-  check(await page.$eval("#series-monthly", (e) => e.disabled), "monthly means are off: the sample's time has no coordinate array");
+  check(!(await page.$eval("#series-monthly", (e) => e.disabled)), "monthly means are offered: the sample's days have a CF time coordinate");
   const csv = await downloadCsv(page, dir);
   const fetched = requests.filter((u) => u.includes("format=csv"));
-  // The sample's days have no coordinate array (only `time_units`): the CSV labels them by
-  // index, the plot by the dates the page decodes.
-  check(csvMatches(csv, s, false) && csv.labels[1] === "1", `the CSV link saves the plotted ${csv.values.length} rows for the holder of the key`);
+  // The sample's CF time coordinate labels the CSV's rows with the dates NumPy decodes.
+  check(csvMatches(csv, s, false) && JSON.stringify(csv.labels) === JSON.stringify(exp.sample.dates),
+    `the CSV link saves the plotted ${csv.values.length} rows, dated ${csv.labels[0]}..${csv.labels[csv.labels.length - 1]}, for the holder of the key`);
   check(fetched.length > 0 && fetched.every((u) => new URL(u).pathname.startsWith("/t/")), "the CSV is fetched through the capability URL");
   check(!requests.some((u) => u.includes(process.env.API_KEY)), "the key never appears in a URL");
   // The EDR links exactly where /edr has the sample's collection for the key's holder.
@@ -357,8 +357,8 @@ async function edrLinks(browser) {
   check(doc.status === 200 && doc.body.id === "climate" && Object.hasOwn(doc.body.parameter_names || {}, "t2m"),
     `that link fetches collection climate with t2m (${doc.status}, id ${doc.body && doc.body.id})`);
 
-  // The sample's t2m: its days have no coordinate array, only `time_units` on the array,
-  // which /edr reads as the viewer does: group climate is collection sample:climate.
+  // The sample's t2m, dated by its CF time coordinate: group climate is collection
+  // sample:climate.
   await page.goto(`${base}/view/sample/climate/t2m`, { waitUntil: "networkidle0" });
   await mapIdle(page);
   link = await edrLink(page);

@@ -50,7 +50,29 @@ main(async (browser) => {
   // Each view on its own: a failure in one still runs the other.
   await part("the deep-zoom view", () => deepZoom(browser));
   await part("the map", () => mapView(browser));
+  if (process.env.LANDING) await part("the landing page of `zarrd serve`", () => landing(browser, process.env.LANDING));
 });
+
+// `zarrd serve` with nothing configured (browser.sh's LANDING server): the sample alone, and
+// its landing page opens the sample's first map, climate/t2m, drawn, not an empty pane.
+async function landing(browser, at) {
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 800, deviceScaleFactor: 1 });
+  const { errors } = watch(page);
+  const { datasets } = await (await fetch(`${at}/v1/datasets`)).json();
+  check(datasets.length === 1 && datasets[0].name === "sample", `the default serves the sample alone (${datasets.map((d) => d.name)})`);
+  await page.goto(`${at}/`, { waitUntil: "networkidle0" });
+  await mapIdle(page);
+  const path = await page.evaluate(() => location.pathname);
+  check(path === "/view/sample/climate/t2m", `the landing page opens the sample's first map (${path})`);
+  const m = await drawn(page, "#map");
+  check(m.opaque > 0.5 * m.total && m.colours > 30, `that map is drawn (${m.opaque}/${m.total} opaque pixels, ${m.colours} colours)`);
+  const title = await page.$eval("#info h2", (e) => e.textContent);
+  check(title === "sample/climate/t2m", `the info names it (${title})`);
+  const day = await page.$eval("#slider-0-label", (e) => e.textContent);
+  check(day === "2025-01-01", `its first step is dated by the time coordinate (${day})`);
+  check(errors.length === 0, `no console errors or failed requests ${errors.length ? JSON.stringify(errors) : ""}`);
+}
 
 async function mapView(browser) {
   const page = await browser.newPage();
@@ -135,7 +157,7 @@ async function mapView(browser) {
   let f = await fits(page);
   check(f.width <= 1280 && f.height <= 800 && f.out.length === 0, `the map view fits 1280x800 (${f.width}x${f.height}${f.out.length ? " " + f.out.join("; ") : ""})`);
 
-  // The sample's year of daily temperatures: `time_units` on the array dates its steps.
+  // The sample's year of daily temperatures: its CF time coordinate dates the steps.
   await page.goto(`${base}/view/sample/climate/t2m?idx=200&cmap=turbo&pt=22,60`, { waitUntil: "networkidle0" });
   await mapIdle(page);
   await page.waitForFunction(() => !document.getElementById("series").hidden && window.zarrdPlot, { timeout: 10000 });

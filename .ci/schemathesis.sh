@@ -198,7 +198,7 @@ for param in spec["paths"]["/v1/datasets/{ds}/versions"]["get"]["parameters"]:
         param["schema"] = {"type": "string", "enum": ["versioned"]}
 # EDR: collections of every kind (levels; packed values; no time; a 360_day calendar and a
 # grid that is not global; descending and irregular latitudes; a 0..360 grid; mixed axes;
-# times from `time_units`), and on the instance routes the versioned dataset's collection at
+# the sample), and on the instance routes the versioned dataset's collection at
 # its one branch.
 params["collectionId"]["schema"] = {"type": "string", "enum": [
     "edr", "edr:surface", "edr:static", "analysis:daily", "analysis:calendars:c360", "analysis:irregular", "ic",

@@ -41,6 +41,11 @@ pub struct DatasetConfig {
     /// The version (branch, tag or snapshot id) of a versioned dataset served by default.
     #[serde(default, rename = "ref")]
     pub version: Option<String>,
+    /// Served only while no other dataset is configured: the embedded default's `sample`
+    /// (and a copy of that file's) gives way to the first dataset named by a file, the
+    /// environment or `--dataset`, instead of being listed beside it.
+    #[serde(default)]
+    pub fallback: bool,
 }
 
 /// What a dataset's `url` points at.

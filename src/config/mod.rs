@@ -2,7 +2,7 @@
 //! variables < command-line flags. Unknown fields are rejected and every value is
 //! validated at load, so a bad configuration fails at startup naming the field.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
@@ -21,7 +21,8 @@ pub use crate::config::auth::{ApiKeyConfig, AuthConfig, JwtConfig, SigningKey};
 pub use crate::config::error::ConfigError;
 use crate::config::error::invalid;
 
-/// The embedded default: serves the bundled sample on 127.0.0.1:8080.
+/// The embedded default: serves the bundled sample on 127.0.0.1:8080 while no other
+/// dataset is configured (its `fallback`).
 pub const DEFAULT_CONFIG: &str = include_str!("../../config/default.toml");
 
 pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 256 * 1024 * 1024;
@@ -272,11 +273,29 @@ pub const DEFAULT_COALESCE_WINDOW_MS: u64 = 2;
 /// The longest a coalescing window may be configured.
 pub const MAX_COALESCE_WINDOW_MS: u64 = 1000;
 
+/// The datasets `ZARRD__DATASETS__NAME__…` variables set a field of, and those of them whose
+/// `fallback` is among the fields (names lowercased, as `apply_env` writes them).
+fn env_datasets(env: &[(String, String)]) -> (BTreeSet<String>, BTreeSet<String>) {
+    let (mut named, mut fallback) = (BTreeSet::new(), BTreeSet::new());
+    for (key, _) in env {
+        let Some((name, field)) = key.strip_prefix("ZARRD__DATASETS__").and_then(|rest| rest.split_once("__")) else {
+            continue;
+        };
+        let name = name.to_ascii_lowercase();
+        if field.eq_ignore_ascii_case("FALLBACK") {
+            fallback.insert(name.clone());
+        }
+        named.insert(name);
+    }
+    (named, fallback)
+}
+
 /// Overrides from the command line; `None` leaves the file's value.
 #[derive(Debug, Default, Clone)]
 pub struct Overrides {
     pub listen: Option<SocketAddr>,
-    /// `NAME=URL` pairs added to (or replacing) configured datasets.
+    /// `NAME=URL` pairs added to (or replacing) configured datasets; a fallback dataset
+    /// gives way to them.
     pub datasets: Vec<String>,
     pub log_format: Option<String>,
 }
@@ -322,6 +341,18 @@ impl Config {
             let (name, url) =
                 pair.split_once('=').ok_or_else(|| invalid("--dataset", format!("`{pair}` is not NAME=URL")))?;
             config.datasets.insert(name.to_owned(), DatasetConfig { url: url.to_owned(), ..DatasetConfig::default() });
+        }
+        // A fallback (the bundled sample) is the default only: any dataset named anywhere
+        // replaces it. One the environment names (`ZARRD__DATASETS__SAMPLE__URL=…`) is
+        // configured, not a fallback, unless the environment sets its `fallback` too.
+        let (named, kept_fallback) = env_datasets(&env);
+        for (name, ds) in &mut config.datasets {
+            if named.contains(name) && !kept_fallback.contains(name) {
+                ds.fallback = false;
+            }
+        }
+        if config.datasets.values().any(|ds| !ds.fallback) {
+            config.datasets.retain(|_, ds| !ds.fallback);
         }
         config.validate()?;
         Ok(config)

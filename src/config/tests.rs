@@ -20,6 +20,41 @@ fn the_embedded_default_is_valid() {
 }
 
 #[test]
+fn the_sample_is_served_only_while_no_other_dataset_is_configured() {
+    let names = |c: &Config| c.datasets.keys().cloned().collect::<Vec<_>>();
+    // Nothing configured: the embedded default's sample.
+    assert_eq!(names(&Config::load(None, [], &Overrides::default()).unwrap()), ["sample"]);
+    // `--dataset` replaces it.
+    let flag = Overrides { datasets: vec!["era5=/data/era5.zarr".into()], ..Overrides::default() };
+    assert_eq!(names(&Config::load(None, [], &flag).unwrap()), ["era5"]);
+    // So does a dataset from the environment.
+    let env = [("ZARRD__DATASETS__ERA5__URL".to_owned(), "/data/era5.zarr".to_owned())];
+    assert_eq!(names(&Config::load(None, env, &Overrides::default()).unwrap()), ["era5"]);
+    // A copy of the embedded default with a dataset of its own added serves that one only.
+    let copy = format!("{DEFAULT_CONFIG}\n[datasets.era5]\nurl = \"/data/era5.zarr\"\n");
+    assert_eq!(names(&load(&copy, &[]).unwrap()), ["era5"]);
+    assert_eq!(names(&load(DEFAULT_CONFIG, &[]).unwrap()), ["sample"], "an unedited copy serves the sample");
+    // Named explicitly, the sample is served beside the others: by the environment, where a
+    // variable of its own makes it configured, not a fallback.
+    let env = [
+        ("ZARRD__DATASETS__ERA5__URL".to_owned(), "/data/era5.zarr".to_owned()),
+        ("ZARRD__DATASETS__SAMPLE__URL".to_owned(), "/srv/sample.zarr".to_owned()),
+    ];
+    assert_eq!(names(&Config::load(None, env, &Overrides::default()).unwrap()), ["era5", "sample"]);
+    let env = [
+        ("ZARRD__DATASETS__ERA5__URL".to_owned(), "/data/era5.zarr".to_owned()),
+        ("ZARRD__DATASETS__SAMPLE__FALLBACK".to_owned(), "true".to_owned()),
+    ];
+    assert_eq!(names(&Config::load(None, env, &Overrides::default()).unwrap()), ["era5"]);
+    // And by flags.
+    let both = Overrides {
+        datasets: vec!["era5=/data/era5.zarr".into(), "sample=data/sample.zarr".into()],
+        ..Overrides::default()
+    };
+    assert_eq!(names(&Config::load(None, [], &both).unwrap()), ["era5", "sample"]);
+}
+
+#[test]
 fn dataset_options_from_the_environment_may_be_booleans_or_numbers() {
     let c = load(
         "listen = \"127.0.0.1:0\"\n",

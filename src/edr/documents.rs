@@ -9,7 +9,7 @@ use zarrd_core::coords::labels::Kind;
 
 use crate::edr::collection::Collection;
 use crate::edr::encode::calendar_name;
-use crate::edr::query::QueryType;
+use crate::edr::query::{DISTANCE_UNITS, QueryType};
 
 /// The conformance classes zarrd meets.
 pub const CONFORMANCE: [&str; 8] = [
@@ -75,7 +75,7 @@ pub fn collection(c: &Collection, instance: Option<&str>, href: &str) -> Value {
             "crs_details": [{"crs": "CRS84", "wkt": CRS84_WKT}],
         });
         if q == QueryType::Radius {
-            variables["within_units"] = json!(["km", "m", "mi"]);
+            variables["within_units"] = json!(DISTANCE_UNITS);
         }
         let link = json!({"href": format!("{href}/{}", q.name()), "rel": "data", "variables": variables});
         queries.insert(q.name().to_owned(), json!({"link": link}));
@@ -99,6 +99,8 @@ pub fn collection(c: &Collection, instance: Option<&str>, href: &str) -> Value {
         "crs": ["CRS84"],
         "output_formats": OUTPUT_FORMATS,
         "parameter_names": parameter_names(c),
+        // EDR 1.1 (A.13): a collection offering `radius` says which `within-units` it takes.
+        "distanceunits": DISTANCE_UNITS,
     });
     if let Some(d) = &c.description {
         out["description"] = json!(d);

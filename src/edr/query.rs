@@ -366,6 +366,9 @@ fn places(collection: &Collection, query: QueryType, params: &impl Get) -> Resul
     }
 }
 
+/// The units `within-units` takes on `radius` (collections list them as `distanceunits`).
+pub const DISTANCE_UNITS: [&str; 3] = ["km", "m", "mi"];
+
 /// `within` in `within-units` (km by default; m; mi) as km.
 fn radius_km(within: &str, units: Option<&str>) -> Result<f64> {
     let r = within.trim().parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0).ok_or_else(|| {
@@ -378,7 +381,10 @@ fn radius_km(within: &str, units: Option<&str>) -> Result<f64> {
             "m" | "meters" | "metres" => 0.001,
             "mi" | "miles" => 1.609_344,
             _ => {
-                return Err(Error::BadRequest(format!("within-units `{u}` is not known; allowed: km, m, mi")));
+                return Err(Error::BadRequest(format!(
+                    "within-units `{u}` is not known; allowed: {}",
+                    DISTANCE_UNITS.join(", ")
+                )));
             }
         },
     };

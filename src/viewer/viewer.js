@@ -24,6 +24,7 @@ const $ = (id) => document.getElementById(id);
 const state = {
   ds: null, path: null, meta: null, base: "", dims: [], indices: [], geo: null, edr: null,
   auto: null, colormaps: null, series: null, monthly: false, nodes: new Map(), restore: null, opened: 0,
+  datasets: [],
 };
 const SECRET = "zarrd.credential";
 const BEHIND = /^(\/t\/[^/]+)(\/.*)?$/;
@@ -92,6 +93,7 @@ function el(tag, attrs, ...children) {
 async function loadTree() {
   const box = $("datasets");
   const { datasets } = await json("/v1/datasets");
+  state.datasets = datasets;
   box.textContent = "";
   for (const d of datasets) {
     const list = el("ul");
@@ -162,6 +164,32 @@ function openFromLocation() {
   // /view/DS alone is the dataset's root (an OME-Zarr image or plate can be the root).
   const m = location.pathname.replace(BEHIND, "$2").match(/^\/view\/([^/]+)(?:\/(.*))?$/);
   if (m) openArray(decodeURIComponent(m[1]), (m[2] || "").split("/").map(decodeURIComponent).join("/"), new URLSearchParams(location.search));
+  return !!m;
+}
+
+// The landing page opens the first map of the tree rather than an empty pane: the first
+// array, dataset by dataset, whose last two dimensions are latitude and longitude with
+// coordinate arrays of those names beside it (the bundled sample's climate/t2m).
+async function firstMap() {
+  for (const d of state.datasets || []) {
+    const arrays = (await nodesOf(d.name).catch(() => [])).filter((n) => n.node_type === "array");
+    const paths = new Set(arrays.map((n) => n.path));
+    const beside = (path, name) => {
+      const parent = path.split("/").slice(0, -1).join("/");
+      return paths.has(parent ? `${parent}/${name}` : name);
+    };
+    for (const n of arrays) {
+      if (!Array.isArray(n.shape) || n.shape.length < 2 || /complex|string|bytes|bool/.test(n.data_type || "")) continue;
+      // Only arrays with a latitude and a longitude beside them are asked for their metadata.
+      const siblings = arrays.filter((a) => beside(n.path, a.path.split("/").pop())).map((a) => a.path.split("/").pop());
+      if (!siblings.some((s) => LAT.test(s)) || !siblings.some((s) => LON.test(s))) continue;
+      const meta = await json(`/v1/arrays/${encodeURIComponent(d.name)}/${enc(n.path)}`).catch(() => null);
+      if (!meta) continue;
+      const [y, x] = dimensionNames(meta).slice(-2);
+      if (LAT.test(y) && LON.test(x) && beside(n.path, y) && beside(n.path, x)) return { ds: d.name, path: n.path };
+    }
+  }
+  return null;
 }
 
 function imageable(meta) {
@@ -446,6 +474,11 @@ async function start() {
   showWho();
   if (!state.colormaps) await loadColormaps();
   await loadTree().catch((e) => { $("datasets").textContent = e.message; });
+  if (openFromLocation() || state.path !== null) return;
+  const found = await firstMap();
+  // Unless the person opened something meanwhile.
+  if (!found || state.path !== null) return;
+  history.replaceState(null, "", `${state.base}/view/${encodeURIComponent(found.ds)}/${enc(found.path)}${location.search}`);
   openFromLocation();
 }
 

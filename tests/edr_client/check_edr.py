@@ -484,6 +484,8 @@ def check_collection(client: EnvironmentalDataRetrieval, cid: str, listed: dict)
     for key in ("extent", "parameter_names", "data_queries", "crs", "output_formats"):
         assert doc.get(key) == listed.get(key), f"{cid}: {key} differs from its entry in /edr/collections"
     assert doc.get("crs") == ["CRS84"], doc.get("crs")
+    # EDR 1.1 A.13: a collection with a radius query names its distance units.
+    assert doc.get("distanceunits") == ["km", "m", "mi"], doc.get("distanceunits")
     fmts = doc.get("output_formats") or []
     for f in ("CoverageJSON", "GeoJSON", "CSV"):
         assert f in fmts, f"output_formats {fmts}"

@@ -262,6 +262,33 @@ async fn label_selections_and_reductions_revalidate() {
 }
 
 #[tokio::test]
+async fn a_label_of_the_wrong_kind_is_a_bad_parameter_and_an_absent_one_is_not_found() {
+    let app = app();
+    // `45` is not a date (a number for CF time), a date is not a latitude, a word not a
+    // longitude: 400 naming the dimension and the form it takes.
+    for (url, dim, form) in [
+        ("/v1/reduce/analysis/daily/tas?sel=time:45&over=lat,lon&op=mean", "time", "ISO 8601 dates, e.g. `2001-01-01`"),
+        ("/v1/slice/analysis/daily/tas?sel=time:~45.5,lat:~45,lon:~-75&format=json", "time", "ISO 8601 dates"),
+        ("/v1/slice/analysis/daily/tas?sel=time:2001-01-01,lat:2021-03-01&format=json", "lat", "numbers, e.g. `"),
+        ("/v1/slice/analysis/daily/tas?sel=time:2001-01-01,lon:east..west&format=json", "lon", "numbers"),
+    ] {
+        let doc = browser_get(&app, url).await.assert_problem(400);
+        let detail = doc["detail"].as_str().unwrap();
+        assert!(detail.contains(&format!("`{dim}`")) && detail.contains(form), "{url}: {detail}");
+    }
+    // A date of the right kind that is not a label stays 404, naming the nearest.
+    let doc = browser_get(&app, "/v1/slice/analysis/daily/tas?sel=time:1999-06-01,lat:~45,lon:~-75&format=json")
+        .await
+        .assert_problem(404);
+    assert!(doc["detail"].as_str().unwrap().contains("the nearest is 2001-01-01"), "{doc}");
+    // EDR's datetime reads dates as sel= does.
+    let doc = browser_get(&app, "/edr/collections/analysis:daily/position?coords=POINT(-75%2045)&datetime=45")
+        .await
+        .assert_problem(400);
+    assert!(doc["detail"].as_str().unwrap().contains("fewer than 4 digits"), "{doc}");
+}
+
+#[tokio::test]
 async fn csv_is_for_labelled_results_only() {
     let app = app();
     let doc = browser_get(&app, "/v1/slice/analysis/daily/tas?s=0,0:2,0:2&format=csv").await.assert_problem(400);
@@ -298,4 +325,88 @@ async fn ome_axes_label_dimensions_by_their_scale_and_translation() {
     // A range of y labels keeps the dimension, labelled.
     let rows = browser_get(&app, "/v1/slice/img/s1?sel=t:0,c:0,z:0,x:0.25,y:0.2..3&format=json").await.json();
     assert_eq!(rows["coords"]["y"], serde_json::json!([label(3, 0.0), label(3, 1.0), label(3, 2.0)]));
+}
+
+/// The bundled sample, as `zarrd serve` serves it.
+fn sample_app(root: &std::path::Path) -> axum::Router {
+    common::app_with(vec![("sample", common::local_store(root))], common::config(""))
+}
+
+/// The date `days` after 2025-01-01 (the sample's epoch), from first principles.
+fn sample_day(days: usize) -> String {
+    const MONTHS: [usize; 12] = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    let (mut month, mut day) = (0, days);
+    while day >= MONTHS[month] {
+        day -= MONTHS[month];
+        month += 1;
+    }
+    format!("2025-{:02}-{:02}", month + 1, day + 1)
+}
+
+#[tokio::test]
+async fn the_sample_labels_its_days_with_dates_on_every_route() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/sample.zarr");
+    let app = sample_app(&root);
+    // The README's third request: every day at the grid point nearest 45° N 75° W.
+    let reply = browser_get(&app, "/v1/slice/sample/climate/t2m?sel=lat:~45,lon:~-75&format=csv").await;
+    assert_eq!(reply.status, 200, "{}", reply.describe());
+    let text = String::from_utf8(reply.body.to_vec()).unwrap();
+    let rows: Vec<&str> = text.lines().collect();
+    assert_eq!(rows[0], "time,value");
+    assert_eq!(rows.len(), 366);
+    for (i, row) in rows[1..].iter().enumerate() {
+        assert_eq!(row.split(',').next(), Some(sample_day(i).as_str()), "row {i}: {row}");
+    }
+    // EDR labels the same steps with the same dates.
+    let edr =
+        browser_get(&app, "/edr/collections/sample:climate/position?coords=POINT(-75%2045)&parameter-name=t2m").await;
+    assert_eq!(edr.status, 200, "{}", edr.describe());
+    let times = edr.json()["domain"]["axes"]["t"]["values"].as_array().unwrap().clone();
+    assert_eq!(times.len(), 365);
+    for (i, t) in times.iter().enumerate() {
+        assert_eq!(t.as_str().unwrap(), format!("{}T00:00:00Z", sample_day(i)), "step {i}");
+    }
+    // And a date selects its day: 2025-03-01 is day 59.
+    let day = browser_get(&app, "/v1/slice/sample/climate/t2m?sel=time:2025-03-01,lat:~45,lon:~-75&format=json").await;
+    assert_eq!(day.header("zarr-selection"), "59,53,41", "{}", day.describe());
+}
+
+#[tokio::test]
+async fn an_array_whose_steps_only_time_units_dates_is_labelled_from_its_offsets() {
+    // The viewer's and EDR's convention for an array without a time coordinate: an
+    // attribute `time_units` dates index i as i units after the epoch. The sample's climate
+    // group without its `time` coordinate, the attribute added to t2m.
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/sample.zarr");
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("sample.zarr");
+    copy_tree(&src, &root);
+    std::fs::remove_dir_all(root.join("climate/time")).unwrap();
+    let meta_path = root.join("climate/t2m/zarr.json");
+    let mut meta: Value = serde_json::from_slice(&std::fs::read(&meta_path).unwrap()).unwrap();
+    meta["attributes"]["time_units"] = "days since 2025-01-01".into();
+    std::fs::write(&meta_path, serde_json::to_vec(&meta).unwrap()).unwrap();
+    let app = sample_app(&root);
+    let doc = browser_get(&app, "/edr/collections/sample:climate").await;
+    assert_eq!(doc.status, 200, "{}", doc.describe());
+    let interval = doc.json()["extent"]["temporal"]["interval"].clone();
+    assert_eq!(
+        interval,
+        serde_json::json!([[format!("{}T00:00:00Z", sample_day(0)), format!("{}T00:00:00Z", sample_day(364))]])
+    );
+    // sel= has no labels for it (no coordinate array): its CSV counts the steps.
+    let csv = browser_get(&app, "/v1/slice/sample/climate/t2m?sel=lat:~45,lon:~-75&format=csv").await;
+    assert!(String::from_utf8(csv.body.to_vec()).unwrap().lines().nth(2).unwrap().starts_with("1,"));
+}
+
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
 }

@@ -81,6 +81,8 @@ fn datasets_that_cannot_be_opened_do_not_stop_the_server() {
     std::fs::write(&file, b"not a directory").unwrap();
     let file = file.to_str().unwrap().to_owned();
     let server = Server::start(&[
+        // Named, the sample is served beside the others (alone it would give way to them).
+        ("ZARRD__DATASETS__SAMPLE__URL", "data/sample.zarr"),
         ("ZARRD__DATASETS__GONE__URL", "/no/such/dir"),
         ("ZARRD__DATASETS__FILE__URL", file.as_str()),
         ("ZARRD__DATASETS__ODD__URL", "ftp://host/x.zarr"),
@@ -112,7 +114,7 @@ fn datasets_that_cannot_be_opened_do_not_stop_the_server() {
 fn serves_with_flags_and_drains_on_sigterm() {
     let port = free_port();
     let mut child = zarrd()
-        .args(["serve", "--dataset", "conf=tests/fixtures/conformance/data.zarr"])
+        .args(["serve", "--dataset", "conf=tests/fixtures/conformance/data.zarr", "--dataset", "demo=data/sample.zarr"])
         .env("ZARRD_LISTEN", format!("127.0.0.1:{port}"))
         .env("ZARRD__HTTP__DRAIN_SECS", "2")
         .env("ZARRD_LOG_FORMAT", "json")
@@ -123,10 +125,13 @@ fn serves_with_flags_and_drains_on_sigterm() {
     wait_ready(port, &mut child);
     let (status, body) = http_get(port, "/v1/datasets").unwrap();
     assert_eq!(status, 200);
-    assert!(body.contains("\"conf\"") && body.contains("\"sample\""), "{body}");
+    // The datasets of the flags, and not the embedded default's sample beside them.
+    let doc: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let names: Vec<&str> = doc["datasets"].as_array().unwrap().iter().map(|d| d["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["conf", "demo"], "{body}");
     assert_eq!(http_get(port, "/readyz").unwrap().0, 200);
     // A request in flight when SIGTERM arrives still completes.
-    let in_flight = std::thread::spawn(move || http_get(port, "/v1/slice/sample/climate/t2m?format=json"));
+    let in_flight = std::thread::spawn(move || http_get(port, "/v1/slice/demo/climate/t2m?format=json"));
     std::thread::sleep(Duration::from_millis(30));
     assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
     std::thread::sleep(Duration::from_millis(300));

@@ -214,6 +214,9 @@ async fn discovery_documents_name_the_collections_and_their_contents() {
     // The root: levels, a standard calendar and −180..180 longitudes (make_edr_fixtures.py).
     let edr = browser_get(&app, "/edr/collections/edr").await.json();
     assert_eq!(edr["crs"], json!(["CRS84"]));
+    // EDR 1.1's collection-level radius units, as edr-pydantic reads them.
+    assert_eq!(edr["distanceunits"], json!(["km", "m", "mi"]));
+    assert!(list["collections"].as_array().unwrap().iter().all(|c| c["distanceunits"] == json!(["km", "m", "mi"])));
     assert_eq!(edr["extent"]["spatial"]["bbox"], json!([[-180.0, -65.0, 180.0, 65.0]]));
     assert_eq!(edr["extent"]["temporal"]["interval"], json!([["2000-01-01T00:00:00Z", "2000-01-10T12:00:00Z"]]));
     assert_eq!(edr["extent"]["temporal"]["values"].as_array().unwrap().len(), 20);

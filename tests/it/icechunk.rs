@@ -313,6 +313,14 @@ async fn edr_instances_are_the_versions_of_a_repository() {
     assert_eq!(collection.status, 200, "{}", collection.describe());
     assert!(collection.json()["data_queries"]["instances"]["link"]["href"].as_str().unwrap().ends_with("/instances"));
     let listed = get(&app, "/edr/collections/ic/instances").await.json();
+    assert!(
+        listed["instances"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|i| i["distanceunits"] == serde_json::json!(["km", "m", "mi"])),
+        "every instance names the radius units: {listed}"
+    );
     let ids: Vec<&str> = listed["instances"].as_array().unwrap().iter().map(|i| i["id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["main"]);
     let (_, _, lat, lon, series) = air_at(45.3, 260.2);

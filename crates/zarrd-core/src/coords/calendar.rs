@@ -264,8 +264,8 @@ impl DateTime {
     /// and an optional trailing `Z`. Missing parts are the start (month 1, day 1, midnight);
     /// fractions past microseconds are dropped. The date must exist in `calendar`.
     pub fn parse(text: &str, calendar: Calendar) -> Result<Self, CalendarError> {
-        let (at, offset) =
-            parse_parts(text).map_err(|reason| CalendarError::Syntax { text: text.to_owned(), reason })?;
+        let (at, offset) = parse_parts(text, parse::Writer::User)
+            .map_err(|reason| CalendarError::Syntax { text: text.to_owned(), reason })?;
         if offset != 0 {
             return Err(CalendarError::TimeZone { text: text.to_owned() });
         }
@@ -380,8 +380,8 @@ impl CfTime {
         }
         let unit_us = unit_micros(&unit.to_ascii_lowercase()).map_err(error)?;
         let date = date.trim();
-        let (epoch, offset) =
-            parse_parts(date).map_err(|reason| error(format!("reference date {date:?}: {reason}")))?;
+        let (epoch, offset) = parse_parts(date, parse::Writer::Units)
+            .map_err(|reason| error(format!("reference date {date:?}: {reason}")))?;
         if let Some(reason) = epoch.fault(calendar) {
             return Err(error(format!("reference date {date:?} is not a date in the {calendar} calendar: {reason}")));
         }
@@ -418,8 +418,8 @@ impl CfTime {
     /// timeline is UTC): `2021-03-01T06:00+02:00` is 04:00 UTC. No zone is UTC. The date
     /// must exist in the calendar.
     pub fn value_in_zone(&self, text: &str) -> Result<f64, CalendarError> {
-        let (at, offset) =
-            parse_parts(text).map_err(|reason| CalendarError::Syntax { text: text.to_owned(), reason })?;
+        let (at, offset) = parse_parts(text, parse::Writer::User)
+            .map_err(|reason| CalendarError::Syntax { text: text.to_owned(), reason })?;
         if let Some(reason) = at.fault(self.calendar) {
             return Err(CalendarError::InvalidDate { text: text.to_owned(), calendar: self.calendar, reason });
         }
@@ -465,8 +465,8 @@ fn unit_micros(unit: &str) -> Result<i64, String> {
 
 /// Reads a date as [`DateTime::parse`] and CF units write it (not yet checked against a
 /// calendar), with its time zone offset in minutes.
-fn parse_parts(text: &str) -> Result<(DateTime, i64), &'static str> {
-    let w = parse::written(text)?;
+fn parse_parts(text: &str, writer: parse::Writer) -> Result<(DateTime, i64), &'static str> {
+    let w = parse::written(text, writer)?;
     let at = DateTime {
         year: w.year,
         month: w.month,

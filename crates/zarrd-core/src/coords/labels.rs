@@ -47,8 +47,10 @@ pub struct Run {
 /// Why a label could not be found or read.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LabelError {
-    #[error("`{text}` is not a {what}")]
-    Unreadable { text: String, what: &'static str },
+    /// A label of the wrong kind for the dimension: a number where dates are, a date or
+    /// a word where numbers are (a bad parameter, not an absent label).
+    #[error("`{text}` is not {what}{why}; this dimension takes {takes}")]
+    Form { text: String, what: &'static str, why: String, takes: String },
     #[error("{0}")]
     Date(#[from] CalendarError),
     #[error("there is no label {text}; the nearest is {nearest} (`~` selects the nearest label)")]
@@ -86,13 +88,25 @@ impl Labels {
 
     /// The stored value a user's label stands for: a number, or a date in ISO 8601.
     pub fn parse(&self, text: &str) -> Result<f64, LabelError> {
+        // The form is shown by the dimension's own first label where it has one.
+        let example = |fallback: &str| (0..self.len()).find_map(|i| self.text(i)).unwrap_or_else(|| fallback.into());
         match &self.kind {
-            Kind::Time(cf) => Ok(cf.value(&DateTime::parse(text, cf.calendar)?)),
-            _ => text
-                .parse::<f64>()
-                .ok()
-                .filter(|v| v.is_finite())
-                .ok_or_else(|| LabelError::Unreadable { text: text.to_owned(), what: "number" }),
+            Kind::Time(cf) => match DateTime::parse(text, cf.calendar) {
+                Ok(at) => Ok(cf.value(&at)),
+                Err(CalendarError::Syntax { reason, .. }) => Err(LabelError::Form {
+                    text: text.to_owned(),
+                    what: "a date",
+                    why: format!(" ({reason})"),
+                    takes: format!("ISO 8601 dates, e.g. `{}`", example("2021-03-01")),
+                }),
+                Err(e) => Err(e.into()),
+            },
+            _ => text.parse::<f64>().ok().filter(|v| v.is_finite()).ok_or_else(|| LabelError::Form {
+                text: text.to_owned(),
+                what: "a number",
+                why: String::new(),
+                takes: format!("numbers, e.g. `{}`", example("45.5")),
+            }),
         }
     }
 
@@ -249,6 +263,29 @@ mod tests {
         let none = Labels::new(vec![3.0, 1.0, 2.0], Kind::Plain);
         assert_eq!(none.nearest(1.1), Ok(1));
         assert_eq!(none.range(Some(0.0), Some(1.0)), Err(LabelError::Unordered));
+    }
+
+    #[test]
+    fn a_label_of_the_wrong_kind_names_the_form_the_dimension_takes() {
+        let cf = crate::coords::calendar::CfTime::parse("days since 2021-01-01", Some("standard")).unwrap();
+        let time = Labels::new(vec![0.0, 1.0, 2.0], Kind::Time(cf));
+        // A number is not a date: ISO 8601 years have four digits.
+        for text in ["45", "45.5", "-3", "1e5", "abc"] {
+            let err = time.parse(text).unwrap_err();
+            assert!(matches!(err, LabelError::Form { what: "a date", .. }), "{text}: {err:?}");
+            let message = err.to_string();
+            assert!(message.contains("takes ISO 8601 dates, e.g. `2021-01-01`"), "{message}");
+        }
+        assert_eq!(time.parse("2021-01-03"), Ok(2.0));
+        assert_eq!(time.parse("2021"), Ok(0.0), "a year alone is ISO 8601");
+        // A date that is not in the calendar stays a date error.
+        assert!(matches!(time.parse("2021-02-30"), Err(LabelError::Date(_))));
+        let lat = Labels::new(vec![-88.75, 0.0], Kind::Latitude);
+        for text in ["2021-03-01", "north", "NaN", "inf"] {
+            let err = lat.parse(text).unwrap_err();
+            assert!(matches!(err, LabelError::Form { what: "a number", .. }), "{text}: {err:?}");
+            assert!(err.to_string().contains("takes numbers, e.g. `-88.75`"), "{err}");
+        }
     }
 
     #[test]

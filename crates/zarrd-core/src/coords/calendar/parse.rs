@@ -14,9 +14,18 @@ pub(super) struct Written {
     pub offset: i64,
 }
 
+/// Who wrote a date: CF units write years of any width (`days since 1-1-1`); a user's
+/// date is ISO 8601, whose years have at least four digits, so that `45` is a number, not
+/// the year 45.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Writer {
+    Units,
+    User,
+}
+
 /// Reads `YYYY[-MM[-DD[(T| )HH[:MM[:SS[.f…]]]][ ][Z|UTC|±HH:MM]]]`, year optionally signed,
 /// other fields of 1 or 2 digits.
-pub(super) fn written(text: &str) -> Result<Written, &'static str> {
+pub(super) fn written(text: &str, writer: Writer) -> Result<Written, &'static str> {
     let mut c = Cursor { s: text.trim().as_bytes(), at: 0 };
     let negative = c.eat(b'-');
     if !negative {
@@ -28,6 +37,9 @@ pub(super) fn written(text: &str) -> Result<Written, &'static str> {
     }
     if digits.len() > 18 {
         return Err("the year has more than 18 digits");
+    }
+    if writer == Writer::User && digits.len() < 4 {
+        return Err("the year has fewer than 4 digits");
     }
     let year = digits.iter().fold(0, |n, d| n * 10 + i64::from(d - b'0'));
     let year = if negative { -year } else { year };

@@ -219,6 +219,12 @@ fn parse_errors_say_what_is_wrong() {
         assert!(matches!(error(text, Standard), CalendarError::Syntax { .. }), "{text}");
     }
     assert!(message("12345678901234567890", Standard).contains("more than 18 digits"));
+    // A user's year has four digits (ISO 8601): `45` is a number, not the year 45; units
+    // may write short years.
+    for text in ["45", "45-01-01", "-3", "999-12-31"] {
+        assert!(message(text, Standard).contains("fewer than 4 digits"), "{text}");
+    }
+    assert!(CfTime::parse("days since 1-1-1", Some("noleap")).is_ok());
     assert!(message("x", Standard).contains("YYYY[-MM[-DD"));
     assert!(matches!(error("2021-03-01T06:00+05:00", Standard), CalendarError::TimeZone { .. }));
     assert!(message("2021-02-30", NoLeap).contains("day 30 is not in 1..=28 in 2021-02"));
