@@ -14,8 +14,17 @@ use axum::Router;
 use common::{expected, get, get_with};
 use serde_json::Value;
 
-const SETS: [&str; 8] =
-    ["conformance", "extra", "zarr-v2", "zarr-v2-extra", "fanout", "fanout-extra", "codecs", "codecs-v2"];
+const SETS: [&str; 9] = [
+    "conformance",
+    "extra",
+    "zarr-v2",
+    "zarr-v2-extra",
+    "fanout",
+    "fanout-extra",
+    "codecs",
+    "codecs-v2",
+    "geozarr-codecs",
+];
 
 /// View chunks that are the stored (or inner) chunks of every regular grid, however small,
 /// and tiny (16 4-byte elements) elsewhere: the fixtures' small arrays then take the paths

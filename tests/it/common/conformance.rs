@@ -263,11 +263,21 @@ pub fn count_chunk_files(dir: &std::path::Path) -> usize {
     n
 }
 
-pub const SETS: [&str; 9] =
-    ["conformance", "extra", "zarr-v2", "zarr-v2-extra", "fanout", "fanout-extra", "strings", "codecs", "codecs-v2"];
+pub const SETS: [&str; 10] = [
+    "conformance",
+    "extra",
+    "zarr-v2",
+    "zarr-v2-extra",
+    "fanout",
+    "fanout-extra",
+    "strings",
+    "codecs",
+    "codecs-v2",
+    "geozarr-codecs",
+];
 /// Sets whose every route is checked (the v3 sets' routes have their own tests in api.rs).
-pub const ROUTE_SETS: [&str; 7] =
-    ["zarr-v2", "zarr-v2-extra", "fanout", "fanout-extra", "strings", "codecs", "codecs-v2"];
+pub const ROUTE_SETS: [&str; 8] =
+    ["zarr-v2", "zarr-v2-extra", "fanout", "fanout-extra", "strings", "codecs", "codecs-v2", "geozarr-codecs"];
 /// Sets of `string` arrays, whose expected values are `NumPy` `U` arrays.
 pub const TEXT_SETS: [&str; 1] = ["strings"];
 

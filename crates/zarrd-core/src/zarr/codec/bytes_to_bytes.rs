@@ -5,13 +5,18 @@
 //! like a compressor does). Each is found by name in `registry`.
 
 use crate::zarr::codec::astype::AsType;
+use crate::zarr::codec::cast_value::CastValue;
 use crate::zarr::codec::checksum::Checksum;
 use crate::zarr::codec::error::CodecError;
 use crate::zarr::codec::fixedscaleoffset::FixedScaleOffset;
 use crate::zarr::codec::lzma::LzmaFormat;
 use crate::zarr::codec::numeric::NumType;
+use crate::zarr::codec::scale_offset::ScaleOffset;
 use crate::zarr::codec::{blosc, bz2, delta, gzip, lz4, lzma, packbits, pcodec, shuffle, zlib, zstd};
 
+// `CastValue` keeps its scalar map inline (a few hundred bytes) so that codecs stay `Copy`;
+// a chain holds a handful of codecs, so the size costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BytesToBytes {
     Zstd,
@@ -28,6 +33,8 @@ pub enum BytesToBytes {
     Delta(NumType),
     FixedScaleOffset(FixedScaleOffset),
     AsType(AsType),
+    ScaleOffset(ScaleOffset),
+    CastValue(CastValue),
     PackBits,
     /// pcodec's numbers, decoded into elements of this type.
     Pcodec(NumType),
@@ -48,6 +55,8 @@ impl BytesToBytes {
             Self::Delta(ty) => delta::decode(input, max_len, ty),
             Self::FixedScaleOffset(f) => f.decode(input, max_len),
             Self::AsType(a) => a.decode(input, max_len),
+            Self::ScaleOffset(s) => s.decode(input, max_len),
+            Self::CastValue(c) => c.decode(input, max_len),
             Self::PackBits => packbits::decode(input, max_len),
             Self::Pcodec(ty) => pcodec::decode(input, max_len, ty),
         }
@@ -57,7 +66,8 @@ impl BytesToBytes {
     pub(super) fn fixed_encoded_size(self, len: u64) -> Option<u64> {
         match self {
             Self::Checksum(_) => len.checked_add(4),
-            Self::Shuffle { .. } | Self::Delta(_) => Some(len),
+            Self::Shuffle { .. } | Self::Delta(_) | Self::ScaleOffset(_) => Some(len),
+            Self::CastValue(c) => (len / c.decoded.size as u64).checked_mul(c.stored.size as u64),
             Self::FixedScaleOffset(f) => (len / f.dtype.size as u64).checked_mul(f.astype.size as u64),
             Self::AsType(a) => (len / a.decode.size as u64).checked_mul(a.encode.size as u64),
             Self::PackBits => Some(1 + len.div_ceil(8)),
@@ -97,6 +107,8 @@ impl BytesToBytes {
             Self::Delta(t) => Self::Delta(order(t)),
             Self::FixedScaleOffset(f) => Self::FixedScaleOffset(f.retyped(order)),
             Self::AsType(a) => Self::AsType(AsType { encode: order(a.encode), decode: order(a.decode) }),
+            Self::ScaleOffset(s) => Self::ScaleOffset(s.retyped(order)),
+            Self::CastValue(c) => Self::CastValue(c.retyped(order)),
             Self::Pcodec(t) => Self::Pcodec(order(t)),
             other => other,
         }

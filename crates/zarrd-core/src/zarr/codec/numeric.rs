@@ -167,6 +167,15 @@ impl NumType {
         }
     }
 
+    /// A scalar of this (real) type as Zarr v3 metadata writes one: a JSON number, or for
+    /// floats `"NaN"`, `"Infinity"`, `"-Infinity"` or a `0x` bit pattern (`None` when the
+    /// value is not one of the type, or out of its range).
+    pub fn scalar_of_json(self, value: &serde_json::Value) -> Option<Scalar> {
+        let little = Self { big_endian: false, ..self };
+        let bytes = little.data_type().parse_fill_value(value).ok()?;
+        (bytes.len() == self.size).then(|| little.read(&bytes))
+    }
+
     /// Requires a real (non-complex) type for a filter that does arithmetic.
     pub fn real(self, codec: &str) -> Result<Self, crate::zarr::json::MetadataError> {
         if self.kind == Kind::Complex {
@@ -186,6 +195,19 @@ pub fn map_elements(
     codec: &'static str,
     mut f: impl FnMut(Scalar) -> Scalar,
 ) -> Result<Vec<u8>, CodecError> {
+    try_map_elements(input, from, to, max_len, codec, |v| Ok(f(v)))
+}
+
+/// [`map_elements`] through an `f` that may find a stored element it cannot decode (the
+/// reason becomes the codec's error).
+pub fn try_map_elements(
+    input: &[u8],
+    from: NumType,
+    to: NumType,
+    max_len: usize,
+    codec: &'static str,
+    mut f: impl FnMut(Scalar) -> Result<Scalar, String>,
+) -> Result<Vec<u8>, CodecError> {
     if !input.len().is_multiple_of(from.size) {
         return Err(CodecError::corrupt(codec, format!("{} bytes is not a whole number of elements", input.len())));
     }
@@ -194,7 +216,7 @@ pub fn map_elements(
     let Some(len) = len else { return Err(CodecError::TooLarge { codec, limit: max_len }) };
     let mut out = vec![0u8; len];
     for (src, dst) in input.chunks_exact(from.size).zip(out.chunks_exact_mut(to.size)) {
-        to.write(f(from.read(src)), dst);
+        to.write(f(from.read(src)).map_err(|why| CodecError::corrupt(codec, why))?, dst);
     }
     Ok(out)
 }

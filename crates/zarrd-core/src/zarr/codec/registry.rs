@@ -8,10 +8,12 @@ use serde_json::{Map, Value};
 use crate::zarr::codec::astype::AsType;
 use crate::zarr::codec::bytes::BytesCodec;
 use crate::zarr::codec::bytes_to_bytes::BytesToBytes;
+use crate::zarr::codec::cast_value::CastValue;
 use crate::zarr::codec::checksum::{Algorithm, Checksum};
 use crate::zarr::codec::fixedscaleoffset::FixedScaleOffset;
 use crate::zarr::codec::lzma::LzmaFormat;
 use crate::zarr::codec::numeric::{Kind, NumType};
+use crate::zarr::codec::scale_offset::ScaleOffset;
 use crate::zarr::codec::transpose::Transpose;
 use crate::zarr::codec::{delta, pcodec};
 use crate::zarr::data_type::DataType;
@@ -100,6 +102,16 @@ const CODECS: &[Entry] = &[
         Ok(Codec::ArrayToBytes(Serializer::Bytes(BytesCodec::from_config(c, stored)?)))
     }),
     core("sharding_indexed", |_, _| Ok(Codec::ArrayToBytes(Serializer::Sharding))),
+    // zarr-python 3.4's array→array codecs of GeoZarr writers: element by element, on the
+    // elements as stored (after `bytes`), like the numcodecs filters.
+    core("scale_offset", |c, s| {
+        let f = ScaleOffset::from_config(c, s.elements("scale_offset")?)?;
+        Ok(Codec::Filter { codec: BytesToBytes::ScaleOffset(f), encoded: f.ty, elementwise: true })
+    }),
+    core("cast_value", |c, s| {
+        let f = CastValue::from_config(c, s.elements("cast_value")?)?;
+        Ok(Codec::Filter { codec: BytesToBytes::CastValue(f), encoded: f.stored, elementwise: true })
+    }),
     core("vlen-utf8", |_, _| Ok(Codec::ArrayToBytes(Serializer::VlenUtf8))),
     core("vlen-bytes", |_, _| Ok(Codec::ArrayToBytes(Serializer::VlenBytes))),
     numcodecs("zstd", |_, _| Ok(Codec::BytesToBytes(BytesToBytes::Zstd))),
