@@ -204,7 +204,7 @@ def main() -> int:
         group = zarr.open_group(store=store, mode="r", use_consolidated=use_consolidated)
         found = sorted(k for k, _ in group.members(max_depth=None))
         counts[label] = counter.n
-        want_tree = ["climate", "climate/lat", "climate/lon", "climate/t2m", "terrain", "terrain/elevation"]
+        want_tree = ["climate", "climate/lat", "climate/lon", "climate/t2m", "climate/time", "terrain", "terrain/elevation"]
         return None if found == want_tree else f"members {found}"
 
     check(
