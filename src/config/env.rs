@@ -1,7 +1,7 @@
 //! Settings from the environment: `ZARRD__SECTION__KEY` overrides, and dataset option
 //! values that arrive as TOML booleans or numbers.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 
@@ -25,6 +25,29 @@ pub(super) fn option_texts<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTr
         .collect()
 }
 
+/// The setting a `ZARRD__SECTION__KEY` variable names, as lowercase keys (`None` for other
+/// variables).
+fn env_keys(name: &str) -> Option<Vec<String>> {
+    Some(name.strip_prefix("ZARRD__")?.split("__").map(str::to_ascii_lowercase).collect())
+}
+
+/// The datasets the environment sets a field of, and those of them whose `fallback` is
+/// among the fields.
+pub(super) fn env_datasets(env: &[(String, String)]) -> (BTreeSet<String>, BTreeSet<String>) {
+    let (mut named, mut fallback) = (BTreeSet::new(), BTreeSet::new());
+    for keys in env.iter().filter_map(|(name, _)| env_keys(name)) {
+        let [section, name, field, ..] = keys.as_slice() else { continue };
+        if section != "datasets" {
+            continue;
+        }
+        if field == "fallback" {
+            fallback.insert(name.clone());
+        }
+        named.insert(name.clone());
+    }
+    (named, fallback)
+}
+
 /// `ZARRD__LIMITS__MAX_IN_FLIGHT=64` sets `limits.max_in_flight`; values are TOML
 /// literals when they parse as one, else strings.
 pub(super) fn apply_env(
@@ -32,10 +55,9 @@ pub(super) fn apply_env(
     env: impl IntoIterator<Item = (String, String)>,
 ) -> Result<(), ConfigError> {
     for (name, raw) in env {
-        let Some(path) = name.strip_prefix("ZARRD__") else {
+        let Some(keys) = env_keys(&name) else {
             continue;
         };
-        let keys: Vec<String> = path.split("__").map(str::to_ascii_lowercase).collect();
         if keys.iter().any(String::is_empty) {
             return Err(invalid(&name, "empty path segment"));
         }

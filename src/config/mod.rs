@@ -2,14 +2,14 @@
 //! variables < command-line flags. Unknown fields are rejected and every value is
 //! validated at load, so a bad configuration fails at startup naming the field.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::config::env::apply_env;
+use crate::config::env::{apply_env, env_datasets};
 pub use dataset::{DatasetConfig, DatasetKind};
 
 mod auth;
@@ -272,23 +272,6 @@ impl Default for LogConfig {
 pub const DEFAULT_COALESCE_WINDOW_MS: u64 = 2;
 /// The longest a coalescing window may be configured.
 pub const MAX_COALESCE_WINDOW_MS: u64 = 1000;
-
-/// The datasets `ZARRD__DATASETS__NAME__…` variables set a field of, and those of them whose
-/// `fallback` is among the fields (names lowercased, as `apply_env` writes them).
-fn env_datasets(env: &[(String, String)]) -> (BTreeSet<String>, BTreeSet<String>) {
-    let (mut named, mut fallback) = (BTreeSet::new(), BTreeSet::new());
-    for (key, _) in env {
-        let Some((name, field)) = key.strip_prefix("ZARRD__DATASETS__").and_then(|rest| rest.split_once("__")) else {
-            continue;
-        };
-        let name = name.to_ascii_lowercase();
-        if field.eq_ignore_ascii_case("FALLBACK") {
-            fallback.insert(name.clone());
-        }
-        named.insert(name);
-    }
-    (named, fallback)
-}
 
 /// Overrides from the command line; `None` leaves the file's value.
 #[derive(Debug, Default, Clone)]
