@@ -9,8 +9,7 @@
 use serde_json::{Map, Value};
 
 use crate::zarr::codec::error::CodecError;
-use crate::zarr::codec::numeric::{Kind, NumType, Scalar, try_map_elements};
-use crate::zarr::codec::scale_offset::{Param, int_range};
+use crate::zarr::codec::numeric::{Kind, NumType, Param, Scalar, int_range, try_map_elements};
 use crate::zarr::json::MetadataError;
 
 const CODEC: &str = "cast_value";

@@ -1,6 +1,6 @@
 //! Element types as numcodecs filters and Zarr v2 `dtype`s name them (`NumPy` typestrs such
 //! as `<i4`, `>f8`, `|u1`), and the element reads, writes and casts the filters need. Not a
-//! codec itself: the shared vocabulary of the v2 filters.
+//! codec itself: the shared vocabulary of the v2 filters and the elementwise v3 codecs.
 
 use crate::zarr::codec::error::CodecError;
 use crate::zarr::data_type::DataType;
@@ -182,6 +182,56 @@ impl NumType {
             return Err(crate::zarr::json::MetadataError::Unsupported(format!("{codec} filter on complex values")));
         }
         Ok(self)
+    }
+}
+
+/// A scalar of a codec configuration, in the element type it applies to (`f64` bits for
+/// floats, so that codecs stay `Eq`): `scale_offset`'s parameters, `cast_value`'s map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Param {
+    Int(i128),
+    Float(u64),
+}
+
+impl Param {
+    /// The parameter `value` as a scalar of `ty` (zarr-python's `from_json_scalar`).
+    pub fn of_json(
+        value: &serde_json::Value,
+        ty: NumType,
+        what: &str,
+        codec: &str,
+    ) -> Result<Self, crate::zarr::json::MetadataError> {
+        match ty.scalar_of_json(value) {
+            Some(Scalar::Int(i)) => Ok(Self::Int(i)),
+            Some(Scalar::Float(f)) => Ok(Self::Float(f.to_bits())),
+            None => Err(crate::zarr::json::MetadataError::invalid(
+                codec,
+                &format!("`{what}` {value} is not a value of the array's type {}", ty.data_type().name()),
+            )),
+        }
+    }
+
+    pub fn scalar(self) -> Scalar {
+        match self {
+            Self::Int(i) => Scalar::Int(i),
+            Self::Float(bits) => Scalar::Float(f64::from_bits(bits)),
+        }
+    }
+
+    pub fn float(self) -> f64 {
+        match self.scalar() {
+            Scalar::Int(i) => i as f64,
+            Scalar::Float(f) => f,
+        }
+    }
+}
+
+/// The smallest and largest values of an integer type.
+pub fn int_range(ty: NumType) -> (i128, i128) {
+    let bits = 8 * ty.size as u32;
+    match ty.kind {
+        Kind::Int => (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1),
+        _ => (0, (1i128 << bits) - 1),
     }
 }
 

@@ -8,43 +8,8 @@
 use serde_json::{Map, Value};
 
 use crate::zarr::codec::error::CodecError;
-use crate::zarr::codec::numeric::{Kind, NumType, Scalar, try_map_elements};
+use crate::zarr::codec::numeric::{Kind, NumType, Param, Scalar, int_range, try_map_elements};
 use crate::zarr::json::MetadataError;
-
-/// A parameter in the array's data type (`f64` bits for floats, so that codecs stay `Eq`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Param {
-    Int(i128),
-    Float(u64),
-}
-
-impl Param {
-    /// The parameter `value` as a scalar of `ty` (zarr-python's `from_json_scalar`).
-    pub fn of_json(value: &Value, ty: NumType, what: &str, codec: &str) -> Result<Self, MetadataError> {
-        match ty.scalar_of_json(value) {
-            Some(Scalar::Int(i)) => Ok(Self::Int(i)),
-            Some(Scalar::Float(f)) => Ok(Self::Float(f.to_bits())),
-            None => Err(MetadataError::invalid(
-                codec,
-                &format!("`{what}` {value} is not a value of the array's type {}", ty.data_type().name()),
-            )),
-        }
-    }
-
-    pub fn scalar(self) -> Scalar {
-        match self {
-            Self::Int(i) => Scalar::Int(i),
-            Self::Float(bits) => Scalar::Float(f64::from_bits(bits)),
-        }
-    }
-
-    fn float(self) -> f64 {
-        match self.scalar() {
-            Scalar::Int(i) => i as f64,
-            Scalar::Float(f) => f,
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ScaleOffset {
@@ -108,15 +73,6 @@ impl ScaleOffset {
                 _ => Err("parameters of another kind than the elements".into()),
             }
         })
-    }
-}
-
-/// The smallest and largest values of an integer type.
-pub fn int_range(ty: NumType) -> (i128, i128) {
-    let bits = 8 * ty.size as u32;
-    match ty.kind {
-        Kind::Int => (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1),
-        _ => (0, (1i128 << bits) - 1),
     }
 }
 
