@@ -173,20 +173,23 @@ function openFromLocation() {
 async function firstMap() {
   for (const d of state.datasets || []) {
     const arrays = (await nodesOf(d.name).catch(() => [])).filter((n) => n.node_type === "array");
-    const paths = new Set(arrays.map((n) => n.path));
-    const beside = (path, name) => {
-      const parent = path.split("/").slice(0, -1).join("/");
-      return paths.has(parent ? `${parent}/${name}` : name);
-    };
+    // The names of the arrays of each group, found once.
+    const parentOf = (path) => path.split("/").slice(0, -1).join("/");
+    const names = new Map();
+    for (const a of arrays) {
+      const group = parentOf(a.path);
+      if (!names.has(group)) names.set(group, new Set());
+      names.get(group).add(a.path.split("/").pop());
+    }
     for (const n of arrays) {
       if (!Array.isArray(n.shape) || n.shape.length < 2 || /complex|string|bytes|bool/.test(n.data_type || "")) continue;
       // Only arrays with a latitude and a longitude beside them are asked for their metadata.
-      const siblings = arrays.filter((a) => beside(n.path, a.path.split("/").pop())).map((a) => a.path.split("/").pop());
-      if (!siblings.some((s) => LAT.test(s)) || !siblings.some((s) => LON.test(s))) continue;
+      const siblings = names.get(parentOf(n.path));
+      if (![...siblings].some((s) => LAT.test(s)) || ![...siblings].some((s) => LON.test(s))) continue;
       const meta = await json(`/v1/arrays/${encodeURIComponent(d.name)}/${enc(n.path)}`).catch(() => null);
       if (!meta) continue;
       const [y, x] = dimensionNames(meta).slice(-2);
-      if (LAT.test(y) && LON.test(x) && beside(n.path, y) && beside(n.path, x)) return { ds: d.name, path: n.path };
+      if (LAT.test(y) && LON.test(x) && siblings.has(y) && siblings.has(x)) return { ds: d.name, path: n.path };
     }
   }
   return null;
