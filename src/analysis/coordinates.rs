@@ -23,6 +23,7 @@ use zarrd_core::coords::calendar::CfTime;
 use zarrd_core::coords::cf::CfValues;
 pub use zarrd_core::coords::dimension_names;
 use zarrd_core::coords::labels::{Kind, Labels};
+use zarrd_core::grid::Measure;
 use zarrd_core::ops::caches::get_or_try_load;
 use zarrd_core::read::ArrayReader;
 use zarrd_core::read::selection::DimSelection;
@@ -30,12 +31,6 @@ use zarrd_core::zarr::metadata::{ArrayMetadata, Node};
 
 /// The most labels a coordinate array may hold (64 MiB as float64).
 pub const MAX_LABELS: u64 = 1 << 23;
-
-/// Units that say "degrees east" (CF conventions, section 4.2).
-const EAST: [&str; 6] = ["degrees_east", "degree_east", "degree_e", "degrees_e", "degreee", "degreese"];
-
-/// Units that say "degrees north".
-const NORTH: [&str; 6] = ["degrees_north", "degree_north", "degree_n", "degrees_n", "degreen", "degreesn"];
 
 /// The path of the array named `name` in the group of the array at `path`.
 pub fn sibling(path: &str, name: &str) -> String {
@@ -216,16 +211,9 @@ fn kind(meta: &ArrayMetadata, path: &str) -> Kind {
         return Kind::Time(time);
     }
     let name = path.rsplit('/').next().unwrap_or(path);
-    let is = |units: &[&str], standard: &str, names: [&str; 2]| {
-        text("units").is_some_and(|u| units.contains(&u.to_ascii_lowercase().as_str()))
-            || text("standard_name") == Some(standard)
-            || names.iter().any(|n| n.eq_ignore_ascii_case(name))
-    };
-    if is(&EAST, "longitude", ["lon", "longitude"]) {
-        Kind::Longitude
-    } else if is(&NORTH, "latitude", ["lat", "latitude"]) {
-        Kind::Latitude
-    } else {
-        Kind::Plain
+    match zarrd_core::grid::measure(name, &meta.attributes) {
+        Measure::Longitude => Kind::Longitude,
+        Measure::Latitude => Kind::Latitude,
+        Measure::Other => Kind::Plain,
     }
 }

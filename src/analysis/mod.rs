@@ -7,5 +7,6 @@
 //! labelled results become JSON and CSV in `http::table`.
 
 pub mod coordinates;
+pub mod grids;
 pub mod reduction;
 pub mod select;

@@ -9,7 +9,10 @@ use zarrd_core::reduce::polygon::Shape;
 use zarrd_core::reduce::request::{self, Built, Freq, MAX_GROUPS, Request, RequestError};
 use zarrd_core::zarr::data_type::DataType;
 
+use std::sync::Arc;
+
 use crate::analysis::coordinates::ArrayLabels;
+use crate::analysis::grids::Found;
 use crate::analysis::select::Resolved;
 use crate::error::{Error, Result};
 
@@ -86,17 +89,24 @@ pub struct Cells {
     pub selected: Vec<Vec<u64>>,
     pub scalar: Vec<bool>,
     pub zarr_selection: Option<String>,
+    /// The validators of the grid a `sel=` point was found on.
+    pub grid_digest: Option<(u128, u128)>,
 }
 
-/// The cells of `sel=` or `s=` (neither: every cell).
-pub fn cells(params: &impl Get, shape: &[u64], labels: &ArrayLabels) -> Result<Cells> {
+/// The cells of `sel=` or `s=` (neither: every cell); `grid` finds the array's grid for a
+/// `sel=` point.
+pub async fn cells<F>(params: &impl Get, shape: &[u64], labels: &ArrayLabels, grid: impl FnOnce() -> F) -> Result<Cells>
+where
+    F: Future<Output = Result<Option<Arc<Found>>>>,
+{
     let picked: Vec<Picked> = match (params.get("sel"), params.get("s")) {
         (Some(_), Some(_)) => {
             return Err(Error::BadRequest("give either s= (indices) or sel= (labels), not both".into()));
         }
         (Some(sel), None) => {
-            let resolved = Resolved::new(sel, shape, labels)?;
-            return expand(&resolved.picked, resolved.zarr_selection, labels);
+            let resolved = Resolved::new(sel, shape, labels, grid).await?;
+            let cells = expand(&resolved.picked, resolved.zarr_selection, labels)?;
+            return Ok(Cells { grid_digest: resolved.grid_digest, ..cells });
         }
         (None, s) => Selection::parse(s.unwrap_or(""))?
             .resolve(shape)?
@@ -134,7 +144,7 @@ fn expand(picked: &[Picked], zarr_selection: Option<String>, labels: &ArrayLabel
         selected.push(p.runs().iter().flat_map(|r| r.start..r.start + r.count).collect());
     }
     let scalar = picked.iter().map(|p| matches!(p, Picked::Index(_))).collect();
-    Ok(Cells { selected, scalar, zarr_selection })
+    Ok(Cells { selected, scalar, zarr_selection, grid_digest: None })
 }
 
 /// A reduction built and checked, with the values it holds at most (median and

@@ -8,7 +8,10 @@ use zarrd_core::read::selection::DimSelection;
 use zarrd_core::read::{ArrayReader, ObjectVersion};
 use zarrd_core::zarr::copy::{Region, copy_region};
 
+use std::sync::Arc;
+
 use crate::analysis::coordinates::ArrayLabels;
+use crate::analysis::grids::Found;
 use crate::error::{Error, Result};
 
 impl From<SelError> for Error {
@@ -35,18 +38,54 @@ pub struct Resolved {
     pub parts: Vec<Part>,
     /// The index selection in `s=` syntax, when it is one (not across a seam).
     pub zarr_selection: Option<String>,
+    /// The lon/lat of the grid cell a point picked (on grids other than 1-D lat/lon).
+    pub centre: Option<(f64, f64)>,
+    /// The validators of the grid that point was found on.
+    pub grid_digest: Option<(u128, u128)>,
 }
 
 impl Resolved {
-    /// Resolves `sel` on an array of `shape` with `labels`.
-    pub fn new(sel: &str, shape: &[u64], labels: &ArrayLabels) -> Result<Self> {
-        let items = sel::parse(sel)?;
-        let picked = sel::resolve(&items, &labels.names, shape, |d| labels.labels[d].as_deref())?;
-        Ok(Self::of(picked, shape))
+    /// Resolves `sel` on an array of `shape` with `labels`; `grid` finds the array's grid
+    /// when the selection names a point by latitude and longitude that are not dimensions.
+    pub async fn new<F>(sel: &str, shape: &[u64], labels: &ArrayLabels, grid: impl FnOnce() -> F) -> Result<Self>
+    where
+        F: Future<Output = Result<Option<Arc<Found>>>>,
+    {
+        let mut items = sel::parse(sel)?;
+        let point = if sel::names_point(&items, &labels.names) {
+            let Some(found) = grid().await? else {
+                // Not a grid: say which dimensions there are.
+                return Err(sel::resolve(&items, &labels.names, shape, |d| labels.labels[d].as_deref())
+                    .err()
+                    .map_or_else(
+                        || Error::BadRequest("sel names a point but the array has no grid".into()),
+                        Error::from,
+                    ));
+            };
+            Some((sel::take_point(&mut items)?, found))
+        } else {
+            None
+        };
+        let mut picked = sel::resolve(&items, &labels.names, shape, |d| labels.labels[d].as_deref())?;
+        let Some(((lon, lat), found)) = point else { return Ok(Self::of(picked, shape, None)) };
+        let grid = &found.grid;
+        if let Some(d) = grid.dims.iter().find(|&&d| items.iter().any(|it| Some(&it.dim) == labels.names[d].as_ref())) {
+            return Err(Error::from(sel::SelError::Point(format!(
+                "names both a point and the grid's dimension `{}`",
+                labels.name(*d)
+            ))));
+        }
+        let bbox = |b: [f64; 4]| format!("lon {}..{}, lat {}..{}", b[0], b[2], b[1], b[3]);
+        let (row, col) =
+            grid.cell(lon, lat).ok_or_else(|| sel::SelError::Outside { lon, lat, bbox: bbox(grid.bbox) })?;
+        picked[grid.dims[0]] = Picked::Index(u64::from(row));
+        picked[grid.dims[1]] = Picked::Index(u64::from(col));
+        let centre = grid.centre(u64::from(row), u64::from(col));
+        Ok(Self { grid_digest: Some(found.digest), ..Self::of(picked, shape, centre) })
     }
 
-    /// The reads of `picked` on an array of `shape`.
-    pub fn of(picked: Vec<Picked>, shape: &[u64]) -> Self {
+    /// The reads of `picked` on an array of `shape` (`centre`: of the grid cell a point picked).
+    pub fn of(picked: Vec<Picked>, shape: &[u64], centre: Option<(f64, f64)>) -> Self {
         let full_shape: Vec<u64> = picked.iter().map(Picked::count).collect();
         let result_shape =
             picked.iter().filter(|p| !matches!(p, Picked::Index(_))).map(Picked::count).collect::<Vec<_>>();
@@ -67,7 +106,7 @@ impl Resolved {
             parts = next;
         }
         let zarr_selection = sel::as_selection(&picked).map(|s| sel::selection_text(&s, shape));
-        Self { picked, full_shape, shape: result_shape, parts, zarr_selection }
+        Self { picked, full_shape, shape: result_shape, parts, zarr_selection, centre, grid_digest: None }
     }
 
     /// Elements in the result.

@@ -11,10 +11,10 @@ use moka::future::Cache;
 use serde_json::Value;
 
 use crate::analysis::coordinates::{ArrayLabels, Coordinates, sibling};
+use crate::analysis::grids::Grids;
 use crate::catalog::{Catalog, Dataset};
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::images::maps::source::{LAT_NAMES, LON_NAMES};
 use zarrd_core::coords::calendar::CfTime;
 use zarrd_core::coords::cf::CfValues;
 use zarrd_core::coords::labels::{Kind, Labels};
@@ -116,13 +116,14 @@ pub fn parse_id(id: &str) -> (&str, String) {
 pub struct Collections {
     /// `(dataset, group path)` → the collection, or `None` when the group is none.
     groups: Cache<(Arc<str>, String), Option<Arc<Collection>>>,
+    grids: Grids,
 }
 
 impl Collections {
-    pub fn new(config: &Config) -> Self {
+    pub fn new(config: &Config, grids: Grids) -> Self {
         // A rewritten array is seen once its metadata entry expires.
         let ttl = Duration::from_secs(config.cache.metadata_ttl_secs.max(1));
-        Self { groups: Cache::builder().max_capacity(10_000).time_to_live(ttl).build() }
+        Self { groups: Cache::builder().max_capacity(10_000).time_to_live(ttl).build(), grids }
     }
 
     /// Every collection of `dataset`, in the order of its node tree.
@@ -156,7 +157,7 @@ impl Collections {
         let Some(id) = collection_id(name, group) else { return Ok(None) };
         let key = (Arc::clone(&dataset.name), group.to_owned());
         let find = || async {
-            let found = Box::pin(find(catalog, coords, dataset, id, group)).await?;
+            let found = Box::pin(find(catalog, (coords, &self.grids), dataset, id, group)).await?;
             Ok::<_, Error>(found.map(Arc::new))
         };
         get_or_try_load(&self.groups, key, find).await.map_err(Arc::unwrap_or_clone)
@@ -166,7 +167,7 @@ impl Collections {
 /// Finds the parameters of a group.
 async fn find(
     catalog: &Catalog,
-    coords: &Coordinates,
+    (coords, grids): (&Coordinates, &Grids),
     dataset: &Arc<Dataset>,
     id: String,
     group: &str,
@@ -181,6 +182,14 @@ async fn find(
     for node in children {
         let Ok(reader) = catalog.array(dataset, &node.path).await else { continue };
         if !reader.meta.data_type.is_real_number() {
+            continue;
+        }
+        // An array whose grid is not latitude/longitude (or cannot be used) is no parameter.
+        let rank = reader.meta.shape.len();
+        let on_lonlat = grids.of(catalog, dataset, &reader).await.ok().flatten().is_some_and(|found| {
+            found.grid.kind == zarrd_core::grid::Kind::Geographic && found.grid.dims == [rank - 2, rank - 1]
+        });
+        if !on_lonlat {
             continue;
         }
         let labels = with_offset_times(&reader.meta, &*coords.of(catalog, dataset, &reader).await?);
@@ -284,20 +293,17 @@ async fn coordinate_meta(catalog: &Catalog, dataset: &Dataset, path: &str, name:
     }
 }
 
-/// What each dimension of an array is, when the array lies on a latitude/longitude grid
-/// with at most a time and a vertical dimension before it.
+/// What each dimension of an array on a latitude/longitude grid (its last two) is, when
+/// at most a time and a vertical dimension come before the grid.
 async fn axes_of(catalog: &Catalog, dataset: &Dataset, path: &str, labels: &ArrayLabels) -> Option<Vec<Axis>> {
     let n = labels.names.len();
-    if n < 2 {
+    if n < 2 || labels.labels[n - 2].is_none() || labels.labels[n - 1].is_none() {
         return None;
     }
     let named = |d: usize, list: &[&str]| {
         labels.names[d].as_deref().is_some_and(|name| list.iter().any(|l| l.eq_ignore_ascii_case(name)))
             && labels.labels[d].is_some()
     };
-    if !named(n - 2, &LAT_NAMES) || !named(n - 1, &LON_NAMES) {
-        return None;
-    }
     let mut axes = Vec::with_capacity(n);
     for d in 0..n - 2 {
         let label = labels.labels[d].as_deref()?;

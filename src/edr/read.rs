@@ -118,7 +118,7 @@ impl Read {
                                 })
                             })
                             .collect();
-                        Resolved::of(picked, shape)
+                        Resolved::of(picked, shape, None)
                     })
                     .collect()
             })

@@ -59,6 +59,27 @@ pub struct ArrayInfo<'a> {
     /// The innermost chunk shape of a sharded array.
     pub read_chunk_shape: Option<Vec<u64>>,
     pub sharding: Option<ShardingInfo>,
+    /// Where its cells lie on the Earth (`null` when it has no grid).
+    pub grid: Option<GridInfo>,
+}
+
+/// An array's grid (`design/API.md`, "Grids beyond latitude/longitude").
+#[derive(Debug, Serialize)]
+pub struct GridInfo {
+    pub kind: zarrd_core::grid::Kind,
+    /// The Y and X dimension names.
+    pub dims: [String; 2],
+    /// `EPSG:NNNN`, or WKT; absent when neither names it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crs: Option<String>,
+    /// The footprint of the cell edges: west, south, east, north in degrees (CRS84).
+    pub bbox: [f64; 4],
+}
+
+impl GridInfo {
+    pub fn of(grid: &zarrd_core::grid::Grid) -> Self {
+        Self { kind: grid.kind, dims: grid.names.clone(), crs: grid.crs_name(), bbox: grid.bbox }
+    }
 }
 
 /// The write grid of an array.

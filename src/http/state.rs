@@ -48,6 +48,8 @@ pub struct Shared {
     pub images: crate::images::iiif::Images,
     /// Map grids and windows (rendered tiles share `images`' cache).
     pub maps: crate::images::maps::Maps,
+    /// Each array's grid (`/v1/arrays`, maps, `sel=`, `/v1/reduce`, EDR).
+    pub grids: crate::analysis::grids::Grids,
     /// Decoded coordinate labels (`sel=`, `/v1/reduce`).
     pub coords: crate::analysis::coordinates::Coordinates,
     /// EDR collections found in the datasets (`/edr`).
@@ -72,17 +74,19 @@ impl AppState {
             std::time::Duration::from_secs(config.health.check_timeout_secs),
         );
         let images = crate::images::iiif::Images::new(&config);
-        let maps = crate::images::maps::Maps::new(&config);
+        let grids = crate::analysis::grids::Grids::new(&config);
+        let maps = crate::images::maps::Maps::new(&config, grids.clone());
         let responses = Arc::new(crate::http::responses::Responses::new(&config));
         let auth = Arc::new(crate::auth::Auth::new(&config));
         let guard = Arc::new(crate::http::guard::Guard::new(&config.limits));
         let coords = crate::analysis::coordinates::Coordinates::new(&config);
-        let collections = crate::edr::collection::Collections::new(&config);
+        let collections = crate::edr::collection::Collections::new(&config, grids.clone());
         Self(Arc::new(Shared {
             catalog: Arc::new(catalog),
             config: Arc::new(config),
             images,
             maps,
+            grids,
             coords,
             collections,
             responses,

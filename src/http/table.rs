@@ -89,7 +89,8 @@ pub struct Table {
 
 impl Table {
     /// The labels of a label selection's result, when `render` writes them.
-    pub fn of_selection(render: &Render, labels: &ArrayLabels, picked: &[Picked]) -> Self {
+    /// `centre`: the lon/lat of the grid cell a point picked, added to the point as `lat`, `lon`.
+    pub fn of_selection(render: &Render, labels: &ArrayLabels, picked: &[Picked], centre: Option<(f64, f64)>) -> Self {
         let mut table = Self::default();
         if !writes_labels(render) {
             return table;
@@ -103,6 +104,10 @@ impl Table {
                     table.kept.push(Column { name: labels.name(d), labels: values });
                 }
             }
+        }
+        if let Some((lon, lat)) = centre {
+            table.points.push(("lat".to_owned(), Label::Number(lat)));
+            table.points.push(("lon".to_owned(), Label::Number(lon)));
         }
         table
     }

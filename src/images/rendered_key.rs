@@ -7,7 +7,7 @@
 use crate::images::iiif::grammar::ImageRequest;
 use crate::images::iiif::source::{CompositeChannel, Drawing, Image};
 use crate::images::maps::MapSource;
-use crate::images::maps::geometry::TileId;
+use crate::images::maps::geometry::{Resampling, TileId};
 use crate::images::render::{Colormap, Window};
 
 /// A rendered image's key: an IIIF image or a map tile.
@@ -91,9 +91,10 @@ pub struct TileKey {
     pub digest: u128,
     /// The overview levels: `log2` of each one's reduction and its metadata digest.
     pub levels: Vec<(u32, u128)>,
-    /// The latitude and longitude arrays' metadata digests.
+    /// The grid's validators (its Y and X coordinate arrays' digests, the mapping's folded in).
     pub grid: (u128, u128),
     pub tile: TileId,
+    pub resampling: Resampling,
     /// The format's name (`png`, `jpg`, `npy`).
     pub format: &'static str,
     /// The window and colormap of an image tile; `None` for values (`npy`).
@@ -101,14 +102,20 @@ pub struct TileKey {
 }
 
 impl TileKey {
-    pub fn new(map: &MapSource, tile: TileId, format: &'static str, look: Option<(Window, Colormap)>) -> Self {
+    pub fn new(
+        map: &MapSource,
+        (tile, resampling): (TileId, Resampling),
+        format: &'static str,
+        look: Option<(Window, Colormap)>,
+    ) -> Self {
         let image = &map.image;
         Self {
             image: image.id.encoded(),
             digest: image.reader.meta.digest,
             levels: image.levels.iter().map(|l| (l.log2, l.reader.meta.digest)).collect(),
-            grid: map.grid_digest,
+            grid: map.grid.digest,
             tile,
+            resampling,
             format,
             look: look.map(|(window, colormap)| (WindowKey::of(window), colormap)),
         }
@@ -117,8 +124,13 @@ impl TileKey {
     fn etag_text(&self) -> String {
         let levels: Vec<String> = self.levels.iter().map(|(log2, digest)| format!("{log2}:{digest:032x}")).collect();
         let look = self.look.map(|(w, colormap)| format!("{}/{}/{}", w.lo, w.hi, colormap.name()));
+        // Nearest, the default, adds nothing: its tags are those of before resampling was offered.
+        let resampling = match self.resampling {
+            Resampling::Nearest => "",
+            Resampling::Bilinear => "\u{0}bilinear",
+        };
         format!(
-            "maps\u{0}{}\u{0}{:032x}\u{0}{}\u{0}{:032x}{:032x}\u{0}{}/{}/{}.{}\u{0}{}",
+            "maps\u{0}{}\u{0}{:032x}\u{0}{}\u{0}{:032x}{:032x}\u{0}{}/{}/{}.{}\u{0}{}{resampling}",
             self.image,
             self.digest,
             levels.join(","),
@@ -277,6 +289,7 @@ mod tests {
             levels: vec![(1, 8), (2, 9)],
             grid: (10, 11),
             tile: TileId { z: 2, x: 2, y: 1 },
+            resampling: Resampling::Nearest,
             format: "png",
             look,
         };

@@ -21,6 +21,7 @@ mod dtypes;
 mod edr;
 mod encodings;
 mod etags;
+mod grids;
 mod hot_responses;
 mod http;
 mod icechunk;

@@ -10,6 +10,7 @@
 //! `CodecError`, …) with their sources; the server maps them to HTTP once, at its edge.
 
 pub mod coords;
+pub mod grid;
 pub mod ops;
 pub mod read;
 pub mod reduce;

@@ -4,7 +4,7 @@ use axum::extract::{RawQuery, State};
 use axum::response::Response;
 use serde_json::{Value, json};
 
-use crate::http::schema::{ArrayInfo, ChunkGridInfo, ShardingInfo};
+use crate::http::schema::{ArrayInfo, ChunkGridInfo, GridInfo, ShardingInfo};
 
 use crate::error::Result;
 use crate::http::encode::json_response;
@@ -20,10 +20,13 @@ pub async fn show(
     Params::parse(query.as_deref(), &[])?;
     let dataset = &state.catalog.dataset(&ds).await?;
     let array = state.catalog.array(dataset, &path).await?;
-    Ok(json_response(&describe(&path, &array.meta), &state.config.http.cache_control))
+    // A grid zarrd cannot use is no reason to refuse the array's description.
+    let grid = state.grids.of(&state.catalog, dataset, &array).await.ok().flatten();
+    let info = ArrayInfo { grid: grid.map(|found| GridInfo::of(&found.grid)), ..describe(&path, &array.meta) };
+    Ok(json_response(&info, &state.config.http.cache_control))
 }
 
-/// The array-info document (`ArrayInfo` in `openapi.yaml`).
+/// The array-info document (`ArrayInfo` in `openapi.yaml`), without its grid.
 pub fn describe<'a>(path: &'a str, meta: &'a ArrayMetadata) -> ArrayInfo<'a> {
     let doc = &meta.document;
     let sharding = meta.sharding().map(|s| ShardingInfo {
@@ -65,5 +68,6 @@ pub fn describe<'a>(path: &'a str, meta: &'a ArrayMetadata) -> ArrayInfo<'a> {
         },
         read_chunk_shape: meta.read_chunk_shape(),
         sharding,
+        grid: None,
     }
 }

@@ -37,10 +37,11 @@ impl Labelled<'_> {
             )));
         }
         let labels = self.state.coords.of(&self.state.catalog, self.dataset, array).await?;
-        let resolved = Resolved::new(sel, &array.meta.shape, &labels)?;
+        let grid = || self.state.grids.of(&self.state.catalog, self.dataset, array);
+        let resolved = Resolved::new(sel, &array.meta.shape, &labels, grid).await?;
         let cf = CfValues::of(&array.meta);
         let decoded = table::typed(&array.meta, cf.decoded);
-        let table = Table::of_selection(&self.render, &labels, &resolved.picked);
+        let table = Table::of_selection(&self.render, &labels, &resolved.picked, resolved.centre);
         let render_bytes =
             table.check(&self.render, &decoded, &resolved.shape, self.state.config.limits.max_response_bytes)?;
         if headers.contains_key(header::IF_NONE_MATCH) {
@@ -72,6 +73,9 @@ impl Labelled<'_> {
         self.render.hash_into(&mut tag);
         for digest in &labels.digests {
             tag.digest(*digest);
+        }
+        if let Some((y, x)) = resolved.grid_digest {
+            tag.digest(y).digest(x);
         }
         for part in &resolved.parts {
             for d in &part.selection {

@@ -16,13 +16,13 @@ use crate::http::extract::{Params, base_url, path_error};
 use crate::http::images::{deliver, identifier, respond};
 use crate::http::state::AppState;
 use crate::images::iiif::grammar::{ImageFormat, Quality};
-use crate::images::maps::geometry::{MAX_ZOOM, TILE, TileId};
+use crate::images::maps::geometry::{MAX_ZOOM, Resampling, TILE, TileId};
 use crate::images::maps::tile;
 use crate::images::render::{self, Colormap, Style};
 use crate::images::rendered_key::{RenderedKey, TileKey};
 
-const TILE_PARAMS: &[&str] = &["vmin", "vmax", "colormap"];
-const TILEJSON_PARAMS: &[&str] = &["vmin", "vmax", "colormap", "format"];
+const TILE_PARAMS: &[&str] = &["vmin", "vmax", "colormap", "resampling"];
+const TILEJSON_PARAMS: &[&str] = &["vmin", "vmax", "colormap", "format", "resampling"];
 const FORMATS: &str = "png, jpg or npy";
 
 /// A tile's format.
@@ -77,6 +77,15 @@ fn tile_address(z: &str, x: &str, y_ext: &str) -> Result<(TileId, TileFormat)> {
     Ok((TileId { z: z as u8, x: x as u32, y: y as u32 }, format))
 }
 
+/// `resampling`: `nearest` (default) or `bilinear`.
+fn resampling(params: &Params) -> Result<Resampling> {
+    params.get("resampling").map_or(Ok(Resampling::Nearest), |text| {
+        Resampling::parse(text).ok_or_else(|| {
+            Error::BadRequest(format!("resampling `{text}` is not supported; allowed: nearest, bilinear"))
+        })
+    })
+}
+
 /// `colormap`, `vmin`, `vmax` as for IIIF.
 fn style_params(params: &Params) -> Result<(Option<Colormap>, Option<f64>, Option<f64>)> {
     let colormap = params.get("colormap").map(Colormap::parse).transpose()?;
@@ -95,6 +104,7 @@ pub async fn tile(
     let (address, format) = tile_address(&z, &x, &y_ext)?;
     let params = Params::parse(query.as_deref(), TILE_PARAMS)?;
     let (colormap, vmin, vmax) = style_params(&params)?;
+    let resampling = resampling(&params)?;
     let map = state.maps.open(&state.catalog, identifier(&text)?).await?;
     let style = match format {
         TileFormat::Image(_) => Some(Style {
@@ -105,14 +115,14 @@ pub async fn tile(
         TileFormat::Npy => None,
     };
     let look = style.map(|s| (s.window, s.colormap));
-    let key = RenderedKey::Tile(TileKey::new(&map, address, format.name(), look));
+    let key = RenderedKey::Tile(TileKey::new(&map, (address, resampling), format.name(), look));
     let config_cache_control = cache_control(&state.config, false).into_owned();
     if let Some(hit) = state.images.cached(&key).await {
         return Ok(respond(&hit, &headers, &config_cache_control));
     }
     // The working raster (an f64 per pixel) and the encoded image, like an IIIF tile's.
     let held = map.image.reader.budget.reserve((TILE * TILE * 12) as u64).await?;
-    let lookup = map.grid.lookup(address);
+    let lookup = state.maps.lookup(&map, address, resampling).await?;
     let pixels = tile::read(&map.image, &lookup, &map.no_data).await?;
     let plane = pixels.plane;
     let (bytes, media_type) = match (format, style) {
@@ -153,6 +163,7 @@ pub async fn tilejson(
     let params = Params::parse(query.as_deref(), TILEJSON_PARAMS)?;
     let (colormap, vmin, vmax) = style_params(&params)?;
     let format = TileFormat::parse(params.get("format").unwrap_or("png"))?;
+    let resampling = resampling(&params)?;
     let map = state.maps.open(&state.catalog, identifier(&text)?).await?;
     let behind = capability.map(|Extension(c)| c.public_prefix()).unwrap_or_default();
     let mut query: Vec<String> = Vec::new();
@@ -161,6 +172,9 @@ pub async fn tilejson(
     }
     query.extend(vmin.map(|v| format!("vmin={v}")));
     query.extend(vmax.map(|v| format!("vmax={v}")));
+    if resampling != Resampling::Nearest {
+        query.push(format!("resampling={}", resampling.name()));
+    }
     let query = if query.is_empty() { String::new() } else { format!("?{}", query.join("&")) };
     let template = format!(
         "{}{behind}/maps/{}/{{z}}/{{x}}/{{y}}.{}{query}",

@@ -38,7 +38,9 @@ pub async fn reduce(
         )));
     }
     let labels = state.coords.of(&state.catalog, dataset, &array).await?;
-    let cells = reduction::cells(&params, &array.meta.shape, &labels)?;
+    let grid = || state.grids.of(&state.catalog, dataset, &array);
+    let cells = reduction::cells(&params, &array.meta.shape, &labels, grid).await?;
+    let grid_digest = cells.grid_digest;
     let zarr_selection = cells.zarr_selection.clone();
     let scalars: Vec<(usize, u64)> =
         cells.scalar.iter().enumerate().filter(|(_, s)| **s).map(|(d, _)| (d, cells.selected[d][0])).collect();
@@ -51,7 +53,10 @@ pub async fn reduce(
     let shape = built.reduction.shape();
     let n: u64 = shape.iter().product();
     let render_bytes = table.check(&render, &meta, &shape, limits.max_response_bytes)?;
-    let tag = etag(&ds, &path, &array, query.as_deref(), &render, &labels.digests);
+    let mut tag = etag(&ds, &path, &array, query.as_deref(), &render, &labels.digests);
+    if let Some((y, x)) = grid_digest {
+        tag.digest(y).digest(x);
+    }
     let validators = |versions: &[(String, ObjectVersion)]| {
         Validators::of_objects(tag.clone(), versions, &state.config).varying(render.varies())
     };

@@ -1,14 +1,18 @@
-//! Web Mercator tile geometry over a latitude/longitude grid (`docs/maps.md`), pure:
-//! which grid cell each pixel of a tile shows, the grid's bounds and zooms for `TileJSON`.
+//! Web Mercator tile geometry over any grid (`docs/maps.md`, `design/API.md` "Grids beyond
+//! latitude/longitude"), pure: which grid cell (or four, for bilinear) each pixel of a
+//! tile shows, the grid's bounds and zooms for `TileJSON`.
 //!
 //! A tile is 256 × 256 pixels of EPSG:3857 (<https://wiki.openstreetmap.org/wiki/Slippy_map_tilenames>);
 //! pixel `(i, j)` of tile `(z, x, y)` has its centre at longitude
 //! `(x + (i + 0.5) / 256) / 2^z × 360 − 180` and latitude
-//! `atan(sinh(π (1 − 2 (y + (j + 0.5) / 256) / 2^z)))`. Along each axis the cells' edges lie
-//! midway between coordinates (the outer cells as wide as their neighbour); a value `v` is
-//! in cell `k` when `edge_k <= v < edge_k+1`. Longitudes compare modulo 360. The mapping is
-//! separable — a column's cell depends on `i` alone, a row's on `j` alone — so a tile needs
-//! 256 + 256 lookups, not 65 536.
+//! `atan(sinh(π (1 − 2 (y + (j + 0.5) / 256) / 2^z)))`. The cell containing that point is
+//! the grid model's ([`Grid::cell`]). On a latitude/longitude grid with 1-D axes the
+//! mapping is separable — a column's cell depends on `i` alone, a row's on `j` alone — so a
+//! tile needs 256 + 256 lookups; on any other grid each pixel is projected (65 536 points),
+//! which is why the caller keeps a tile's lookup for every step, level and array on the
+//! same grid.
+
+use zarrd_core::grid::{Bilinear, Grid, Kind, Native};
 
 /// Pixels on a tile's side.
 pub const TILE: usize = 256;
@@ -16,78 +20,8 @@ pub const TILE: usize = 256;
 pub const MAX_ZOOM: u8 = 24;
 /// The latitude of Web Mercator's top edge, `atan(sinh(π))` in degrees.
 pub const MAX_LATITUDE: f64 = 85.051_128_779_806_6;
-
-/// One axis of a grid: its cells' edges in ascending order and whether the stored
-/// coordinates descend (then sorted cell `k` is stored index `n − 1 − k`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Axis {
-    pub edges: Vec<f64>,
-    pub descending: bool,
-}
-
-/// Why coordinates cannot make an axis.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum AxisError {
-    #[error("has {0} value(s); an axis needs at least two")]
-    TooShort(usize),
-    #[error("holds a value that is not finite at index {0}")]
-    NotFinite(usize),
-    #[error("is not strictly increasing or decreasing (at index {0})")]
-    NotMonotonic(usize),
-}
-
-impl Axis {
-    /// The axis of `coords` (strictly monotonic, finite, at least two).
-    pub fn new(coords: &[f64]) -> Result<Self, AxisError> {
-        let n = coords.len();
-        if n < 2 {
-            return Err(AxisError::TooShort(n));
-        }
-        if let Some(i) = coords.iter().position(|c| !c.is_finite()) {
-            return Err(AxisError::NotFinite(i));
-        }
-        let descending = coords[1] < coords[0];
-        if let Some(i) = coords.windows(2).position(|w| if descending { w[1] >= w[0] } else { w[1] <= w[0] }) {
-            return Err(AxisError::NotMonotonic(i + 1));
-        }
-        let ascending: Vec<f64> = if descending { coords.iter().rev().copied().collect() } else { coords.to_vec() };
-        Ok(Self { edges: zarrd_core::coords::cell_edges(&ascending), descending })
-    }
-
-    /// Cells on this axis.
-    pub fn len(&self) -> usize {
-        self.edges.len() - 1
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The stored index of the cell containing `v`, if any.
-    pub fn cell(&self, v: f64) -> Option<u32> {
-        let k = self.edges.partition_point(|&e| e <= v).checked_sub(1)?;
-        let n = self.len();
-        (k < n).then(|| if self.descending { n - 1 - k } else { k } as u32)
-    }
-
-    /// The stored index of the cell containing longitude `lon`, compared modulo 360.
-    pub fn lon_cell(&self, lon: f64) -> Option<u32> {
-        let west = self.edges[0];
-        self.cell(west + (lon - west).rem_euclid(360.0))
-    }
-
-    /// The narrowest cell (the grid's finest spacing).
-    pub fn finest(&self) -> f64 {
-        self.edges.windows(2).map(|w| w[1] - w[0]).fold(f64::INFINITY, f64::min)
-    }
-}
-
-/// A latitude/longitude grid: rows along `lat`, columns along `lon`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Grid {
-    pub lat: Axis,
-    pub lon: Axis,
-}
+/// Web Mercator's width of a pixel at the equator at zoom 0, in metres (2π·6378137 / 256).
+pub const PIXEL_METRES_Z0: f64 = 156_543.033_928_040_97;
 
 /// A tile's address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -97,110 +31,164 @@ pub struct TileId {
     pub y: u32,
 }
 
-/// The stored row of each pixel row and column of each pixel column (`None`: outside).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Lookup {
-    pub rows: Vec<Option<u32>>,
-    pub cols: Vec<Option<u32>>,
+/// How a pixel takes its value from the cells around it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Resampling {
+    /// The cell that contains the pixel's centre.
+    #[default]
+    Nearest,
+    /// Bilinear in native coordinates between the four surrounding cell centres.
+    Bilinear,
 }
 
-impl Grid {
-    /// Which cell every pixel of `tile` shows.
-    pub fn lookup(&self, tile: TileId) -> Lookup {
-        let n = f64::from(1u32 << tile.z);
-        let cols = (0..TILE)
-            .map(|i| {
-                let lon = (f64::from(tile.x) + (i as f64 + 0.5) / TILE as f64) / n * 360.0 - 180.0;
-                self.lon.lon_cell(lon)
-            })
-            .collect();
-        let rows = (0..TILE)
-            .map(|j| {
-                let t = (f64::from(tile.y) + (j as f64 + 0.5) / TILE as f64) / n;
-                let lat = (std::f64::consts::PI * (1.0 - 2.0 * t)).sinh().atan().to_degrees();
-                self.lat.cell(lat)
-            })
-            .collect();
-        Lookup { rows, cols }
+impl Resampling {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "nearest" => Some(Self::Nearest),
+            "bilinear" => Some(Self::Bilinear),
+            _ => None,
+        }
     }
 
-    /// `TileJSON` `bounds` (`[west, south, east, north]`): the outer edges, longitudes in
-    /// −180..180 (the whole circle when the grid spans 360 degrees or crosses the
-    /// antimeridian, as `TileJSON` bounds do not wrap), latitudes within Web Mercator's.
-    pub fn bounds(&self) -> [f64; 4] {
-        let (lat, lon) = (&self.lat.edges, &self.lon.edges);
-        let south = lat[0].clamp(-MAX_LATITUDE, MAX_LATITUDE);
-        let north = lat[lat.len() - 1].clamp(-MAX_LATITUDE, MAX_LATITUDE);
-        let (w, e) = (lon[0], lon[lon.len() - 1]);
-        let wrap = |v: f64| (v + 180.0).rem_euclid(360.0) - 180.0;
-        let (west, east) = if e - w >= 360.0 {
-            (-180.0, 180.0)
-        } else {
-            let (west, east) = (wrap(w), wrap(e));
-            if east <= west { (-180.0, 180.0) } else { (west, east) }
-        };
-        [west, south, east, north]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Nearest => "nearest",
+            Self::Bilinear => "bilinear",
+        }
+    }
+}
+
+/// Which cells every pixel of a tile shows, row by row from the north.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Lookup {
+    /// Per pixel, the (row, col) of its cell.
+    Nearest(Vec<Option<(u32, u32)>>),
+    /// Per pixel, its four cells and their weights.
+    Bilinear(Vec<Option<Bilinear>>),
+}
+
+impl Lookup {
+    /// The bytes it holds (for the cache's weight).
+    pub fn weight(&self) -> usize {
+        match self {
+            Self::Nearest(v) => v.len() * size_of::<Option<(u32, u32)>>(),
+            Self::Bilinear(v) => v.len() * size_of::<Option<Bilinear>>(),
+        }
     }
 
-    /// `TileJSON` `maxzoom`: the smallest zoom whose pixels at the equator
-    /// (`360 / 256 / 2^z` degrees) are no wider than the grid's finest cell.
-    pub fn maxzoom(&self) -> u8 {
-        let finest = self.lat.finest().min(self.lon.finest());
-        let z = (360.0 / TILE as f64 / finest).log2().ceil();
-        if z.is_nan() || z <= 0.0 { 0 } else { z.min(f64::from(MAX_ZOOM)) as u8 }
+    /// Every (row, col) the tile reads.
+    pub fn cells(&self) -> Vec<(u32, u32)> {
+        match self {
+            Self::Nearest(v) => v.iter().flatten().copied().collect(),
+            Self::Bilinear(v) => v
+                .iter()
+                .flatten()
+                .flat_map(|b| b.rows.iter().flat_map(move |&r| b.cols.iter().map(move |&c| (r, c))))
+                .collect(),
+        }
     }
+}
+
+/// The longitude and latitude of pixel `(i, j)`'s centre.
+pub fn pixel(tile: TileId, i: usize, j: usize) -> (f64, f64) {
+    let n = f64::from(1u32 << tile.z);
+    let lon = (f64::from(tile.x) + (i as f64 + 0.5) / TILE as f64) / n * 360.0 - 180.0;
+    let t = (f64::from(tile.y) + (j as f64 + 0.5) / TILE as f64) / n;
+    let lat = (std::f64::consts::PI * (1.0 - 2.0 * t)).sinh().atan().to_degrees();
+    (lon, lat)
+}
+
+/// Which cells every pixel of `tile` shows.
+pub fn lookup(grid: &Grid, tile: TileId, resampling: Resampling) -> Lookup {
+    match resampling {
+        Resampling::Nearest => {
+            if grid.kind == Kind::Geographic
+                && let Native::Axes { y, x } = &grid.native
+            {
+                let cols: Vec<Option<u32>> = (0..TILE).map(|i| x.lon_cell(pixel(tile, i, 0).0)).collect();
+                let rows: Vec<Option<u32>> = (0..TILE).map(|j| y.cell(pixel(tile, 0, j).1)).collect();
+                let cells = rows.iter().flat_map(|r| cols.iter().map(move |c| r.zip(*c))).collect();
+                return Lookup::Nearest(cells);
+            }
+            let cells = (0..TILE * TILE)
+                .map(|p| {
+                    let (lon, lat) = pixel(tile, p % TILE, p / TILE);
+                    grid.cell(lon, lat)
+                })
+                .collect();
+            Lookup::Nearest(cells)
+        }
+        Resampling::Bilinear => Lookup::Bilinear(
+            (0..TILE * TILE)
+                .map(|p| {
+                    let (lon, lat) = pixel(tile, p % TILE, p / TILE);
+                    grid.bilinear(lon, lat)
+                })
+                .collect(),
+        ),
+    }
+}
+
+/// `TileJSON` `bounds` (`[west, south, east, north]`): the grid's footprint, latitudes
+/// within Web Mercator's and the whole circle when it crosses the antimeridian (`TileJSON`
+/// bounds do not wrap).
+pub fn bounds(grid: &Grid) -> [f64; 4] {
+    let [west, south, east, north] = grid.bbox;
+    let (west, east) = if east <= west { (-180.0, 180.0) } else { (west, east) };
+    [west, south.clamp(-MAX_LATITUDE, MAX_LATITUDE), east, north.clamp(-MAX_LATITUDE, MAX_LATITUDE)]
+}
+
+/// `TileJSON` `maxzoom`: the smallest zoom whose pixels at the equator are no wider than
+/// the grid's finest cell (`360 / 256 / 2^z` degrees on grids in degrees, `156543.03 / 2^z`
+/// metres on projected ones).
+pub fn maxzoom(grid: &Grid) -> u8 {
+    let finest = match &grid.native {
+        Native::Axes { y, x } => y.finest().min(x.finest()),
+        Native::Affine { transform, .. } => {
+            let [a, b, _, d, e, _] = transform.coefficients;
+            a.hypot(d).min(b.hypot(e))
+        }
+    };
+    let pixel_at_z0 = match grid.kind {
+        Kind::Geographic | Kind::Rotated => 360.0 / TILE as f64,
+        _ => PIXEL_METRES_Z0,
+    };
+    let z = (pixel_at_z0 / finest).log2().ceil();
+    if z.is_nan() || z <= 0.0 { 0 } else { z.min(f64::from(MAX_ZOOM)) as u8 }
 }
 
 #[cfg(test)]
 #[allow(clippy::float_cmp)] // edges and bounds of these grids are exact binary fractions
 mod tests {
     use super::*;
+    use zarrd_core::grid::{Axis, Crs};
 
-    #[test]
-    fn cells_have_edges_midway_and_outer_cells_as_wide_as_their_neighbour() {
-        let a = Axis::new(&[0.0, 1.0, 3.0]).unwrap();
-        assert_eq!(a.edges, [-0.5, 0.5, 2.0, 4.0]);
-        assert_eq!(
-            [a.cell(-0.6), a.cell(-0.5), a.cell(0.49), a.cell(0.5), a.cell(3.99), a.cell(4.0)],
-            [None, Some(0), Some(0), Some(1), Some(2), None]
-        );
-        let d = Axis::new(&[3.0, 1.0, 0.0]).unwrap();
-        // The same cells, stored in the other order.
-        assert_eq!(d.edges, [-0.5, 0.5, 2.0, 4.0]);
-        assert_eq!([d.cell(-0.5), d.cell(0.5), d.cell(3.9), d.cell(4.0)], [Some(2), Some(1), Some(0), None]);
-        assert_eq!(Axis::new(&[1.0]), Err(AxisError::TooShort(1)));
-        assert_eq!(Axis::new(&[0.0, 1.0, 1.0]), Err(AxisError::NotMonotonic(2)));
-        assert_eq!(Axis::new(&[0.0, f64::NAN]), Err(AxisError::NotFinite(1)));
-    }
-
-    #[test]
-    fn longitudes_compare_modulo_360() {
-        let lon = Axis::new(&(0..180).map(|i| f64::from(i) * 2.0).collect::<Vec<_>>()).unwrap();
-        assert_eq!(lon.lon_cell(-180.0), Some(90));
-        assert_eq!(lon.lon_cell(-1.5), Some(179));
-        assert_eq!(lon.lon_cell(-0.5), Some(0));
-        assert_eq!(lon.lon_cell(359.5), Some(0));
-        let pacific = Axis::new(&[150.0, 151.0, 152.0]).unwrap();
-        assert_eq!(pacific.lon_cell(-209.0), Some(1));
-        assert_eq!(pacific.lon_cell(0.0), None);
+    fn lonlat(lat: (f64, i32, f64), lon: (f64, i32, f64)) -> Grid {
+        let axis = |(from, n, step): (f64, i32, f64)| {
+            Axis::new(&(0..n).map(|i| from + f64::from(i) * step).collect::<Vec<_>>()).unwrap()
+        };
+        let native = Native::Axes { y: axis(lat), x: axis(lon) };
+        Grid::new([0, 1], ["lat".into(), "lon".into()], Crs::from_epsg(4326).unwrap(), native).unwrap()
     }
 
     #[test]
     fn bounds_and_zooms() {
-        let axis = |from: f64, n: i32, step: f64| {
-            Axis::new(&(0..n).map(|i| from + f64::from(i) * step).collect::<Vec<_>>()).unwrap()
+        let global = lonlat((90.0, 721, -0.25), (0.0, 1440, 0.25));
+        assert_eq!(bounds(&global), [-180.0, -MAX_LATITUDE, 180.0, MAX_LATITUDE]);
+        assert_eq!(maxzoom(&global), 3);
+        let pacific = lonlat((10.0, 40, -1.0), (150.0, 60, 1.0));
+        let b = bounds(&pacific);
+        assert_eq!(b[0], -180.0);
+        assert_eq!(b[2], 180.0);
+        assert!((b[1] + 29.5).abs() < 1e-9 && (b[3] - 10.5).abs() < 1e-9, "{b:?}");
+        let europe = lonlat((30.0, 80, 0.5), (-20.0, 128, 0.5));
+        let b = bounds(&europe);
+        assert!(b.iter().zip([-20.25, 29.75, 43.75, 69.75]).all(|(a, e)| (a - e).abs() < 1e-9), "{b:?}");
+        assert_eq!(maxzoom(&europe), 2);
+        let Lookup::Nearest(cells) = lookup(&global, TileId { z: 0, x: 0, y: 0 }, Resampling::Nearest) else {
+            unreachable!()
         };
-        let global = Grid { lat: axis(90.0, 721, -0.25), lon: axis(0.0, 1440, 0.25) };
-        assert_eq!(global.bounds(), [-180.0, -MAX_LATITUDE, 180.0, MAX_LATITUDE]);
-        assert_eq!(global.maxzoom(), 3);
-        let pacific = Grid { lat: axis(10.0, 40, -1.0), lon: axis(150.0, 60, 1.0) };
-        assert_eq!(pacific.bounds(), [-180.0, -29.5, 180.0, 10.5]);
-        let europe = Grid { lat: axis(30.0, 80, 0.5), lon: axis(-20.0, 128, 0.5) };
-        assert_eq!(europe.bounds(), [-20.25, 29.75, 43.75, 69.75]);
-        assert_eq!(europe.maxzoom(), 2);
-        let tile = global.lookup(TileId { z: 0, x: 0, y: 0 });
         // Pixel column 0 is at lon -179.296875 = 180.703125 (cell 723); row 128 at lat -0.703 (cell 363).
-        assert_eq!(tile.cols[0], Some(723));
-        assert_eq!(tile.rows[128], Some(363));
+        assert_eq!(cells[128 * TILE], Some((363, 723)));
     }
 }

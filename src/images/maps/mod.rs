@@ -1,12 +1,14 @@
 //! Web-map tiles (`docs/maps.md`): Web Mercator 256 × 256 tiles and `TileJSON` of any
-//! array on a latitude/longitude grid, for `MapLibre`, `OpenLayers`, `Leaflet` and deck.gl.
+//! array on a grid (latitude/longitude, projected, rotated, geostationary: `docs/grids.md`),
+//! for `MapLibre`, `OpenLayers`, `Leaflet` and deck.gl.
 //!
 //! [`geometry`] is the pure tile geometry (pixel → cell, bounds, zooms), [`source`] finds
-//! the grid (dimension names, coordinate arrays, CF no-data values), [`tile`] reads the
+//! the grid (the grid model of `analysis::grids`, CF no-data values), [`tile`] reads the
 //! cells a tile shows; pixels become PNG or JPEG through the shared renderer
 //! (`images::render`), and rendered tiles share the IIIF tile cache. This module holds
-//! what requests share: the decoded grid of each coordinate-array version. No axum here:
-//! the HTTP edge is `http::routes::maps`.
+//! what requests share: each tile's pixel → cell lookup per grid (projected once for every
+//! step, level and array on that grid) and value windows. No axum here: the HTTP edge is
+//! `http::routes::maps`.
 
 pub mod geometry;
 pub mod source;
@@ -17,47 +19,68 @@ use std::time::Duration;
 
 use moka::future::Cache;
 
+use crate::analysis::grids::{Found, Grids};
 use crate::catalog::Catalog;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::images::iiif::grammar::Identifier;
 use crate::images::iiif::source::{Image, scan_range};
 use crate::images::render::Window;
-use geometry::Grid;
+use geometry::{Lookup, Resampling, TileId};
+use zarrd_core::grid::Kind;
 use zarrd_core::ops::caches::get_or_try_load;
 use zarrd_core::read::selection::DimSelection;
 
 /// An array ready to be tiled: its plane (and overview levels), grid and no-data values.
 pub struct MapSource {
     pub image: Image,
-    pub grid: Arc<Grid>,
+    /// The grid and its validators.
+    pub grid: Arc<Found>,
     /// CF `_FillValue` / `missing_value` numbers, no data besides the fill value and NaN.
     pub no_data: Vec<f64>,
-    /// The coordinate arrays' metadata digests (validators of the grid).
-    pub grid_digest: (u128, u128),
-    /// The latitude and longitude dimension names.
-    pub names: (String, String),
 }
 
-/// What every map request shares: grids by coordinate-array version, value windows by
-/// array version.
+/// The lookups kept: 64 MiB (a projected tile's nearest lookup is 512 KiB).
+const LOOKUP_BYTES: u64 = 64 << 20;
+
+/// What every map request shares: tile lookups by grid, value windows by array version.
 #[derive(Clone)]
 pub struct Maps {
-    /// `(dataset, lat path, lat digest, lon path, lon digest)` → the grid.
-    grids: Cache<(Arc<str>, String, u128, String, u128), Arc<Grid>>,
+    /// `(dataset, grid digest, tile, resampling)` → which cells each pixel shows.
+    lookups: Cache<(Arc<str>, (u128, u128), TileId, Resampling), Arc<Lookup>>,
     /// `(dataset, path, metadata digest)` → min/max of the valid values (CF no-data too,
     /// which is why this is not the IIIF window cache).
     windows: Cache<(Arc<str>, String, u128), Window>,
+    grids: Grids,
 }
 
 impl Maps {
-    pub fn new(config: &Config) -> Self {
+    pub fn new(config: &Config, grids: Grids) -> Self {
         // A rewritten coordinate array is seen once its metadata entry expires.
         let ttl = Duration::from_secs(config.cache.metadata_ttl_secs.max(1));
         Self {
-            grids: Cache::builder().max_capacity(1_000).time_to_live(ttl).build(),
+            lookups: Cache::builder()
+                .max_capacity(LOOKUP_BYTES)
+                .weigher(|_, l: &Arc<Lookup>| u32::try_from(l.weight()).unwrap_or(u32::MAX))
+                .time_to_live(ttl)
+                .build(),
             windows: Cache::builder().max_capacity(10_000).time_to_live(ttl).build(),
+            grids,
         }
+    }
+
+    /// Which cells each pixel of `tile` shows on `map`'s grid: computed once per (grid,
+    /// tile, resampling) and shared by every step, level and array on that grid (on a
+    /// latitude/longitude grid it costs 512 lookups and is not kept).
+    pub async fn lookup(&self, map: &MapSource, tile: TileId, resampling: Resampling) -> Result<Arc<Lookup>> {
+        let grid = Arc::clone(&map.grid);
+        let compute = move || geometry::lookup(&grid.grid, tile, resampling);
+        if map.grid.grid.kind == Kind::Geographic && resampling == Resampling::Nearest {
+            return Ok(Arc::new(compute()));
+        }
+        let key = (Arc::clone(&map.image.reader.dataset), map.grid.digest, tile, resampling);
+        let load = || async { zarrd_core::ops::cpu::run(compute).await.map(Arc::new).map_err(Error::internal) };
+        get_or_try_load(&self.lookups, key, load).await.map_err(Arc::unwrap_or_clone)
     }
 
     /// The window of `map`: `vmin`/`vmax` when given, else the attributes (as for IIIF),
@@ -90,31 +113,22 @@ impl Maps {
         Ok(Window { lo: lo.unwrap_or(0.0), hi: hi.unwrap_or(0.0) })
     }
 
-    /// Opens the array `id` names as a map: an image (422 / 400 / 404 as for IIIF) whose
-    /// last two dimensions have latitude and longitude coordinate arrays (else 422).
+    /// Opens the array `id` names as a map: an image (422 / 400 / 404 as for IIIF) on a
+    /// grid whose (Y, X) are its last two dimensions (else 422).
     pub async fn open(&self, catalog: &Catalog, id: Identifier) -> Result<MapSource> {
         let image = Image::open(catalog, id).await?;
         let dataset = catalog.dataset(&image.id.dataset).await?;
-        let coordinates = source::coordinates(catalog, &dataset, &image.reader).await?;
-        let key = (
-            Arc::clone(&image.reader.dataset),
-            coordinates.lat.path.clone(),
-            coordinates.lat.meta.digest,
-            coordinates.lon.path.clone(),
-            coordinates.lon.meta.digest,
-        );
-        let grid_digest = (coordinates.lat.meta.digest, coordinates.lon.meta.digest);
-        let grid = get_or_try_load(&self.grids, key, || async { source::grid(&coordinates).await.map(Arc::new) })
-            .await
-            .map_err(Arc::unwrap_or_clone)?;
-        let names = (name_of(&coordinates.lat.path), name_of(&coordinates.lon.path));
+        let grid = source::grid(&self.grids, catalog, &dataset, &image.reader).await?;
+        let rank = image.reader.meta.shape.len();
+        if grid.grid.dims != [rank - 2, rank - 1] {
+            return Err(Error::Unsupported(format!(
+                "map tiles draw an array's last two dimensions; the grid of `{}` is on its dimensions {} and {}",
+                image.id.path, grid.grid.names[0], grid.grid.names[1]
+            )));
+        }
         let no_data = source::cf_no_data(&image.reader.meta);
-        Ok(MapSource { image, grid, no_data, grid_digest, names })
+        Ok(MapSource { image, grid, no_data })
     }
-}
-
-fn name_of(path: &str) -> String {
-    path.rsplit_once('/').map_or(path, |(_, name)| name).to_owned()
 }
 
 /// A `TileJSON` 3.0.0 document (<https://github.com/mapbox/tilejson-spec/tree/master/3.0.0>),
@@ -162,7 +176,8 @@ pub fn tilejson<'a>(
     window: Option<crate::images::render::Window>,
     colormap: crate::images::render::Colormap,
 ) -> TileJson<'a> {
-    let bounds = map.grid.bounds();
+    let grid = &map.grid.grid;
+    let bounds = geometry::bounds(grid);
     let meta = &map.image.reader.meta;
     let attr = |name: &str| meta.attributes.get(name).and_then(serde_json::Value::as_str);
     let path = map.image.id.path.as_str();
@@ -173,7 +188,7 @@ pub fn tilejson<'a>(
         tiles: [template],
         scheme: "xyz",
         minzoom: 0,
-        maxzoom: map.grid.maxzoom(),
+        maxzoom: geometry::maxzoom(grid),
         bounds,
         center: (f64::midpoint(bounds[0], bounds[2]), f64::midpoint(bounds[1], bounds[3]), 0),
         units: attr("units"),
@@ -188,8 +203,8 @@ pub fn tilejson<'a>(
             indices: &map.image.id.indices,
             shape: &meta.shape,
             dimension_names: source::dimension_names(meta),
-            latitude: &map.names.0,
-            longitude: &map.names.1,
+            latitude: &grid.names[0],
+            longitude: &grid.names[1],
         },
     }
 }

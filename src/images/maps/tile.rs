@@ -1,13 +1,14 @@
 //! A tile's pixels: the cells its lookup names, read touching each needed chunk once.
 //!
-//! The rows and columns a tile needs are a few hundred indices at most along each axis
-//! (the lookup is separable). Along each axis they are cut into runs where they do not
+//! The rows and columns a tile needs are those of the cells its lookup names (a few
+//! hundred along each axis at most on a latitude/longitude grid). Along each axis they are cut into runs where they do not
 //! skip a whole read chunk (and at most [`RUN_MAX`] long), so a tile denser than the grid
 //! reads its one bounding window, a coarse tile over a big grid reads each needed chunk
 //! once (never the chunks between needed rows), and a tile across the antimeridian reads
 //! the two column ranges at the grid's ends, not the width between. Each run pair is one
-//! read through the read path (caches, budget, single flight); the cells are gathered
-//! from it. With overview levels, a coarse tile reads the coarsest level whose cells are
+//! read through the read path (caches, budget, single flight), and only the pairs that
+//! hold a needed cell are read (a rotated or curved footprint leaves corners of its box
+//! unread); the cells are gathered from them. With overview levels, a coarse tile reads the coarsest level whose cells are
 //! still no larger than its pixels (a level's cell is the mean of its block, so those
 //! tiles show block means rather than single cells).
 
@@ -19,8 +20,9 @@ use crate::error::{Error, Result};
 use crate::images::iiif::source::Image;
 use crate::images::maps::geometry::{Lookup, TILE};
 use crate::images::render::Plane;
+use zarrd_core::read::ObjectVersion;
+use zarrd_core::read::WholeRead;
 use zarrd_core::read::selection::DimSelection;
-use zarrd_core::read::{ArrayReader, ObjectVersion};
 use zarrd_core::zarr::chunk_grid::Dim;
 use zarrd_core::zarr::data_type::element_f64;
 
@@ -36,22 +38,18 @@ pub struct TilePixels {
     pub object_versions: Vec<(String, ObjectVersion)>,
 }
 
-/// The needed indices of one axis, cut into runs, and where each pixel's cell lies.
+/// The needed indices of one axis, cut into runs.
 #[derive(Debug, PartialEq, Eq)]
 pub struct AxisPlan {
     pub runs: Vec<Range<u64>>,
-    /// Per pixel: `(run, offset in the run)`, or `None` outside the grid.
-    pub at: Vec<Option<(usize, u64)>>,
 }
 
 impl AxisPlan {
-    /// Cuts `cells` (per pixel, at the level's resolution) into runs over `dim`'s chunks.
-    pub fn new(cells: &[Option<u64>], dim: &Dim) -> Self {
-        let mut needed: Vec<u64> = cells.iter().flatten().copied().collect();
-        needed.sort_unstable();
-        needed.dedup();
+    /// Cuts `needed` (sorted, distinct, at the level's resolution) into runs over `dim`'s
+    /// chunks.
+    pub fn new(needed: &[u64], dim: &Dim) -> Self {
         let mut runs: Vec<Range<u64>> = Vec::new();
-        for &i in &needed {
+        for &i in needed {
             match runs.last_mut() {
                 Some(run) if dim.chunk_index(i) <= dim.chunk_index(run.end - 1) + 1 && i - run.start < RUN_MAX => {
                     run.end = i + 1;
@@ -59,65 +57,74 @@ impl AxisPlan {
                 _ => runs.push(i..i + 1),
             }
         }
-        let at = cells
-            .iter()
-            .map(|c| {
-                let c = (*c)?;
-                let k = runs.partition_point(|r| r.end <= c);
-                Some((k, c - runs[k].start))
-            })
-            .collect();
-        Self { runs, at }
+        Self { runs }
     }
 
-    /// The distinct chunks of `dim` the needed indices fall in.
-    pub fn chunks(cells: &[Option<u64>], dim: &Dim) -> u64 {
-        let mut chunks: Vec<u64> = cells.iter().flatten().map(|&c| dim.chunk_index(c)).collect();
-        chunks.sort_unstable();
-        chunks.dedup();
-        chunks.len() as u64
+    /// The run holding needed index `i` and its offset in the run.
+    pub fn locate(&self, i: u64) -> (usize, u64) {
+        let k = self.runs.partition_point(|r| r.end <= i);
+        (k, i - self.runs[k].start)
     }
 }
 
 /// How many full-resolution cells a pixel spans along an axis: the needed span over the
 /// distinct cells needed (1 when pixels are denser than cells).
-fn cells_per_pixel(cells: &[Option<u32>]) -> f64 {
-    let mut v: Vec<u32> = cells.iter().flatten().copied().collect();
-    v.sort_unstable();
-    v.dedup();
-    match (v.first(), v.last()) {
-        (Some(&lo), Some(&hi)) if v.len() > 1 => f64::from(hi - lo + 1) / v.len() as f64,
+fn cells_per_pixel(distinct: &[u32]) -> f64 {
+    match (distinct.first(), distinct.last()) {
+        (Some(&lo), Some(&hi)) if distinct.len() > 1 => f64::from(hi - lo + 1) / distinct.len() as f64,
         _ => 1.0,
     }
 }
 
+fn distinct(mut v: Vec<u32>) -> Vec<u32> {
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
 /// Reads the pixels of `lookup` from `image` (its plane fixed by the identifier), treating
-/// the fill value, NaN and `no_data` as no data.
+/// the fill value, NaN and `no_data` as no data. Bilinear lookups read full resolution.
 pub async fn read(image: &Image, lookup: &Lookup, no_data: &[f64]) -> Result<TilePixels> {
+    let cells = lookup.cells();
+    let rows_needed = distinct(cells.iter().map(|c| c.0).collect());
+    let cols_needed = distinct(cells.iter().map(|c| c.1).collect());
     // The coarsest overview level whose cells still fit a pixel, along both axes.
-    let spread = cells_per_pixel(&lookup.rows).min(cells_per_pixel(&lookup.cols));
-    let k = if spread >= 2.0 { spread.log2().floor() as u32 } else { 0 };
-    let (log2, reader) = image.level_for(k);
+    let spread = cells_per_pixel(&rows_needed).min(cells_per_pixel(&cols_needed));
+    let wanted = if spread >= 2.0 && matches!(lookup, Lookup::Nearest(_)) { spread.log2().floor() as u32 } else { 0 };
+    let (log2, reader) = image.level_for(wanted);
     let shape = &reader.meta.shape;
     let rank = shape.len();
-    let (h, w) = (shape[rank - 2], shape[rank - 1]);
-    let at_level = |cells: &[Option<u32>], extent: u64| -> Vec<Option<u64>> {
-        cells.iter().map(|c| c.map(|c| (u64::from(c) >> log2).min(extent - 1))).collect()
-    };
-    let (rows, cols) = (at_level(&lookup.rows, h), at_level(&lookup.cols, w));
+    let (height, width) = (shape[rank - 2], shape[rank - 1]);
+    let at_level = |c: u32, extent: u64| (u64::from(c) >> log2).min(extent - 1);
     let grid = reader.meta.read_grid();
     let (row_dim, col_dim) = (&grid.dims[rank - 2], &grid.dims[rank - 1]);
-    let chunks = u128::from(AxisPlan::chunks(&rows, row_dim)) * u128::from(AxisPlan::chunks(&cols, col_dim));
-    if chunks > u128::from(reader.max_chunks) {
+    let mut level_cells: Vec<(u64, u64)> =
+        cells.iter().map(|&(r, c)| (at_level(r, height), at_level(c, width))).collect();
+    level_cells.sort_unstable();
+    level_cells.dedup();
+    let mut chunks: Vec<(u64, u64)> =
+        level_cells.iter().map(|&(r, c)| (row_dim.chunk_index(r), col_dim.chunk_index(c))).collect();
+    chunks.sort_unstable();
+    chunks.dedup();
+    if chunks.len() as u64 > reader.max_chunks {
         return Err(Error::TooManyChunks(format!(
-            "this tile reads {chunks} chunks of `{}`, more than limits.max_chunks_per_request ({}); ask for a deeper zoom, or write overviews with `zarrd overviews --dataset {} --array {} --out URL` so coarse zooms read a smaller level",
-            image.id.path, reader.max_chunks, image.id.dataset, image.id.path
+            "this tile reads {} chunks of `{}`, more than limits.max_chunks_per_request ({}); ask for a deeper zoom, or write overviews with `zarrd overviews --dataset {} --array {} --out URL` so coarse zooms read a smaller level",
+            chunks.len(),
+            image.id.path,
+            reader.max_chunks,
+            image.id.dataset,
+            image.id.path
         )));
     }
-    let (row_plan, col_plan) = (AxisPlan::new(&rows, row_dim), AxisPlan::new(&cols, col_dim));
-    let mut values = vec![f64::NAN; TILE * TILE];
-    let pairs: Vec<(usize, usize)> =
-        (0..row_plan.runs.len()).flat_map(|r| (0..col_plan.runs.len()).map(move |c| (r, c))).collect();
+    let rows_at: Vec<u64> = distinct_u64(level_cells.iter().map(|c| c.0).collect());
+    let cols_at: Vec<u64> = distinct_u64(level_cells.iter().map(|c| c.1).collect());
+    let (row_plan, col_plan) = (AxisPlan::new(&rows_at, row_dim), AxisPlan::new(&cols_at, col_dim));
+    // Only the run pairs that hold a needed cell (a rotated or curved footprint leaves
+    // corners of the box unread).
+    let mut pairs: Vec<(usize, usize)> =
+        level_cells.iter().map(|&(r, c)| (row_plan.locate(r).0, col_plan.locate(c).0)).collect();
+    pairs.sort_unstable();
+    pairs.dedup();
     let blocks: Vec<_> = futures::stream::iter(pairs)
         .map(|(r, c)| {
             let selection = selection(&image.id.indices, &row_plan.runs[r], &col_plan.runs[c]);
@@ -126,14 +133,59 @@ pub async fn read(image: &Image, lookup: &Lookup, no_data: &[f64]) -> Result<Til
         .buffer_unordered(FAN_OUT)
         .try_collect()
         .await?;
+    let n_cols = col_plan.runs.len();
+    // Each block kept whole (its data with the budget it holds) until the pixels are made.
+    let mut data: Vec<Option<WholeRead>> = std::iter::repeat_with(|| None).take(row_plan.runs.len() * n_cols).collect();
     let mut object_versions = Vec::new();
-    for (r, c, whole) in blocks {
-        gather(reader, &whole.data, (&row_plan, r), (&col_plan, c), no_data, &mut values);
-        object_versions.extend(whole.object_versions);
+    for (r, c, mut whole) in blocks {
+        object_versions.append(&mut whole.object_versions);
+        data[r * n_cols + c] = Some(whole);
     }
     object_versions.sort_unstable();
     object_versions.dedup();
+    let meta = &reader.meta;
+    let item = meta.data_type.size();
+    let value = |r: u32, c: u32| -> Option<f64> {
+        let (row, col) = (at_level(r, height), at_level(c, width));
+        let ((rr, dy), (cc, dx)) = (row_plan.locate(row), col_plan.locate(col));
+        let block = &data[rr * n_cols + cc].as_ref()?.data;
+        let run_width = col_plan.runs[cc].end - col_plan.runs[cc].start;
+        let at = ((dy * run_width + dx) as usize) * item;
+        let element = block.get(at..at + item)?;
+        if element == meta.fill_value.as_slice() {
+            return None;
+        }
+        element_f64(element, meta.data_type).filter(|v| !v.is_nan() && !no_data.contains(v))
+    };
+    let values = pixels(lookup, value);
     Ok(TilePixels { plane: Plane { width: TILE, height: TILE, values }, object_versions })
+}
+
+/// Each pixel's value from the cells' (`None`: no data): NaN where a cell it needs has none.
+fn pixels(lookup: &Lookup, value: impl Fn(u32, u32) -> Option<f64>) -> Vec<f64> {
+    match lookup {
+        Lookup::Nearest(cells) => cells.iter().map(|p| p.and_then(|(r, c)| value(r, c)).unwrap_or(f64::NAN)).collect(),
+        Lookup::Bilinear(around) => around
+            .iter()
+            .map(|p| {
+                let Some(four) = p else { return f64::NAN };
+                let at = |i: usize, j: usize| value(four.rows[i], four.cols[j]);
+                match (at(0, 0), at(0, 1), at(1, 0), at(1, 1)) {
+                    (Some(v00), Some(v01), Some(v10), Some(v11)) => {
+                        let (t, u) = (four.t, four.u);
+                        (1.0 - t) * (1.0 - u) * v00 + t * (1.0 - u) * v01 + (1.0 - t) * u * v10 + t * u * v11
+                    }
+                    _ => f64::NAN,
+                }
+            })
+            .collect(),
+    }
+}
+
+fn distinct_u64(mut v: Vec<u64>) -> Vec<u64> {
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 /// The selection of rows `rows` and columns `cols` of the plane fixed by `indices`.
@@ -145,38 +197,6 @@ fn selection(indices: &[u64], rows: &Range<u64>, cols: &Range<u64>) -> Vec<DimSe
     s
 }
 
-/// Copies the cells of block (`r`, `c`) into the pixels that show them.
-fn gather(
-    reader: &ArrayReader,
-    data: &[u8],
-    (rows, r): (&AxisPlan, usize),
-    (cols, c): (&AxisPlan, usize),
-    no_data: &[f64],
-    values: &mut [f64],
-) {
-    let meta = &reader.meta;
-    let item = meta.data_type.size();
-    let width = cols.runs[c].end - cols.runs[c].start;
-    let in_block: Vec<(usize, u64)> =
-        cols.at.iter().enumerate().filter_map(|(i, a)| a.filter(|a| a.0 == c).map(|a| (i, a.1))).collect();
-    for (j, a) in rows.at.iter().enumerate() {
-        let Some((run, dy)) = *a else { continue };
-        if run != r {
-            continue;
-        }
-        for &(i, dx) in &in_block {
-            let at = ((dy * width + dx) as usize) * item;
-            let element = &data[at..at + item];
-            if element == meta.fill_value.as_slice() {
-                continue;
-            }
-            if let Some(v) = element_f64(element, meta.data_type).filter(|v| !v.is_nan() && !no_data.contains(v)) {
-                values[j * TILE + i] = v;
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,13 +204,13 @@ mod tests {
     #[test]
     fn runs_skip_unneeded_chunks_and_join_neighbours() {
         let dim = Dim::fixed(10, 100);
-        let cells = [Some(95), Some(99), None, Some(0), Some(3), Some(12), Some(41), Some(45), Some(57)];
-        let plan = AxisPlan::new(&cells, &dim);
+        let plan = AxisPlan::new(&[0, 3, 12, 41, 45, 57, 95, 99], &dim);
         assert_eq!(plan.runs, vec![0..13, 41..58, 95..100]);
-        assert_eq!(plan.at[..4], [Some((2, 0)), Some((2, 4)), None, Some((0, 0))]);
-        assert_eq!(plan.at[6], Some((1, 0)));
-        assert_eq!(AxisPlan::chunks(&cells, &dim), 5);
-        let long: Vec<Option<u64>> = (0..5000).map(Some).collect();
+        assert_eq!(
+            [plan.locate(95), plan.locate(99), plan.locate(0), plan.locate(41)],
+            [(2, 0), (2, 4), (0, 0), (1, 0)]
+        );
+        let long: Vec<u64> = (0..5000).collect();
         let plan = AxisPlan::new(&long, &Dim::fixed(5000, 5000));
         assert_eq!(plan.runs, vec![0..RUN_MAX, RUN_MAX..2 * RUN_MAX, 2 * RUN_MAX..5000]);
     }

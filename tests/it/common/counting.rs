@@ -19,6 +19,8 @@ pub struct CountingStore {
     /// Fault injection: the next `n` GETs or HEADs of paths ending in the given suffix
     /// answer "not found" although the object exists (a transient 404 from storage).
     pub vanish: std::sync::Mutex<Option<(String, u32)>>,
+    /// The paths of every GET and HEAD, in order.
+    pub got: std::sync::Mutex<Vec<String>>,
     /// When set, listing fails, as on a plain HTTP server.
     pub no_listing: std::sync::atomic::AtomicBool,
 }
@@ -37,6 +39,7 @@ impl CountingStore {
             lists: 0.into(),
             delay,
             vanish: std::sync::Mutex::new(None),
+            got: std::sync::Mutex::new(Vec::new()),
             no_listing: false.into(),
         })
     }
@@ -101,6 +104,7 @@ impl object_store::ObjectStore for CountingStore {
     ) -> object_store::Result<object_store::GetResult> {
         let counter = if options.head { &self.heads } else { &self.gets };
         counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.got.lock().unwrap().push(location.to_string());
         if !self.delay.is_zero() {
             tokio::time::sleep(self.delay).await;
         }

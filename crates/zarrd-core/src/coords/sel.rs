@@ -42,13 +42,55 @@ pub enum SelError {
     NoLabels { dim: String },
     #[error("sel `{dim}`: {source}")]
     Label { dim: String, source: LabelError },
+    /// A point on a grid that is not 1-D latitude/longitude, asked for wrongly.
+    #[error(
+        "sel `{0}`; on this array's grid, latitude and longitude select the cell containing a point: lat:~LAT,lon:~LON (degrees), with the grid's own dimensions left out"
+    )]
+    Point(String),
+    /// A point outside the grid (404).
+    #[error("the point lon {lon}, lat {lat} is outside the grid of this array (its cells lie within {bbox})")]
+    Outside { lon: f64, lat: f64, bbox: String },
 }
 
 impl SelError {
     /// Whether the error is a label that does not exist (404), not a malformed request.
     pub fn is_absent(&self) -> bool {
-        matches!(self, Self::Label { source: LabelError::Absent { .. }, .. })
+        matches!(self, Self::Label { source: LabelError::Absent { .. }, .. } | Self::Outside { .. })
     }
+}
+
+/// Names a point's latitude may have in `sel=` (compared without case).
+pub const LATITUDE: [&str; 2] = ["lat", "latitude"];
+/// Names a point's longitude may have.
+pub const LONGITUDE: [&str; 2] = ["lon", "longitude"];
+
+/// Whether `items` name a latitude or longitude that is none of the dimensions `names`
+/// (a point to find on the array's grid).
+pub fn names_point(items: &[Item], names: &[Option<String>]) -> bool {
+    items.iter().any(|it| is_point_name(&it.dim) && !names.iter().any(|n| n.as_deref() == Some(it.dim.as_str())))
+}
+
+fn is_point_name(name: &str) -> bool {
+    LATITUDE.iter().chain(&LONGITUDE).any(|n| n.eq_ignore_ascii_case(name))
+}
+
+/// Takes the latitude and longitude items out of `items` (see [`names_point`]): the
+/// point (lon, lat) in degrees they name.
+pub fn take_point(items: &mut Vec<Item>) -> Result<(f64, f64), SelError> {
+    let is = |list: &[&str], it: &Item| list.iter().any(|n| n.eq_ignore_ascii_case(&it.dim));
+    let value = |list: &[&str], what: &str, range: f64| -> Result<f64, SelError> {
+        let item = items.iter().find(|it| is(list, it)).ok_or_else(|| SelError::Point(format!("names no {what}")))?;
+        let Pick::Nearest(text) = &item.pick else {
+            return Err(SelError::Point(format!("`{}` is not a nearest pick (`~VALUE`)", item.dim)));
+        };
+        text.parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && v.abs() <= range)
+            .ok_or_else(|| SelError::Point(format!("`{}:~{text}` is not a {what} in degrees", item.dim)))
+    };
+    let point = (value(&LONGITUDE, "longitude", 360.0)?, value(&LATITUDE, "latitude", 90.0)?);
+    items.retain(|it| !is_point_name(&it.dim));
+    Ok(point)
 }
 
 /// Parses `sel` (an empty text selects everything).

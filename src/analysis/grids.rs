@@ -1,0 +1,241 @@
+//! Where an array's grid comes from, read once per array version: the attributes and
+//! arrays the conventions of `zarrd_core::grid` name — the array's and its group's `GeoZarr`
+//! attributes, the CF grid-mapping variable, the 1-D coordinate arrays of its (Y, X)
+//! dimensions — and the grid they make. What they mean is decided in the core; this module
+//! only fetches them through the catalog.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+use serde_json::{Map, Value};
+use zarrd_core::grid::{self, Axis, Coordinate, Crs, Grid, Native};
+use zarrd_core::ops::caches::{Cache, get_or_try_load, hasher};
+use zarrd_core::read::ArrayReader;
+use zarrd_core::zarr::metadata::Node;
+
+use crate::analysis::coordinates::{coordinate_array, coordinate_values, dimension_names, sibling};
+use crate::catalog::{Catalog, Dataset};
+use crate::config::Config;
+use crate::error::{Error, Result};
+
+/// The most values a native coordinate array may hold (a 1 m global grid has 4e7 columns).
+const MAX_COORDINATES: u64 = 1 << 26;
+
+/// An array's grid and the versions of what it was read from.
+#[derive(Debug)]
+pub struct Found {
+    pub grid: Grid,
+    /// Validators of the grid: the digests of its Y and X coordinate arrays (0 where
+    /// none), the grid mapping's folded into the first.
+    pub digest: (u128, u128),
+}
+
+/// Grids by array version, shared by every request.
+#[derive(Clone)]
+pub struct Grids {
+    /// `(dataset, array path, metadata digest)` → the grid, or none.
+    cache: Cache<(Arc<str>, String, u128), Option<Arc<Found>>>,
+}
+
+impl Grids {
+    pub fn new(config: &Config) -> Self {
+        // A rewritten coordinate array or grid mapping is seen once this entry expires.
+        let ttl = Duration::from_secs(config.cache.metadata_ttl_secs.max(1));
+        Self {
+            cache: moka::future::Cache::builder().max_capacity(10_000).time_to_live(ttl).build_with_hasher(hasher()),
+        }
+    }
+
+    /// The grid of `reader` (`None` when it has none; 422 when its attributes name a grid
+    /// zarrd cannot use).
+    pub async fn of(&self, catalog: &Catalog, dataset: &Dataset, reader: &ArrayReader) -> Result<Option<Arc<Found>>> {
+        let key = (Arc::clone(&reader.dataset), reader.path.clone(), reader.meta.digest);
+        // Boxed: finding walks the catalog (a large future), once per version.
+        let find = || find(catalog, dataset, reader).map(|r| r.map(|f| f.map(Arc::new))).boxed();
+        get_or_try_load(&self.cache, key, find).await.map_err(Arc::unwrap_or_clone)
+    }
+}
+
+/// A 422 naming the array and what is wrong with its grid.
+fn unusable(reader: &ArrayReader, why: impl std::fmt::Display) -> Error {
+    Error::Unsupported(format!("the grid of `{}` cannot be used: {why}", reader.path))
+}
+
+/// The attributes of the group holding `reader`, when it is in one.
+async fn group_attributes(catalog: &Catalog, dataset: &Dataset, reader: &ArrayReader) -> Option<Map<String, Value>> {
+    let parent = reader.path.rsplit_once('/').map_or("", |(p, _)| p);
+    match catalog.find(dataset, parent).await {
+        Ok(Node::Group(group)) => Some(group.attributes.clone()),
+        _ => None,
+    }
+}
+
+async fn find(catalog: &Catalog, dataset: &Dataset, reader: &ArrayReader) -> Result<Option<Found>> {
+    let meta = &reader.meta;
+    let rank = meta.shape.len();
+    if rank < 2 {
+        return Ok(None);
+    }
+    let names = dimension_names(meta).unwrap_or_else(|| vec![None; rank]);
+    let last_two = || [rank - 2, rank - 1];
+    let group = group_attributes(catalog, dataset, reader).await;
+    if let Some(geozarr) = grid::geozarr::spec(&meta.attributes, group.as_ref()).map_err(|e| unusable(reader, e))? {
+        let dims = match &geozarr.dims {
+            None => last_two(),
+            Some(named) => {
+                let at = |n: &str| names.iter().position(|d| d.as_deref() == Some(n));
+                match (at(&named[0]), at(&named[1])) {
+                    (Some(y), Some(x)) => [y, x],
+                    _ => {
+                        return Err(unusable(
+                            reader,
+                            format!("its `spatial:dimensions` {named:?} are not among its dimensions {names:?}"),
+                        ));
+                    }
+                }
+            }
+        };
+        let crs_digest = u128::from(hash(&geozarr.crs.definition));
+        let (native, digest) = match geozarr.transform {
+            Some(transform) => {
+                let (rows, cols) = (meta.shape[dims[0]], meta.shape[dims[1]]);
+                let native = Native::Affine { transform, rows, cols, node: geozarr.node };
+                // The lookups of tiles are shared by grids of the same CRS, transform and shape.
+                let what = format!("{:?} {rows}x{cols} {}", transform.coefficients, geozarr.node);
+                (native, (crs_digest, u128::from(hash(&what))))
+            }
+            None => match axes(catalog, dataset, reader, &names, dims, &geozarr.crs).await? {
+                Some((native, (y, x))) => (native, (y ^ crs_digest, x)),
+                None => {
+                    return Err(unusable(
+                        reader,
+                        "it names a CRS but has neither `spatial:transform` nor 1-D coordinate arrays of its (Y, X) dimensions",
+                    ));
+                }
+            },
+        };
+        return grid_of(reader, dims, &names, geozarr.crs, native, digest).map(Some);
+    }
+    if let Some(mapping) = grid::cf::grid_mapping(&meta.attributes) {
+        let path = sibling(&reader.path, &mapping);
+        let attributes = match catalog.find(dataset, &path).await {
+            Ok(Node::Array(m)) => m.attributes.clone(),
+            Ok(Node::Group(g)) => g.attributes.clone(),
+            Err(e) if e.is_unservable() => {
+                return Err(unusable(reader, format!("its `grid_mapping` names `{mapping}`, which is not beside it")));
+            }
+            Err(e) => return Err(Error::from(e.as_ref())),
+        };
+        let crs = grid::cf::crs(&attributes)
+            .map_err(|e| unusable(reader, format!("its grid mapping `{mapping}` is not usable: {e}")))?;
+        let dims = last_two();
+        let mapping_digest = u128::from(hash(&serde_json::to_string(&attributes).unwrap_or_default()));
+        let (native, digest) = if let Some((native, (y, x))) =
+            axes(catalog, dataset, reader, &names, dims, &crs).await?
+        {
+            (native, (y ^ mapping_digest, x))
+        } else {
+            let transform = attributes.get("GeoTransform").and_then(geo_transform).ok_or_else(|| {
+                unusable(
+                    reader,
+                    format!(
+                        "it has no 1-D coordinate arrays of its dimensions {:?} and its grid mapping `{mapping}` no `GeoTransform`",
+                        dims.map(|d| names[d].clone().unwrap_or_else(|| format!("dim_{d}")))
+                    ),
+                )
+            })?;
+            let transform = transform.map_err(|e| unusable(reader, format!("its `GeoTransform` {e}")))?;
+            let (rows, cols) = (meta.shape[dims[0]], meta.shape[dims[1]]);
+            let native = Native::Affine { transform, rows, cols, node: false };
+            (native, (mapping_digest, u128::from(hash(&format!("{rows}x{cols}")))))
+        };
+        return grid_of(reader, dims, &names, crs, native, digest).map(Some);
+    }
+    // The 1-D latitude/longitude grid, by the one rule of `grid::is_geographic`.
+    let dims = last_two();
+    let Some((y, x)) = coordinates(catalog, dataset, reader, &names, dims).await? else { return Ok(None) };
+    let (y_values, x_values) = (values(&y).await?, values(&x).await?);
+    let y_coordinate = Coordinate { name: name_of(&y.path), attributes: &y.meta.attributes, values: &y_values };
+    let x_coordinate = Coordinate { name: name_of(&x.path), attributes: &x.meta.attributes, values: &x_values };
+    if !grid::is_geographic(&y_coordinate, &x_coordinate) {
+        return Ok(None);
+    }
+    let axis = |r: &ArrayReader, v: &[f64]| {
+        Axis::new(v).map_err(|e| unusable(reader, format!("the coordinate array `{}` {e}", r.path)))
+    };
+    let native = Native::Axes { y: axis(&y, &y_values)?, x: axis(&x, &x_values)? };
+    let crs = Crs::from_epsg(4326).map_err(|e| Error::internal_from("WGS 84", e))?;
+    grid_of(reader, dims, &names, crs, native, (y.meta.digest, x.meta.digest)).map(Some)
+}
+
+fn grid_of(
+    reader: &ArrayReader,
+    dims: [usize; 2],
+    names: &[Option<String>],
+    crs: Crs,
+    native: Native,
+    digest: (u128, u128),
+) -> Result<Found> {
+    let name = |d: usize| names[d].clone().unwrap_or_else(|| format!("dim_{d}"));
+    let grid = Grid::new(dims, [name(dims[0]), name(dims[1])], crs, native).map_err(|e| unusable(reader, e))?;
+    Ok(Found { grid, digest })
+}
+
+/// The 1-D coordinate arrays of dimensions `dims`, when both have one.
+async fn coordinates(
+    catalog: &Catalog,
+    dataset: &Dataset,
+    reader: &ArrayReader,
+    names: &[Option<String>],
+    dims: [usize; 2],
+) -> Result<Option<(ArrayReader, ArrayReader)>> {
+    let (Some(y), Some(x)) = (&names[dims[0]], &names[dims[1]]) else { return Ok(None) };
+    let shape = &reader.meta.shape;
+    let y = coordinate_array(catalog, dataset, reader, y, shape[dims[0]]).await?;
+    let x = coordinate_array(catalog, dataset, reader, x, shape[dims[1]]).await?;
+    Ok(y.zip(x))
+}
+
+/// The native axes of `dims` from their coordinate arrays in the units of `crs`, and the
+/// arrays' digests.
+async fn axes(
+    catalog: &Catalog,
+    dataset: &Dataset,
+    reader: &ArrayReader,
+    names: &[Option<String>],
+    dims: [usize; 2],
+    crs: &Crs,
+) -> Result<Option<(Native, (u128, u128))>> {
+    let Some((y, x)) = coordinates(catalog, dataset, reader, names, dims).await? else { return Ok(None) };
+    let axis = async |r: &ArrayReader| -> Result<Axis> {
+        let scale = grid::native_scale(crs, &r.meta.attributes)
+            .map_err(|e| unusable(reader, format!("the coordinate array `{}` {e}", r.path)))?;
+        Axis::scaled(&values(r).await?, scale)
+            .map_err(|e| unusable(reader, format!("the coordinate array `{}` {e}", r.path)))
+    };
+    let native = Native::Axes { y: axis(&y).await?, x: axis(&x).await? };
+    Ok(Some((native, (y.meta.digest, x.meta.digest))))
+}
+
+async fn values(coordinate: &ArrayReader) -> Result<Vec<f64>> {
+    coordinate_values(coordinate, MAX_COORDINATES, "a grid's axis may hold").await
+}
+
+/// A GDAL `GeoTransform` attribute (six numbers in a string, or a list).
+fn geo_transform(value: &Value) -> Option<std::result::Result<grid::Affine, grid::native::AffineError>> {
+    let numbers: Vec<f64> = match value {
+        Value::String(s) => s.split_whitespace().map(str::parse).collect::<std::result::Result<_, _>>().ok()?,
+        Value::Array(l) => l.iter().map(Value::as_f64).collect::<Option<_>>()?,
+        _ => return None,
+    };
+    Some(grid::Affine::from_gdal(&numbers))
+}
+
+fn name_of(path: &str) -> &str {
+    path.rsplit_once('/').map_or(path, |(_, name)| name)
+}
+
+fn hash(text: &str) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(text.as_bytes())
+}

@@ -1,0 +1,225 @@
+//! Grids beyond latitude/longitude (`docs/grids.md`) over the fixtures of
+//! `tests/fixtures/grids`, written by xarray / rioxarray / zarr-python with the expected
+//! values computed by pyproj (`make_grids_fixtures.py`, never from zarrd): HRRR-like
+//! Lambert conformal (CF parameters on a sphere), NSIDC polar stereographic (rioxarray's
+//! `spatial_ref`), Sentinel-2-like `GeoZarr` UTM (`proj:code` + `spatial:transform` on the
+//! group, the legacy spellings on arrays, a rotated transform), a CORDEX rotated pole, a
+//! GOES full disk, LAEA Europe from WKT and `GeoTransform` alone, `y`/`x` in degrees, and
+//! three arrays whose grids cannot be used.
+
+#![allow(clippy::unwrap_used, clippy::float_cmp)] // expected tiles are exact float32
+
+use crate::common;
+
+use std::io::Read;
+use std::path::PathBuf;
+
+use common::{get, parse_npy};
+use serde_json::Value;
+
+fn dir() -> PathBuf {
+    common::fixtures().join("grids")
+}
+
+fn manifest() -> Value {
+    serde_json::from_slice(&std::fs::read(dir().join("manifest.json")).unwrap()).unwrap()
+}
+
+/// The app serving each fixture store as a dataset named after it.
+fn app() -> axum::Router {
+    let m = manifest();
+    let stores: Vec<(&str, zarrd_core::store::Store)> = m["datasets"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(name, d)| (name.as_str(), common::local_store(&dir().join(d["store"].as_str().unwrap()))))
+        .collect();
+    common::app_with(stores, common::config(""))
+}
+
+/// Every (dataset, array path, its manifest entry).
+fn arrays() -> Vec<(String, String, Value)> {
+    let m = manifest();
+    let mut out = Vec::new();
+    for (name, d) in m["datasets"].as_object().unwrap() {
+        for (path, a) in d["arrays"].as_object().unwrap() {
+            out.push((name.clone(), path.clone(), a.clone()));
+        }
+    }
+    out
+}
+
+/// An expected tile: 256 × 256 float32, rows north to south.
+fn expected(file: &str) -> Vec<f32> {
+    let mut raw = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(dir().join("expected").join(file)).unwrap())
+        .read_to_end(&mut raw)
+        .unwrap();
+    let npy = parse_npy(&raw);
+    assert_eq!((npy.descr.as_str(), npy.shape.as_slice()), ("<f4", &[256u64, 256][..]));
+    npy.data.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect()
+}
+
+#[tokio::test]
+async fn arrays_describe_their_grid_as_pyproj_sees_it() {
+    let app = app();
+    for (ds, path, a) in arrays() {
+        let reply = get(&app, &format!("/v1/arrays/{ds}/{path}")).await;
+        assert_eq!(reply.status, 200, "{ds}/{path}: {}", reply.describe());
+        let doc: Value = serde_json::from_slice(&reply.body).unwrap();
+        let grid = &doc["grid"];
+        if a["kind"].is_null() {
+            assert!(grid.is_null(), "{ds}/{path} ({}): {grid}", a["why"]);
+            continue;
+        }
+        assert_eq!(grid["kind"], a["kind"], "{ds}/{path}");
+        assert_eq!(grid["dims"], a["dims"], "{ds}/{path}");
+        if a["crs"].is_null() {
+            assert!(
+                grid.get("crs").is_none_or(|c| c.as_str().is_some_and(|w| w.contains("CRS["))),
+                "{ds}/{path}: {grid}"
+            );
+        } else {
+            assert_eq!(grid["crs"], a["crs"], "{ds}/{path}");
+        }
+        let (got, want) = (grid["bbox"].as_array().unwrap(), a["bbox"].as_array().unwrap());
+        for (g, w) in got.iter().zip(want) {
+            let (g, w) = (g.as_f64().unwrap(), w.as_f64().unwrap());
+            assert!((g - w).abs() < 0.01, "{ds}/{path}: bbox {got:?}, pyproj {want:?}");
+        }
+    }
+    common::assert_no_panics();
+}
+
+#[tokio::test]
+async fn every_tile_equals_the_pyproj_reference() {
+    let app = app();
+    let mut checked = 0;
+    for (ds, path, a) in arrays() {
+        for t in a["tiles"].as_array().into_iter().flatten() {
+            let index = t["t"].as_u64().map_or(String::new(), |i| format!("%5B{i}%5D"));
+            let id = format!("{ds}%2F{}{index}", path.replace('/', "%2F"));
+            let uri = format!(
+                "/maps/{id}/{}/{}/{}.npy?resampling={}",
+                t["z"],
+                t["x"],
+                t["y"],
+                t["resampling"].as_str().unwrap()
+            );
+            let reply = get(&app, &uri).await;
+            assert_eq!(reply.status, 200, "{uri}: {}", reply.describe());
+            let npy = parse_npy(&reply.body);
+            let got: Vec<f32> = npy.data.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+            let want = expected(t["file"].as_str().unwrap());
+            let bilinear = t["resampling"] == "bilinear";
+            let mut wrong = Vec::new();
+            for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+                let same = if w.is_nan() || g.is_nan() {
+                    w.is_nan() && g.is_nan()
+                } else if bilinear {
+                    // The same weights from PROJ's and proj4rs's native x/y: equal to ~1e-9 of a cell.
+                    (g - w).abs() <= 1e-4 * w.abs().max(1.0)
+                } else {
+                    g.to_bits() == w.to_bits()
+                };
+                if !same {
+                    wrong.push((k / 256, k % 256, *g, *w));
+                }
+            }
+            assert!(
+                wrong.is_empty(),
+                "{uri}: {} pixels differ (row, col, got, want), first: {:?}",
+                wrong.len(),
+                &wrong[..wrong.len().min(5)]
+            );
+            assert_eq!(got.iter().filter(|v| !v.is_nan()).count() as u64, t["valid"].as_u64().unwrap(), "{uri}");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 35, "{checked} tiles");
+    common::assert_no_panics();
+}
+
+#[tokio::test]
+async fn grids_that_cannot_be_used_are_named_and_metres_are_never_degrees() {
+    let app = app();
+    for (array, says) in [("a", "vertical_perspective"), ("b", "crs_wkt"), ("c", "map tiles need")] {
+        let reply = get(&app, &format!("/maps/unsupported%2F{array}/0/0/0.npy")).await;
+        assert_eq!(reply.status, 422, "{array}: {}", reply.describe());
+        let problem: Value = serde_json::from_slice(&reply.body).unwrap();
+        let detail = problem["detail"].as_str().unwrap();
+        assert!(detail.contains(says) && detail.contains(&format!("`{array}`")), "{array}: {detail}");
+    }
+    for array in ["a", "b"] {
+        let problem: Value =
+            serde_json::from_slice(&get(&app, &format!("/maps/unsupported%2F{array}/tilejson.json")).await.body)
+                .unwrap();
+        assert!(problem["detail"].as_str().unwrap().contains("supported"), "{problem}");
+    }
+    let reply = get(&app, "/maps/hrrr_lcc%2Ft2m%5B0%5D/4/3/6.npy?resampling=cubic").await;
+    assert_eq!(reply.status, 400, "{}", reply.describe());
+    let tilejson: Value =
+        serde_json::from_slice(&get(&app, "/maps/hrrr_lcc%2Ft2m%5B0%5D/tilejson.json?resampling=bilinear").await.body)
+            .unwrap();
+    assert!(tilejson["tiles"][0].as_str().unwrap().ends_with(".png?resampling=bilinear"), "{tilejson}");
+    common::assert_no_panics();
+}
+
+#[tokio::test]
+async fn a_point_selects_the_cell_pyproj_finds_and_names_its_centre() {
+    let app = app();
+    let mut checked = (0, 0);
+    for (ds, path, a) in arrays() {
+        let Some(file) = a["points"].as_str() else { continue };
+        let points: Vec<Value> =
+            serde_json::from_slice(&std::fs::read(dir().join("expected").join(file)).unwrap()).unwrap();
+        let leading = a["leading"].as_array().unwrap().len();
+        for p in points {
+            let (lon, lat) = (p["lon"].as_f64().unwrap(), p["lat"].as_f64().unwrap());
+            let uri = format!("/v1/slice/{ds}/{path}?sel=lat:~{lat},lon:~{lon}&format=json");
+            let reply = get(&app, &uri).await;
+            if p["cell"].is_null() {
+                assert_eq!(reply.status, 404, "{uri}: {}", reply.describe());
+                assert!(reply.describe().contains("outside the grid"), "{uri}: {}", reply.describe());
+                checked.1 += 1;
+                continue;
+            }
+            assert_eq!(reply.status, 200, "{uri}: {}", reply.describe());
+            let cell = [p["cell"][0].as_u64().unwrap(), p["cell"][1].as_u64().unwrap()];
+            let want =
+                std::iter::repeat_n(":".to_owned(), leading).chain(cell.map(|i| i.to_string())).collect::<Vec<_>>();
+            assert_eq!(reply.header("zarr-selection"), want.join(","), "{uri}");
+            let doc = reply.json();
+            let point = &doc["point"];
+            if p["centre"].is_null() {
+                // A cell at a geostationary limb whose centre the satellite cannot see.
+                assert!(point.get("lat").is_none() && point.get("lon").is_none(), "{uri}: {point}");
+                checked.0 += 1;
+                continue;
+            }
+            let (clon, clat) = (p["centre"][0].as_f64().unwrap(), p["centre"][1].as_f64().unwrap());
+            assert!((point["lat"].as_f64().unwrap() - clat).abs() < 1e-6, "{uri}: {point} vs {clon} {clat}");
+            let dlon = (point["lon"].as_f64().unwrap() - clon + 180.0).rem_euclid(360.0) - 180.0;
+            assert!(dlon.abs() < 1e-6, "{uri}: {point} vs {clon} {clat}");
+            checked.0 += 1;
+        }
+    }
+    assert!(checked.0 >= 250 && checked.1 >= 30, "{checked:?}");
+    // A point is a nearest pick with both coordinates; the grid's own dimensions cannot be named too.
+    for (sel, status) in [
+        ("lat:~40,lon:~-100", 200),
+        ("lat:40,lon:~-100", 400),
+        ("lat:~40", 400),
+        ("lat:~95,lon:~-100", 400),
+        ("lat:~40,lon:~-100,x:~0", 400),
+        ("lat:~40,lon:~-100,time:~2020-01-02", 200),
+        ("lat:~-40,lon:~-100", 404),
+    ] {
+        let reply = get(&app, &format!("/v1/slice/hrrr_lcc/t2m?sel={sel}&format=json")).await;
+        assert_eq!(reply.status, status, "{sel}: {}", reply.describe());
+    }
+    // The reduction of a point's time series on a projected grid.
+    let reply = get(&app, "/v1/reduce/hrrr_lcc/t2m?sel=lat:~40,lon:~-100&over=time&op=mean&format=json").await;
+    assert_eq!(reply.status, 200, "{}", reply.describe());
+    common::assert_no_panics();
+}
