@@ -156,9 +156,15 @@ pub struct Checked {
 
 /// Builds the reduction and checks its size before any read: the cells to visit against
 /// `max_cells`, and the values median and percentiles hold against `max_bytes`.
-pub fn build(request: &Request, cells: Cells, labels: &ArrayLabels, max_cells: u64, max_bytes: u64) -> Result<Checked> {
+pub fn build(
+    request: &Request,
+    (cells, grid): (Cells, Option<&zarrd_core::grid::Grid>),
+    labels: &ArrayLabels,
+    max_cells: u64,
+    max_bytes: u64,
+) -> Result<Checked> {
     let names: Vec<String> = (0..labels.names.len()).map(|d| labels.name(d)).collect();
-    let built = request::build(request, &names, &labels.labels, cells.selected, &cells.scalar)?;
+    let built = request::build(request, &names, &labels.labels, cells.selected, &cells.scalar, grid)?;
     let count = built.reduction.cells();
     if count > u128::from(max_cells) {
         return Err(Error::OverLimit(format!(

@@ -223,3 +223,30 @@ async fn a_point_selects_the_cell_pyproj_finds_and_names_its_centre() {
     assert_eq!(reply.status, 200, "{}", reply.describe());
     common::assert_no_panics();
 }
+
+#[tokio::test]
+async fn reductions_weigh_cells_by_their_area_on_the_sphere_and_take_the_polygons_centres() {
+    let app = app();
+    let mut checked = 0;
+    for (ds, path, a) in arrays() {
+        for case in a["reductions"].as_array().into_iter().flatten() {
+            let query = case["query"].as_str().unwrap().replace(' ', "%20");
+            let uri = format!("/v1/reduce/{ds}/{path}?{query}&format=json");
+            let reply = get(&app, &uri).await;
+            assert_eq!(reply.status, 200, "{uri}: {}", reply.describe());
+            let doc = reply.json();
+            let got: Vec<f64> = match &doc["data"] {
+                Value::Array(list) => list.iter().map(|v| v.as_f64().unwrap()).collect(),
+                v => vec![v.as_f64().unwrap()],
+            };
+            let want: Vec<f64> = case["values"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+            assert_eq!(got.len(), want.len(), "{uri}: {doc}");
+            for (g, w) in got.iter().zip(&want) {
+                assert!((g - w).abs() <= 1e-9 * w.abs().max(1.0), "{uri}: {got:?}, pyproj/NumPy {want:?}");
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "{checked}");
+    common::assert_no_panics();
+}

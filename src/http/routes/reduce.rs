@@ -45,8 +45,20 @@ pub async fn reduce(
     let scalars: Vec<(usize, u64)> =
         cells.scalar.iter().enumerate().filter(|(_, s)| **s).map(|(d, _)| (d, cells.selected[d][0])).collect();
     let limits = &state.config.limits;
-    let reduction::Checked { built, values_held } =
-        reduction::build(&request, cells, &labels, limits.max_reduce_cells, limits.max_response_bytes)?;
+    // The grid's own rules for `within` and `weights=area` (not needed otherwise).
+    let grid = if request.within.is_some() || request.area_weights {
+        state.grids.of(&state.catalog, dataset, &array).await?
+    } else {
+        None
+    };
+    let grid_digest = grid_digest.or(grid.as_ref().map(|g| g.digest));
+    let reduction::Checked { built, values_held } = reduction::build(
+        &request,
+        (cells, grid.as_ref().map(|g| &g.grid)),
+        &labels,
+        limits.max_reduce_cells,
+        limits.max_response_bytes,
+    )?;
     let cf = CfValues::of(&array.meta);
     let meta = table::typed(&array.meta, reduction::result_type(&request, &cf));
     let table = Table::of_reduction(&render, &built, &scalars, &labels);

@@ -97,6 +97,12 @@ impl Axis {
         (self.edges[k], self.edges[k + 1])
     }
 
+    /// Edge `e` in stored order (0..=n): stored cell `i` lies between edges `i` and `i + 1`.
+    pub fn stored_edge(&self, e: usize) -> f64 {
+        let n = self.len();
+        if self.descending { self.edges[n - e.min(n)] } else { self.edges[e.min(n)] }
+    }
+
     /// The narrowest cell (the grid's finest spacing).
     pub fn finest(&self) -> f64 {
         self.edges.windows(2).map(|w| w[1] - w[0]).fold(f64::INFINITY, f64::min)

@@ -14,6 +14,7 @@ pub mod cf;
 pub mod crs;
 pub mod geozarr;
 pub mod native;
+pub mod sphere;
 pub mod wkt;
 
 use serde_json::{Map, Value};
@@ -165,6 +166,44 @@ impl Grid {
     pub fn centre(&self, row: u64, col: u64) -> Option<(f64, f64)> {
         let (x, y) = self.native.centre(row, col);
         self.crs.inverse(x, y)
+    }
+
+    /// Longitude/latitude of the corner of stored edge `i` along the rows and `j` along the
+    /// columns (cell (r, c) has the corners (r, c), (r, c + 1), (r + 1, c + 1), (r + 1, c)).
+    pub fn corner(&self, i: u64, j: u64) -> Option<(f64, f64)> {
+        let (x, y) = self.native.corner(i, j);
+        self.crs.inverse(x, y)
+    }
+
+    /// The lon/lat centre of each cell of `rows` × `cols` (stored indices), row-major.
+    pub fn centres(&self, rows: &[u64], cols: &[u64]) -> Vec<Option<(f64, f64)>> {
+        rows.iter().flat_map(|&r| cols.iter().map(move |&c| self.centre(r, c))).collect()
+    }
+
+    /// The area on the sphere (m²) of each cell of `rows` × `cols`, row-major: the polygon
+    /// through its corners joined by great circles (NaN where a corner is off the Earth).
+    pub fn areas(&self, rows: &[u64], cols: &[u64]) -> Vec<f64> {
+        // The corners each cell needs, projected once each.
+        let edges = |cells: &[u64]| {
+            let mut e: Vec<u64> = cells.iter().flat_map(|&i| [i, i + 1]).collect();
+            e.sort_unstable();
+            e.dedup();
+            e
+        };
+        let (er, ec) = (edges(rows), edges(cols));
+        let corners: Vec<Option<(f64, f64)>> =
+            er.iter().flat_map(|&i| ec.iter().map(move |&j| self.corner(i, j))).collect();
+        let at = |i: u64, j: u64| {
+            let (a, b) = (er.binary_search(&i).unwrap_or(0), ec.binary_search(&j).unwrap_or(0));
+            corners[a * ec.len() + b]
+        };
+        rows.iter()
+            .flat_map(|&r| cols.iter().map(move |&c| (r, c)))
+            .map(|(r, c)| match (at(r, c), at(r, c + 1), at(r + 1, c + 1), at(r + 1, c)) {
+                (Some(a), Some(b), Some(c), Some(d)) => sphere::area(&[a, b, c, d]),
+                _ => f64::NAN,
+            })
+            .collect()
     }
 
     /// The CRS as `/v1/arrays` names it: `EPSG:NNNN`, else the WKT it was given.

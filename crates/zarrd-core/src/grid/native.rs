@@ -131,6 +131,18 @@ impl Native {
         }
     }
 
+    /// The native x/y of the corner of stored edge `i` along the rows and `j` along the
+    /// columns (edges midway between coordinates; a transform's cell corners).
+    pub fn corner(&self, i: u64, j: u64) -> (f64, f64) {
+        match self {
+            Self::Axes { y, x } => (x.stored_edge(j as usize), y.stored_edge(i as usize)),
+            Self::Affine { transform, node, .. } => {
+                let half = if *node { 0.5 } else { 0.0 };
+                transform.apply(j as f64 - half, i as f64 - half)
+            }
+        }
+    }
+
     /// The native x/y of a point on the outer edge of the grid: `s` in [0, 4) walks the
     /// boundary of the cell edges once round (each unit one side).
     pub fn boundary(&self, s: f64) -> (f64, f64) {

@@ -39,13 +39,15 @@ pub enum Fate {
     Grouped { ids: Vec<u32>, len: usize },
 }
 
-/// Which lat/lon cells count: `inside[r * cols + c]` for row `r` of dimension `rows` and
-/// column `c` of dimension `cols` (indices among the selected ones).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Which grid cells count: `inside[r * cols + c]` for row `r` of dimension `rows` and
+/// column `c` of dimension `cols` (indices among the selected ones), and on grids whose
+/// cell areas are no product of a row's and a column's, each cell's own weight.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Mask {
     pub rows: usize,
     pub cols: usize,
     pub inside: Vec<bool>,
+    pub weights: Option<Vec<f64>>,
 }
 
 /// A reduction over an array.
@@ -283,16 +285,20 @@ impl Folder {
                 if rank > 0 {
                     index[last] = j;
                 }
-                let inside = match (&r.mask, mask_cols) {
-                    (Some(m), Some(nc)) => m.inside[cells[m.rows][index[m.rows]] * nc + cells[m.cols][index[m.cols]]],
-                    _ => true,
+                let (inside, cell_weight) = match (&r.mask, mask_cols) {
+                    (Some(m), Some(nc)) => {
+                        let k = cells[m.rows][index[m.rows]] * nc + cells[m.cols][index[m.cols]];
+                        (m.inside[k], m.weights.as_ref().map_or(1.0, |w| w[k]))
+                    }
+                    _ => (true, 1.0),
                 };
                 // NaN is skipped, but median and percentiles count it towards the group.
                 if inside && (!x.is_nan() || !self.values.is_empty()) {
                     let (out, w) = if rank == 0 {
                         (0, 1.0)
                     } else {
-                        (base + offsets[last][j], weights[last].as_ref().map_or(weight, |ws| weight * ws[j]))
+                        let w = weights[last].as_ref().map_or(weight, |ws| weight * ws[j]);
+                        (base + offsets[last][j], w * cell_weight)
                     };
                     self.add(out, x, w);
                 }
@@ -423,7 +429,7 @@ mod tests {
             selected: vec![vec![0, 1], vec![0, 1]],
             fates: vec![Fate::Reduced, Fate::Reduced],
             weights: vec![None, None],
-            mask: Some(Mask { rows: 0, cols: 1, inside: vec![true, true, false, true] }),
+            mask: Some(Mask { rows: 0, cols: 1, inside: vec![true, true, false, true], weights: None }),
         };
         let visited = reduction.visited();
         let folder = Folder::new(Arc::new(reduction), 1, &visited);

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::coords::calendar::{Calendar, DateTime};
 use crate::coords::labels::{Kind, Labels};
+use crate::grid::{Grid, Kind as GridKind};
 use crate::reduce::area::{self, AreaError};
 use crate::reduce::op::Op;
 use crate::reduce::polygon::Shape;
@@ -209,7 +210,57 @@ fn polygon_mask(
             inside.push(shape.contains(lon_l[c as usize], lat_l[r as usize]));
         }
     }
-    Ok(Mask { rows: lat, cols: lon, inside })
+    Ok(Mask { rows: lat, cols: lon, inside, weights: None })
+}
+
+/// The most cells of a grid other than latitude/longitude that `within` or `weights=area`
+/// look at in one request (each costs a projection of its centre or corners).
+pub const MAX_GRID_CELLS: usize = 1 << 22;
+
+/// On a grid other than 1-D latitude/longitude, the cells `within` and `weights=area`
+/// take: those whose centre (lon/lat) the polygon holds, each weighed by its area on the
+/// sphere; `None` on latitude/longitude grids (their rules are separable) or when neither
+/// is asked.
+fn grid_mask(request: &Request, grid: Option<&Grid>, selected: &[Vec<u64>]) -> Result<Option<Mask>, RequestError> {
+    let Some(grid) = grid.filter(|g| g.kind != GridKind::Geographic) else { return Ok(None) };
+    if request.within.is_none() && !request.area_weights {
+        return Ok(None);
+    }
+    if request.area_weights && !request.op.takes_weights() {
+        return Err(RequestError::Invalid(format!(
+            "weights=area applies to mean, sum, std and var, not {}",
+            request.op.name()
+        )));
+    }
+    let [yd, xd] = grid.dims;
+    let (rows, cols) = (&selected[yd], &selected[xd]);
+    let n = rows.len().saturating_mul(cols.len());
+    if n > MAX_GRID_CELLS {
+        return Err(RequestError::TooLarge(format!(
+            "within and weights=area look at {} × {} cells of this {} grid, more than {MAX_GRID_CELLS}; narrow the selection with sel= or s=",
+            rows.len(),
+            cols.len(),
+            grid.names.join("/")
+        )));
+    }
+    let mut inside = vec![true; n];
+    if let Some(shape) = &request.within {
+        if let Some(why) = shape.too_much_work(n as u64) {
+            return Err(RequestError::TooLarge(why));
+        }
+        for (k, centre) in grid.centres(rows, cols).into_iter().enumerate() {
+            inside[k] = centre.is_some_and(|(lon, lat)| shape.contains(lon, lat));
+        }
+    }
+    let weights = request.area_weights.then(|| grid.areas(rows, cols));
+    if let Some(w) = &weights {
+        // A cell whose corners are not all on the Earth (a geostationary limb) has no area.
+        for (k, a) in w.iter().enumerate() {
+            inside[k] &= a.is_finite();
+        }
+    }
+    let weights = weights.map(|w| w.into_iter().map(|a| if a.is_finite() { a } else { 0.0 }).collect());
+    Ok(Some(Mask { rows: yd, cols: xd, inside, weights }))
 }
 
 /// The selected steps of time dimension `d` that have a date, each one's period and the
@@ -253,17 +304,23 @@ fn block_means(labels: Option<&Labels>, selected: &[u64], size: usize) -> Vec<f6
 
 /// Builds the reduction of `request` over the cells `selected[d]` (stored indices per
 /// dimension; `scalar[d]` when one label or index picked it), on an array whose
-/// dimensions are `names` with `labels`.
+/// dimensions are `names` with `labels` and whose grid is `grid` (when it has one).
 pub fn build(
     request: &Request,
     names: &[String],
     labels: &[Option<Arc<Labels>>],
     mut selected: Vec<Vec<u64>>,
     scalar: &[bool],
+    grid: Option<&Grid>,
 ) -> Result<Built, RequestError> {
     let roles = roles(request, names, scalar)?;
-    let weights = area_weights(request, names, labels, &selected)?;
-    let mask = request.within.as_ref().map(|shape| polygon_mask(shape, names, labels, &selected)).transpose()?;
+    let (weights, mask) = match grid_mask(request, grid, &selected)? {
+        Some(mask) => (vec![None; names.len()], Some(mask)),
+        None => (
+            area_weights(request, names, labels, &selected)?,
+            request.within.as_ref().map(|shape| polygon_mask(shape, names, labels, &selected)).transpose()?,
+        ),
+    };
     let mut fates = Vec::with_capacity(names.len());
     let mut out = Vec::new();
     for d in 0..names.len() {
