@@ -4,7 +4,7 @@
 //! dimensions — and the grid they make. What they mean is decided in the core; this module
 //! only fetches them through the catalog.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -29,6 +29,34 @@ pub struct Found {
     /// Validators of the grid: the digests of its Y and X coordinate arrays (0 where
     /// none), the grid mapping's folded into the first.
     pub digest: (u128, u128),
+    /// Every cell's centre in lon/lat (NaN off the Earth), row-major: made on the first
+    /// query that tests them (EDR area, cube, radius) and kept with the grid.
+    centres: OnceLock<Arc<Vec<(f64, f64)>>>,
+}
+
+/// The most cells whose centres a grid keeps (16 bytes each: 64 MiB).
+pub const MAX_CENTRES: u64 = 1 << 22;
+
+impl Found {
+    pub fn new(grid: Grid, digest: (u128, u128)) -> Self {
+        Self { grid, digest, centres: OnceLock::new() }
+    }
+
+    /// Every cell's centre (see [`Found`]); 413 for a grid of more than [`MAX_CENTRES`].
+    pub fn centres(&self) -> Result<Arc<Vec<(f64, f64)>>> {
+        let (rows, cols) = self.grid.shape();
+        if rows.saturating_mul(cols) > MAX_CENTRES {
+            return Err(Error::OverLimit(format!(
+                "this query tests the centre of every cell of a {rows} × {cols} grid, more than {MAX_CENTRES}; ask for a point (position)"
+            )));
+        }
+        let all = || {
+            let (r, c): (Vec<u64>, Vec<u64>) = ((0..rows).collect(), (0..cols).collect());
+            let centres = self.grid.centres(&r, &c);
+            Arc::new(centres.into_iter().map(|p| p.unwrap_or((f64::NAN, f64::NAN))).collect())
+        };
+        Ok(Arc::clone(self.centres.get_or_init(all)))
+    }
 }
 
 /// Grids by array version, shared by every request.
@@ -179,7 +207,7 @@ fn grid_of(
 ) -> Result<Found> {
     let name = |d: usize| names[d].clone().unwrap_or_else(|| format!("dim_{d}"));
     let grid = Grid::new(dims, [name(dims[0]), name(dims[1])], crs, native).map_err(|e| unusable(reader, e))?;
-    Ok(Found { grid, digest })
+    Ok(Found::new(grid, digest))
 }
 
 /// The 1-D coordinate arrays of dimensions `dims`, when both have one.

@@ -1,6 +1,6 @@
-//! Which groups are EDR collections and what they hold: a group with arrays on a
-//! latitude/longitude grid (found as `/maps` finds one: the last two dimensions named for
-//! latitude and longitude, with 1-D coordinate arrays beside them), each such array a
+//! Which groups are EDR collections and what they hold: a group with arrays on one grid
+//! (found as every route finds it, `analysis::grids`: 1-D latitude/longitude, projected,
+//! rotated or geostationary, with its last two dimensions as (Y, X)), each such array a
 //! parameter, the dimensions before the grid a CF time axis and a vertical one. Found once
 //! per version of the arrays ([`Collections`]).
 
@@ -10,14 +10,16 @@ use std::time::Duration;
 use moka::future::Cache;
 use serde_json::Value;
 
+use crate::analysis::coordinates::MAX_LABELS;
 use crate::analysis::coordinates::{ArrayLabels, Coordinates, sibling};
-use crate::analysis::grids::Grids;
+use crate::analysis::grids::{Found, Grids};
 use crate::catalog::{Catalog, Dataset};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use zarrd_core::coords::calendar::CfTime;
 use zarrd_core::coords::cf::CfValues;
 use zarrd_core::coords::labels::{Kind, Labels};
+use zarrd_core::grid::{Grid, Kind as GridKind, Native};
 use zarrd_core::ops::caches::get_or_try_load;
 use zarrd_core::zarr::data_type::DataType;
 use zarrd_core::zarr::metadata::{ArrayMetadata, Node};
@@ -69,7 +71,7 @@ pub struct Vertical {
     pub positive: Option<String>,
 }
 
-/// A group holding arrays on a latitude/longitude grid.
+/// A group holding arrays on one grid.
 #[derive(Debug)]
 pub struct Collection {
     pub id: String,
@@ -79,8 +81,12 @@ pub struct Collection {
     pub title: String,
     pub description: Option<String>,
     pub parameters: Vec<Parameter>,
+    /// The labels of the grid's rows and columns: latitudes and longitudes on a
+    /// latitude/longitude grid, else the native y and x.
     pub lat: Arc<Labels>,
     pub lon: Arc<Labels>,
+    /// The grid when it is not 1-D latitude/longitude (queries are then answered on it).
+    pub grid: Option<Arc<Found>>,
     pub time: Option<Arc<Labels>>,
     pub vertical: Option<Vertical>,
     /// Whether it is in a versioned dataset (with instances: its branches and tags).
@@ -184,15 +190,17 @@ async fn find(
         if !reader.meta.data_type.is_real_number() {
             continue;
         }
-        // An array whose grid is not latitude/longitude (or cannot be used) is no parameter.
+        // An array without a grid on its last two dimensions (or one that cannot be used)
+        // is no parameter.
         let rank = reader.meta.shape.len();
-        let on_lonlat = grids.of(catalog, dataset, &reader).await.ok().flatten().is_some_and(|found| {
-            found.grid.kind == zarrd_core::grid::Kind::Geographic && found.grid.dims == [rank - 2, rank - 1]
-        });
-        if !on_lonlat {
+        let on = grids.of(catalog, dataset, &reader).await.ok().flatten();
+        let Some(on) = on.filter(|f| f.grid.dims == [rank - 2, rank - 1] && f.grid.kind != GridKind::Curvilinear)
+        else {
             continue;
-        }
+        };
+        let projected = (on.grid.kind != GridKind::Geographic).then(|| Arc::clone(&on));
         let labels = with_offset_times(&reader.meta, &*coords.of(catalog, dataset, &reader).await?);
+        let labels = with_transform_axes(labels, &on.grid);
         let Some(axes) = axes_of(catalog, dataset, &reader.path, &labels).await else { continue };
         let name = node.path.rsplit('/').next().unwrap_or(&node.path).to_owned();
         let meta = &reader.meta;
@@ -223,13 +231,19 @@ async fn find(
             parameters: Vec::new(),
             lat: Arc::clone(&lat),
             lon: Arc::clone(&lon),
+            grid: projected.clone(),
             time: None,
             vertical: None,
             versioned,
         });
         // Every parameter of a group shares its grid (the same coordinate arrays by name);
         // one on other coordinates of the same names would be a different size: left out.
-        if lat.values != collection.lat.values || lon.values != collection.lon.values {
+        let same_grid = match (&collection.grid, &projected) {
+            (None, None) => true,
+            (Some(a), Some(b)) => a.digest == b.digest,
+            _ => false,
+        };
+        if !same_grid || lat.values != collection.lat.values || lon.values != collection.lon.values {
             continue;
         }
         if collection.time.is_none() {
@@ -252,6 +266,27 @@ async fn find(
         collection.parameters.push(parameter);
     }
     Ok(found)
+}
+
+/// `labels`, with the rows and columns of a grid placed by an unrotated affine transform
+/// (`GeoZarr` `spatial:transform`, GDAL `GeoTransform`: no coordinate arrays) labelled by
+/// their native centres, as a `Grid` domain names them.
+fn with_transform_axes(mut labels: ArrayLabels, grid: &Grid) -> ArrayLabels {
+    let Native::Affine { transform, rows, cols, .. } = &grid.native else { return labels };
+    let [_, b, _, d, _, _] = transform.coefficients;
+    if b != 0.0 || d != 0.0 || *rows > MAX_LABELS || *cols > MAX_LABELS {
+        return labels;
+    }
+    let [yd, xd] = grid.dims;
+    if labels.labels[yd].is_none() {
+        let values = (0..*rows).map(|r| grid.native.centre(r, 0).1).collect();
+        labels.labels[yd] = Some(Arc::new(Labels::new(values, Kind::Plain)));
+    }
+    if labels.labels[xd].is_none() {
+        let values = (0..*cols).map(|c| grid.native.centre(0, c).0).collect();
+        labels.labels[xd] = Some(Arc::new(Labels::new(values, Kind::Plain)));
+    }
+    labels
 }
 
 /// `labels`, with a leading dimension that has no coordinate array but whose offsets the

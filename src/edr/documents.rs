@@ -96,7 +96,7 @@ pub fn collection(c: &Collection, instance: Option<&str>, href: &str) -> Value {
         "links": links,
         "extent": extent(c),
         "data_queries": queries,
-        "crs": ["CRS84"],
+        "crs": crs_list(c),
         "output_formats": OUTPUT_FORMATS,
         "parameter_names": parameter_names(c),
         // EDR 1.1 (A.13): a collection offering `radius` says which `within-units` it takes.
@@ -108,15 +108,30 @@ pub fn collection(c: &Collection, instance: Option<&str>, href: &str) -> Value {
     out
 }
 
-/// `extent`: the grid's cell edges in CRS84, the steps, the levels.
+/// `crs`: CRS84, and on a projected grid with an EPSG code that code's URI (queries take it
+/// for `coords` and `bbox`).
+fn crs_list(c: &Collection) -> Value {
+    match c.grid.as_deref().and_then(crate::edr::query::native_uri) {
+        Some(uri) => json!(["CRS84", uri]),
+        None => json!(["CRS84"]),
+    }
+}
+
+/// `extent`: the grid's cell edges in CRS84 (its footprint on a grid other than
+/// latitude/longitude), the steps, the levels.
 fn extent(c: &Collection) -> Value {
-    let lat = zarrd_core::coords::geo::GridAxis::new(&c.lat, false);
-    let lon = zarrd_core::coords::geo::GridAxis::new(&c.lon, true);
-    let (south, north) = lat.edges();
-    let (west, east) = if lon.is_global() {
-        (-180.0, 180.0)
+    let [west, south, east, north] = if let Some(found) = &c.grid {
+        found.grid.bbox
     } else {
-        (crs84_longitude(lon.edges().0), crs84_longitude(lon.edges().1))
+        let lat = zarrd_core::coords::geo::GridAxis::new(&c.lat, false);
+        let lon = zarrd_core::coords::geo::GridAxis::new(&c.lon, true);
+        let (south, north) = lat.edges();
+        let (west, east) = if lon.is_global() {
+            (-180.0, 180.0)
+        } else {
+            (crs84_longitude(lon.edges().0), crs84_longitude(lon.edges().1))
+        };
+        [west, south, east, north]
     };
     let mut out = json!({
         "spatial": {"bbox": [[west, south.max(-90.0), east, north.min(90.0)]], "crs": CRS84_WKT},

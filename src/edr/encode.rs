@@ -12,7 +12,7 @@ use zarrd_core::zarr::data_type::DataType;
 
 use crate::edr::collection::{Collection, Parameter};
 use crate::edr::query::{Format, Places, Plan};
-use crate::edr::read::{Coverage, Domain};
+use crate::edr::read::{Coverage, Domain, Place};
 
 /// Bytes a value may take in text (`-1.2345678901234567e-300` and a separator).
 const VALUE_BYTES: u64 = 26;
@@ -71,12 +71,17 @@ fn domain_type(plan: &Plan) -> &'static str {
     }
 }
 
-/// The CoverageJSON `referencing` of a collection's axes.
-fn referencing(collection: &Collection, domain: &Domain) -> Value {
-    let mut out = vec![json!({
-        "coordinates": ["x", "y"],
-        "system": {"type": "GeographicCRS", "id": "http://www.opengis.net/def/crs/OGC/1.3/CRS84"}
-    })];
+/// The CoverageJSON `referencing` of a collection's axes: x/y in CRS84, or a box on a
+/// grid other than latitude/longitude in its native `ProjectedCRS` (by EPSG URI, else WKT).
+fn referencing(collection: &Collection, plan: &Plan, domain: &Domain) -> Value {
+    let system = match (&collection.grid, &plan.places) {
+        (Some(found), Places::Box(_)) => match crate::edr::query::native_uri(found) {
+            Some(id) => json!({"type": "ProjectedCRS", "id": id}),
+            None => json!({"type": "ProjectedCRS", "wkt": found.grid.crs_wkt()}),
+        },
+        _ => json!({"type": "GeographicCRS", "id": "http://www.opengis.net/def/crs/OGC/1.3/CRS84"}),
+    };
+    let mut out = vec![json!({"coordinates": ["x", "y"], "system": system})];
     if domain.t.is_some()
         && let Some(Kind::Time(cf)) = collection.time.as_deref().map(|l| &l.kind)
     {
@@ -234,7 +239,7 @@ impl Text {
 pub fn coverage_json(collection: &Collection, answer: std::sync::Arc<Answer>) -> Text {
     let (plan, domain) = (&answer.plan, &answer.domain);
     let kind = domain_type(plan);
-    let referencing = referencing(collection, domain).to_string();
+    let referencing = referencing(collection, plan, domain).to_string();
     let parameters = parameters(plan).to_string();
     let mut parts = Vec::new();
     if matches!(plan.places, Places::Points { multi: true, .. }) {
@@ -343,9 +348,10 @@ fn rows_per_coverage(domain: &Domain, c: &Coverage) -> usize {
     domain.t.as_ref().map_or(1, Vec::len) * domain.z.as_ref().map_or(1, Vec::len) * c.y.len() * c.x.len()
 }
 
-/// Row `at` of coverage `k` (in C order of step, level, cell): its step, level, x, y and
-/// values index; `None` for a cell not taken.
-fn row(answer: &Answer, k: usize, at: usize) -> Option<(usize, usize, f64, f64)> {
+/// Row `at` of coverage `k` (in C order of step, level, cell): its step, level, the
+/// cell's centre lon, lat (and its place on a grid other than latitude/longitude); `None`
+/// for a cell not taken.
+fn row(answer: &Answer, k: usize, at: usize) -> Option<(usize, usize, f64, f64, Option<Place>)> {
     let c = &answer.coverages[k];
     let cells = c.y.len() * c.x.len();
     let nz = answer.domain.z.as_ref().map_or(1, Vec::len);
@@ -353,14 +359,18 @@ fn row(answer: &Answer, k: usize, at: usize) -> Option<(usize, usize, f64, f64)>
     if c.mask.as_ref().is_some_and(|m| !m[cell]) {
         return None;
     }
-    let (r, x) = (cell / c.x.len(), cell % c.x.len());
-    Some((at / (nz * cells), (at / cells) % nz, zarrd_core::coords::geo::crs84_longitude(c.x[x]), c.y[r]))
+    let (step, level) = (at / (nz * cells), (at / cells) % nz);
+    if let Some(p) = c.places.as_ref().and_then(|p| p.get(cell)) {
+        return Some((step, level, p.lon, p.lat, Some(*p)));
+    }
+    let (row, column) = (cell / c.x.len(), cell % c.x.len());
+    Some((step, level, zarrd_core::coords::geo::crs84_longitude(c.x[column]), c.y[row], None))
 }
 
 /// One GeoJSON `Point` feature (with a comma before it when `after` one): false for a
 /// cell not taken.
 fn feature(out: &mut String, answer: &Answer, coverage: usize, at: usize, after: bool) -> bool {
-    let Some((t, z, x, y)) = row(answer, coverage, at) else { return false };
+    let Some((t, z, x, y, _)) = row(answer, coverage, at) else { return false };
     if after {
         out.push(',');
     }
@@ -391,13 +401,19 @@ fn feature(out: &mut String, answer: &Answer, coverage: usize, at: usize, after:
 
 /// One CSV row (nothing for a cell not taken).
 fn csv_row(out: &mut String, answer: &Answer, coverage: usize, at: usize) {
-    let Some((t, z, x, y)) = row(answer, coverage, at) else { return };
+    let Some((t, z, x, y, place)) = row(answer, coverage, at) else { return };
     if let Some(times) = &answer.domain.t {
         out.push_str(&times[t]);
         out.push(',');
     }
     if let Some(levels) = &answer.domain.z {
         number(out, levels[z], DataType::Float64, "");
+        out.push(',');
+    }
+    if let Some(p) = place {
+        number(out, p.x, DataType::Float64, "");
+        out.push(',');
+        number(out, p.y, DataType::Float64, "");
         out.push(',');
     }
     number(out, y, DataType::Float64, "");
@@ -420,7 +436,8 @@ pub fn geo_json(answer: std::sync::Arc<Answer>) -> Text {
     Text::new(answer, parts)
 }
 
-/// CSV: `datetime`, `z` (with levels), `lat`, `lon`, then one column per parameter.
+/// CSV: `datetime`, `z` (with levels), `x`, `y` (native, on a grid other than
+/// latitude/longitude), `lat`, `lon`, then one column per parameter.
 pub fn csv(answer: std::sync::Arc<Answer>) -> Text {
     let mut header: Vec<String> = Vec::new();
     if answer.domain.t.is_some() {
@@ -428,6 +445,9 @@ pub fn csv(answer: std::sync::Arc<Answer>) -> Text {
     }
     if answer.domain.z.is_some() {
         header.push("z".into());
+    }
+    if answer.coverages.first().is_some_and(|c| c.places.is_some()) {
+        header.extend(["x".into(), "y".into()]);
     }
     header.extend(["lat".into(), "lon".into()]);
     header.extend(answer.plan.parameters.iter().map(|p| csv_field(&p.name)));

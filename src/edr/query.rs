@@ -7,6 +7,7 @@ use zarrd_core::coords::geo::{self, GridAxis, Taken};
 use zarrd_core::coords::labels::{Kind as LabelKind, Labels, Run};
 use zarrd_core::reduce::polygon::Shape;
 
+use crate::analysis::grids::Found;
 use crate::analysis::reduction::Get;
 use crate::edr::collection::{Axis, Collection, Parameter};
 use crate::error::{Error, Result};
@@ -152,7 +153,7 @@ impl Plan {
 
 /// Plans query `query` on `collection`.
 pub fn plan(collection: &Collection, query: QueryType, params: &impl Get) -> Result<Plan> {
-    crs(params.get("crs"))?;
+    let native = crs(collection, params.get("crs"))?;
     let parameters = parameters(collection, params)?;
     let axes = parameters[0].axes.clone();
     let times = match (axes.contains(&Axis::T), &collection.time, params.get("datetime")) {
@@ -172,13 +173,32 @@ pub fn plan(collection: &Collection, query: QueryType, params: &impl Get) -> Res
         }
         _ => Vec::new(),
     };
-    let places = places(collection, query, params)?;
+    let places = match &collection.grid {
+        Some(found) => places_on_grid(found, query, params, native)?,
+        None => places(collection, query, params)?,
+    };
     Ok(Plan { query, parameters, axes, times, levels, places })
 }
 
-/// `crs`: CRS84 or EPSG:4326 (both read as longitude, latitude).
-fn crs(text: Option<&str>) -> Result<()> {
-    let Some(text) = text else { return Ok(()) };
+/// The EPSG URI of a grid's CRS, when it has a code.
+pub fn native_uri(found: &Found) -> Option<String> {
+    found.grid.crs.code.map(|code| format!("http://www.opengis.net/def/crs/EPSG/0/{code}"))
+}
+
+/// `crs`: CRS84 or EPSG:4326 (both read as longitude, latitude), or on a projected grid
+/// with an EPSG code that code (then `coords` and `bbox` are native x/y): whether it was.
+fn crs(collection: &Collection, text: Option<&str>) -> Result<bool> {
+    let Some(text) = text else { return Ok(false) };
+    let native = collection.grid.as_deref().and_then(|f| f.grid.crs.code.map(|code| (code, native_uri(f))));
+    if let Some((code, Some(uri))) = &native {
+        let t = text.trim().to_ascii_lowercase();
+        if t == uri.to_ascii_lowercase()
+            || t == uri.replace("http:", "https:").to_ascii_lowercase()
+            || t == format!("epsg:{code}")
+        {
+            return Ok(true);
+        }
+    }
     let known = [
         "crs84",
         "epsg:4326",
@@ -188,10 +208,135 @@ fn crs(text: Option<&str>) -> Result<()> {
         "https://www.opengis.net/def/crs/epsg/0/4326",
     ];
     if known.contains(&text.trim().to_ascii_lowercase().as_str()) {
-        Ok(())
+        Ok(false)
     } else {
-        Err(Error::BadRequest(format!("crs `{text}` is not supported; allowed: CRS84, EPSG:4326")))
+        let also = native.map(|(code, _)| format!(", EPSG:{code}")).unwrap_or_default();
+        Err(Error::BadRequest(format!("crs `{text}` is not supported; allowed: CRS84, EPSG:4326{also}")))
     }
+}
+
+/// The cells a query takes on a grid other than 1-D latitude/longitude: the cell holding
+/// each point, or those whose centre (lon/lat) the polygon, box or circle holds. With
+/// `native`, `coords` and `bbox` are in the grid's own x/y.
+fn places_on_grid(found: &Found, query: QueryType, params: &impl Get, native: bool) -> Result<Places> {
+    let grid = &found.grid;
+    let required = |name: &str, example: &str| {
+        params
+            .get(name)
+            .ok_or_else(|| Error::BadRequest(format!("{name} is required for {}, e.g. {example}", query.name())))
+    };
+    // A point given in native x/y, as lon/lat.
+    let to_lonlat = |(x, y): (f64, f64)| -> Result<(f64, f64)> {
+        if !native {
+            return Ok((x, y));
+        }
+        grid.crs.inverse(x, y).ok_or_else(|| Error::BadRequest(format!("the point ({x} {y}) is not on the Earth")))
+    };
+    let bbox = |b: [f64; 4]| format!("lon {} to {}, lat {} to {}", b[0], b[2], b[1], b[3]);
+    let centres = || found.centres();
+    let (_, cols) = grid.shape();
+    let taken = |inside: &dyn Fn(usize, f64, f64) -> bool, empty: &str| -> Result<Places> {
+        let all = centres()?;
+        let cells: Vec<(u64, u64)> = all
+            .iter()
+            .enumerate()
+            .filter(|&(k, &(lon, lat))| !lon.is_nan() && inside(k, lon, lat))
+            .map(|(k, _)| (k as u64 / cols, k as u64 % cols))
+            .collect();
+        let columns: Vec<f64> = (0..cols).map(|c| c as f64).collect();
+        Taken::of(&cells, &columns, false)
+            .map(Places::Box)
+            .ok_or_else(|| Error::BadRequest(format!("{empty} of this collection's grid")))
+    };
+    match query {
+        QueryType::Position => {
+            let coords = required("coords", "coords=POINT(-75.2 45.3)")?;
+            let (points, multi) = parse_points(coords, native)?;
+            let mut cells = Vec::with_capacity(points.len());
+            for p in points {
+                let (lon, lat) = to_lonlat(p)?;
+                let (row, col) = grid.cell(lon, lat).ok_or_else(|| {
+                    Error::BadRequest(format!(
+                        "the point ({} {}) is outside the grid, whose cells lie within {}",
+                        p.0,
+                        p.1,
+                        bbox(grid.bbox)
+                    ))
+                })?;
+                cells.push((u64::from(row), u64::from(col)));
+            }
+            Ok(Places::Points { cells, multi })
+        }
+        QueryType::Area => {
+            if native {
+                return Err(Error::BadRequest("an area's polygon is given in CRS84 (lon lat); leave crs out".into()));
+            }
+            let coords = required("coords", "coords=POLYGON((-80 40,-70 40,-70 50,-80 50,-80 40))")?;
+            let shape =
+                Shape::parse(coords).map_err(|e| Error::BadRequest(e.to_string().replacen("within", "coords", 1)))?;
+            let (rows, cols) = grid.shape();
+            if let Some(why) = shape.too_much_work(rows * cols) {
+                return Err(Error::OverLimit(why));
+            }
+            taken(&|_, lon, lat| shape.contains(lon, lat), "the polygon holds no cell centre")
+        }
+        QueryType::Cube => {
+            let text = required("bbox", "bbox=-80,40,-70,50")?;
+            let [west, south, east, north] = bbox_numbers(text)?;
+            if native {
+                // The cells whose native centre the box holds.
+                let (rows, cols) = grid.shape();
+                let cells: Vec<(u64, u64)> = (0..rows)
+                    .flat_map(|r| (0..cols).map(move |c| (r, c)))
+                    .filter(|&(r, c)| {
+                        let (x, y) = grid.native.centre(r, c);
+                        (west..=east).contains(&x) && (south..=north).contains(&y)
+                    })
+                    .collect();
+                let columns: Vec<f64> = (0..cols).map(|c| c as f64).collect();
+                return Taken::of(&cells, &columns, false).map(Places::Box).ok_or_else(|| {
+                    Error::BadRequest("the bbox holds no cell centre of this collection's grid".into())
+                });
+            }
+            taken(
+                &|_, lon, lat| geo::in_arc(lon, west, east) && (south..=north).contains(&lat),
+                "the bbox holds no cell centre",
+            )
+        }
+        QueryType::Radius => {
+            let coords = required("coords", "coords=POINT(-75.2 45.3)&within=100&within-units=km")?;
+            let (points, multi) = parse_points(coords, native)?;
+            if multi {
+                return Err(Error::BadRequest("coords of a radius query is one POINT".into()));
+            }
+            let (x0, y0) = to_lonlat(points[0])?;
+            let km = radius_km(required("within", "within=100")?, params.get("within-units"))?;
+            taken(&|_, lon, lat| geo::great_circle_km(x0, y0, lon, lat) <= km, "the circle holds no cell centre")
+        }
+    }
+}
+
+/// WKT points; in native x/y (`native`) without the latitude check.
+fn parse_points(coords: &str, native: bool) -> Result<(Vec<(f64, f64)>, bool)> {
+    if native {
+        return geo::parse_native_points(coords).map_err(|e| Error::BadRequest(e.to_string()));
+    }
+    geo::parse_points(coords).map_err(|e| Error::BadRequest(e.to_string()))
+}
+
+/// `bbox`: four numbers, south not above north.
+fn bbox_numbers(text: &str) -> Result<[f64; 4]> {
+    // Every item a number: a typo (`10,40,,20,50`) is refused, never read as another box.
+    let numbers: Option<Vec<f64>> = text.split(',').map(|s| s.trim().parse::<f64>().ok()).collect();
+    let Some([west, south, east, north]) = numbers.as_deref().and_then(|n| <[f64; 4]>::try_from(n).ok()) else {
+        return Err(Error::BadRequest(format!(
+            "bbox `{text}` is not four numbers minlon,minlat,maxlon,maxlat (levels go in z)"
+        )));
+    };
+    if ![west, south, east, north].iter().all(|v| v.is_finite()) || south > north {
+        return Err(Error::BadRequest(format!("bbox `{text}`: minlat must not be above maxlat")));
+    }
+    Ok([west, south, east, north])
 }
 
 /// The parameters asked for (`parameter-name`, or OWSLib's `parameter_names`), all by
@@ -335,17 +480,7 @@ fn places(collection: &Collection, query: QueryType, params: &impl Get) -> Resul
             boxed(&taken, &lon, "the polygon holds no cell centre")
         }
         QueryType::Cube => {
-            let text = required("bbox", "bbox=-80,40,-70,50")?;
-            // Every item a number: a typo (`10,40,,20,50`) is refused, never read as another box.
-            let numbers: Option<Vec<f64>> = text.split(',').map(|s| s.trim().parse::<f64>().ok()).collect();
-            let Some([west, south, east, north]) = numbers.as_deref().and_then(|n| <[f64; 4]>::try_from(n).ok()) else {
-                return Err(Error::BadRequest(format!(
-                    "bbox `{text}` is not four numbers minlon,minlat,maxlon,maxlat (levels go in z)"
-                )));
-            };
-            if ![west, south, east, north].iter().all(|v| v.is_finite()) || south > north {
-                return Err(Error::BadRequest(format!("bbox `{text}`: minlat must not be above maxlat")));
-            }
+            let [west, south, east, north] = bbox_numbers(required("bbox", "bbox=-80,40,-70,50")?)?;
             let taken = cells_where(&lat, &lon, (south, north), |x, _| geo::in_arc(x, west, east));
             boxed(&taken, &lon, "the bbox holds no cell centre")
         }

@@ -16,12 +16,25 @@ use crate::edr::collection::{Axis, Collection};
 use crate::edr::query::{Places, Plan};
 use crate::error::Result;
 
+/// Where a cell of a grid other than latitude/longitude is: its centre in lon/lat and in
+/// native x/y.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Place {
+    pub lon: f64,
+    pub lat: f64,
+    pub x: f64,
+    pub y: f64,
+}
+
 /// The domain and values of one coverage.
 #[derive(Debug, Clone)]
 pub struct Coverage {
-    /// Cell centres: CRS84 longitudes eastwards, latitudes in stored order.
+    /// Cell centres: CRS84 longitudes eastwards, latitudes in stored order; on a grid
+    /// other than latitude/longitude the native x and y of a box (a point's lon/lat).
     pub x: Vec<f64>,
     pub y: Vec<f64>,
+    /// On a grid other than latitude/longitude, each cell's place (row-major).
+    pub places: Option<Vec<Place>>,
     /// Which cells of the box were taken (row-major), `None` for a point.
     pub mask: Option<Vec<bool>>,
     /// Per parameter, the values in C order of (t, z, y, x); NaN where missing or not taken.
@@ -189,10 +202,25 @@ pub async fn read(
             }
             values.push(in_edr_order(decoded, &resolved.full_shape, &p.axes));
         }
+        let place = |r: u64, c: u64| {
+            let found = collection.grid.as_deref()?;
+            let (x, y) = found.grid.native.centre(r, c);
+            let (lon, lat) = found.grid.centre(r, c).unwrap_or((f64::NAN, f64::NAN));
+            Some(Place { lon: crs84_longitude(lon), lat, x, y })
+        };
         let coverage = match &plan.places {
             Places::Points { .. } => {
                 let (r, c) = cells[k];
-                Coverage { x: vec![crs84_longitude(lon[c as usize])], y: vec![lat[r as usize]], mask: None, values }
+                match place(r, c) {
+                    Some(p) => Coverage { x: vec![p.lon], y: vec![p.lat], places: Some(vec![p]), mask: None, values },
+                    None => Coverage {
+                        x: vec![crs84_longitude(lon[c as usize])],
+                        y: vec![lat[r as usize]],
+                        places: None,
+                        mask: None,
+                        values,
+                    },
+                }
             }
             Places::Box(taken) => {
                 let mut values = values;
@@ -207,9 +235,18 @@ pub async fn read(
                     }
                     debug_assert_eq!(v.len(), per_cell * cells);
                 }
+                let places = collection.grid.is_some().then(|| {
+                    taken.rows.clone().flat_map(|r| taken.columns.iter().filter_map(move |&c| place(r, c))).collect()
+                });
+                let x = if places.is_some() {
+                    taken.columns.iter().map(|&c| lon[c as usize]).collect()
+                } else {
+                    eastward_longitudes(&taken.columns, lon)
+                };
                 Coverage {
-                    x: eastward_longitudes(&taken.columns, lon),
+                    x,
                     y: taken.rows.clone().map(|r| lat[r as usize]).collect(),
+                    places,
                     mask: Some(taken.mask.clone()),
                     values,
                 }

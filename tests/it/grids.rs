@@ -250,3 +250,114 @@ async fn reductions_weigh_cells_by_their_area_on_the_sphere_and_take_the_polygon
     assert!(checked >= 20, "{checked}");
     common::assert_no_panics();
 }
+
+/// The value of `ds/path` at stored indices `index`, read by index (`s=`; the read path's
+/// own conformance against zarr-python is tested elsewhere).
+async fn value_at(app: &axum::Router, ds: &str, path: &str, index: &[u64]) -> Option<f64> {
+    let s: Vec<String> = index.iter().map(ToString::to_string).collect();
+    let reply = get(app, &format!("/v1/slice/{ds}/{path}?s={}&format=json", s.join(","))).await;
+    assert_eq!(reply.status, 200, "{}", reply.describe());
+    reply.json()["data"].as_f64()
+}
+
+#[tokio::test]
+async fn edr_answers_on_projected_rotated_and_geostationary_grids() {
+    let app = app();
+    // Collections: the footprint, the native CRS beside CRS84, and only the data variable
+    // (not the 2-D latitude/longitude arrays beside it) as a parameter.
+    for (ds, path, crs) in [
+        ("hrrr_lcc", "t2m", None),
+        ("seaice_3413", "ice", Some(3413)),
+        ("cordex_rotated", "tas", None),
+        ("goes_geos", "cmi", None),
+        ("europe_laea", "lc", Some(3035)),
+    ] {
+        let m = &manifest()["datasets"][ds]["arrays"][path];
+        let doc = get(&app, &format!("/edr/collections/{ds}")).await;
+        assert_eq!(doc.status, 200, "{ds}: {}", doc.describe());
+        let doc = doc.json();
+        let names: Vec<&str> = doc["parameter_names"].as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(names, [path], "{ds}");
+        let bbox = doc["extent"]["spatial"]["bbox"][0].as_array().unwrap().clone();
+        for (g, w) in bbox.iter().zip(m["bbox"].as_array().unwrap()) {
+            assert!((g.as_f64().unwrap() - w.as_f64().unwrap()).abs() < 0.01, "{ds}: {bbox:?} vs {}", m["bbox"]);
+        }
+        let want_crs = match crs {
+            Some(code) => serde_json::json!(["CRS84", format!("http://www.opengis.net/def/crs/EPSG/0/{code}")]),
+            None => serde_json::json!(["CRS84"]),
+        };
+        assert_eq!(doc["crs"], want_crs, "{ds}");
+    }
+    // position: the cell pyproj finds, at its centre, with the value stored there.
+    for (ds, path) in [("hrrr_lcc", "t2m"), ("seaice_3413", "ice"), ("cordex_rotated", "tas"), ("europe_laea", "lc")] {
+        let m = &manifest()["datasets"][ds]["arrays"][path];
+        let file = m["points"].as_str().unwrap();
+        let points: Vec<Value> =
+            serde_json::from_slice(&std::fs::read(dir().join("expected").join(file)).unwrap()).unwrap();
+        let leading = !m["leading"].as_array().unwrap().is_empty();
+        for p in points.iter().filter(|p| !p["cell"].is_null()).take(8) {
+            let (lon, lat) = (p["lon"].as_f64().unwrap(), p["lat"].as_f64().unwrap());
+            let uri = format!("/edr/collections/{ds}/position?coords=POINT({lon}%20{lat})");
+            let reply = get(&app, &uri).await;
+            assert_eq!(reply.status, 200, "{uri}: {}", reply.describe());
+            let cov = reply.json();
+            assert_eq!(cov["domain"]["domainType"], if leading { "PointSeries" } else { "Point" }, "{uri}");
+            let axes = &cov["domain"]["axes"];
+            let (x, y) = (axes["x"]["values"][0].as_f64().unwrap(), axes["y"]["values"][0].as_f64().unwrap());
+            assert!(
+                (x - p["centre"][0].as_f64().unwrap()).abs() < 1e-6
+                    && (y - p["centre"][1].as_f64().unwrap()).abs() < 1e-6,
+                "{uri}: {axes}"
+            );
+            let (row, col) = (p["cell"][0].as_u64().unwrap(), p["cell"][1].as_u64().unwrap());
+            let index = if leading { vec![0, row, col] } else { vec![row, col] };
+            let want = value_at(&app, ds, path, &index).await;
+            let got = cov["ranges"][path]["values"][0].as_f64();
+            assert_eq!(got.map(|v| v as f32), want.map(|v| v as f32), "{uri}");
+        }
+        let outside = points.iter().find(|p| p["cell"].is_null()).unwrap();
+        let uri = format!("/edr/collections/{ds}/position?coords=POINT({}%20{})", outside["lon"], outside["lat"]);
+        assert_eq!(get(&app, &uri).await.status, 400, "{uri}");
+    }
+    // cube: a Grid on the native axes whose referencing is the ProjectedCRS; CSV rows at the
+    // cells' centres with their native x, y; every cell pyproj places in the box is there.
+    let m = &manifest()["datasets"]["seaice_3413"]["arrays"]["ice"];
+    let points: Vec<Value> =
+        serde_json::from_slice(&std::fs::read(dir().join("expected").join(m["points"].as_str().unwrap())).unwrap())
+            .unwrap();
+    let (west, south, east, north) = (-60.0, 65.0, -30.0, 75.0);
+    let base =
+        format!("/edr/collections/seaice_3413/cube?bbox={west},{south},{east},{north}&datetime=2020-01-01T00:00:00Z");
+    let grid = get(&app, &base).await;
+    assert_eq!(grid.status, 200, "{}", grid.describe());
+    let grid = grid.json();
+    assert_eq!(grid["domain"]["domainType"], "Grid");
+    assert_eq!(grid["domain"]["referencing"][0]["system"]["type"], "ProjectedCRS");
+    assert_eq!(grid["domain"]["referencing"][0]["system"]["id"], "http://www.opengis.net/def/crs/EPSG/0/3413");
+    let xs = grid["domain"]["axes"]["x"]["values"].as_array().unwrap();
+    assert!(xs.iter().all(|x| x.as_f64().unwrap().abs() <= 3_850_000.0), "native metres: {xs:?}");
+    let csv = get(&app, &format!("{base}&f=CSV")).await;
+    assert_eq!(csv.status, 200, "{}", csv.describe());
+    let text = String::from_utf8(csv.body.to_vec()).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next().unwrap(), "datetime,x,y,lat,lon,ice");
+    let rows: Vec<Vec<f64>> =
+        lines.map(|l| l.split(',').skip(1).take(4).map(|v| v.parse().unwrap()).collect()).collect();
+    assert!(!rows.is_empty());
+    for r in &rows {
+        assert!((south..=north).contains(&r[2]) && (west..=east).contains(&r[3]), "{r:?} outside the box");
+    }
+    for p in points.iter().filter(|p| !p["centre"].is_null()) {
+        let (clon, clat) = (p["centre"][0].as_f64().unwrap(), p["centre"][1].as_f64().unwrap());
+        if (west..=east).contains(&clon) && (south..=north).contains(&clat) {
+            assert!(rows.iter().any(|r| (r[2] - clat).abs() < 1e-6 && (r[3] - clon).abs() < 1e-6), "{p} missing");
+        }
+    }
+    // The native CRS for coords: the centre of cell (0, 0) of seaice (x -3800000, y 5800000).
+    let native =
+        get(&app, "/edr/collections/seaice_3413/position?coords=POINT(-3800000%205800000)&crs=EPSG:3413").await;
+    assert_eq!(native.status, 200, "{}", native.describe());
+    let wrong = get(&app, "/edr/collections/hrrr_lcc/position?coords=POINT(0%200)&crs=EPSG:3413").await;
+    assert_eq!(wrong.status, 400, "{}", wrong.describe());
+    common::assert_no_panics();
+}

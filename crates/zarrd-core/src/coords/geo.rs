@@ -22,6 +22,15 @@ pub struct PointError(pub String);
 /// Parses WKT `POINT(x y)`, `MULTIPOINT((x y), …)` or `MULTIPOINT(x y, …)` into (lon, lat)
 /// pairs, and says whether it was a `MULTIPOINT`.
 pub fn parse_points(wkt: &str) -> Result<(Vec<(f64, f64)>, bool), PointError> {
+    points(wkt, true)
+}
+
+/// As [`parse_points`], for points in a projection's own x/y (no latitude range).
+pub fn parse_native_points(wkt: &str) -> Result<(Vec<(f64, f64)>, bool), PointError> {
+    points(wkt, false)
+}
+
+fn points(wkt: &str, degrees: bool) -> Result<(Vec<(f64, f64)>, bool), PointError> {
     let text = wkt.trim();
     let upper = text.get(..10).unwrap_or(text).to_ascii_uppercase();
     let (multi, body) = if upper.starts_with("MULTIPOINT") {
@@ -46,7 +55,7 @@ pub fn parse_points(wkt: &str) -> Result<(Vec<(f64, f64)>, bool), PointError> {
         let (Some(lon), Some(lat), None) = (number(parts.next()), number(parts.next()), parts.next()) else {
             return Err(PointError(format!("`{item}` is not a pair of numbers `lon lat`")));
         };
-        if !(-90.0..=90.0).contains(&lat) {
+        if degrees && !(-90.0..=90.0).contains(&lat) {
             return Err(PointError(format!("latitude {lat} is not within -90..90")));
         }
         points.push((lon, lat));

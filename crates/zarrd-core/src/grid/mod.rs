@@ -206,6 +206,11 @@ impl Grid {
             .collect()
     }
 
+    /// The CRS as WKT: the WKT it was given, else its definition (PROJ string).
+    pub fn crs_wkt(&self) -> String {
+        self.crs.wkt.clone().unwrap_or_else(|| self.crs.definition.clone())
+    }
+
     /// The CRS as `/v1/arrays` names it: `EPSG:NNNN`, else the WKT it was given.
     pub fn crs_name(&self) -> Option<String> {
         match (self.crs.code, &self.crs.wkt) {
