@@ -1,16 +1,17 @@
-//! OGC API – Environmental Data Retrieval (`docs/edr.md`): groups on a latitude/longitude
-//! grid as collections, and position, area, cube and radius queries answered by one plan
+//! OGC API – Environmental Data Retrieval (`docs/edr.md`): groups of arrays on one grid
+//! as collections, and position, area, cube and radius queries answered by one plan
 //! each on the coordinate module (`zarrd_core::coords`) and the read path — never one read
 //! per time step.
 //!
 //! [`collection`] finds the collections and their parameters (cached per version),
-//! [`query`] parses and plans a query before any read, [`read`] reads it, [`encode`]
+//! [`query`] parses and plans a query before any read ([`places`]: the cells it takes), [`read`] reads it, [`encode`]
 //! writes CoverageJSON, GeoJSON or CSV, [`documents`] the discovery documents. No axum
 //! here: the HTTP edge is `http::routes::edr`.
 
 pub mod collection;
 pub mod documents;
 pub mod encode;
+pub mod places;
 pub mod query;
 pub mod read;
 

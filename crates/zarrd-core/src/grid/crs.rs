@@ -102,6 +102,14 @@ impl Crs {
         Self { kind: Kind::Rotated, code: None, wkt: None, definition, projection: Projection::Rotated(pole) }
     }
 
+    /// The rotated pole of a rotated-pole CRS.
+    pub fn pole(&self) -> Option<RotatedPole> {
+        match self.projection {
+            Projection::Rotated(pole) => Some(pole),
+            _ => None,
+        }
+    }
+
     /// The height of a geostationary satellite's perspective point (native radians times
     /// it are the projection's metres).
     pub fn scan_height(&self) -> Option<f64> {

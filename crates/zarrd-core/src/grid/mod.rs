@@ -16,6 +16,7 @@ pub mod geozarr;
 pub mod native;
 pub mod sphere;
 pub mod wkt;
+pub mod wkt2;
 
 use serde_json::{Map, Value};
 
@@ -206,17 +207,18 @@ impl Grid {
             .collect()
     }
 
-    /// The CRS as WKT: the WKT it was given, else its definition (PROJ string).
+    /// The CRS as WKT: the WKT it was given, else WKT2 written from its parameters, else
+    /// its definition (a PROJ string).
     pub fn crs_wkt(&self) -> String {
-        self.crs.wkt.clone().unwrap_or_else(|| self.crs.definition.clone())
+        self.crs.wkt.clone().or_else(|| wkt2::wkt2(&self.crs)).unwrap_or_else(|| self.crs.definition.clone())
     }
 
-    /// The CRS as `/v1/arrays` names it: `EPSG:NNNN`, else the WKT it was given.
+    /// The CRS as `/v1/arrays` names it: `EPSG:NNNN`, else the WKT it was given, else WKT2
+    /// written from its parameters.
     pub fn crs_name(&self) -> Option<String> {
-        match (self.crs.code, &self.crs.wkt) {
-            (Some(code), _) => Some(format!("EPSG:{code}")),
-            (None, Some(wkt)) => Some(wkt.clone()),
-            (None, None) => None,
+        match self.crs.code {
+            Some(code) => Some(format!("EPSG:{code}")),
+            None => self.crs.wkt.clone().or_else(|| wkt2::wkt2(&self.crs)),
         }
     }
 

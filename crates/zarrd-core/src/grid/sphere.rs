@@ -2,7 +2,8 @@
 //! circles, on the sphere of the mean Earth radius (IUGG, R = 6 371 008.8 m), as
 //! `weights=area` weighs the cells of any grid.
 
-use crate::reduce::area::EARTH_RADIUS_M;
+/// The mean radius of the Earth (IUGG), in metres.
+pub const EARTH_RADIUS_M: f64 = 6_371_008.8;
 
 /// The unit vector of longitude `lon`, latitude `lat` (degrees).
 pub fn unit(lon: f64, lat: f64) -> [f64; 3] {

@@ -7,16 +7,16 @@ use crate::grid::crs::{Crs, CrsError, SUPPORTED};
 
 /// A node of WKT: `KEYWORD[value, value, …]`, a value being text, a number or a node.
 #[derive(Debug, Clone, PartialEq)]
-enum Item {
+pub(crate) enum Item {
     Text(String),
     Number(String),
     Node(Node),
 }
 
 #[derive(Debug, Clone, PartialEq)]
-struct Node {
-    keyword: String,
-    items: Vec<Item>,
+pub(crate) struct Node {
+    pub(crate) keyword: String,
+    pub(crate) items: Vec<Item>,
 }
 
 /// The deepest nesting read (real CRSs nest about 6 deep).
@@ -92,7 +92,7 @@ fn epsg(node: &Node) -> Option<u32> {
 
 /// Parses WKT into its tree (brackets `[]` or `()`, text in double quotes with `""` for a
 /// quote, numbers and bare words as values).
-fn parse(text: &str) -> Result<Node, WktError> {
+pub(crate) fn parse(text: &str) -> Result<Node, WktError> {
     let mut p = Parser { s: text.as_bytes(), at: 0 };
     let node = p.node(0)?;
     p.space();

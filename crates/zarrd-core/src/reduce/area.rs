@@ -4,8 +4,7 @@
 //! area is a product of a latitude factor and a longitude factor, so each axis gives one
 //! factor per index.
 
-/// The mean radius of the Earth (IUGG), in metres.
-pub const EARTH_RADIUS_M: f64 = 6_371_008.8;
+pub use crate::grid::sphere::EARTH_RADIUS_M;
 
 /// Why an axis has no cell edges.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
