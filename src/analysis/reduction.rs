@@ -91,6 +91,8 @@ pub struct Cells {
     pub zarr_selection: Option<String>,
     /// The validators of the grid a `sel=` point was found on.
     pub grid_digest: Option<(u128, u128)>,
+    /// Of a latitude/longitude box on a grid: the cells of the selection it holds.
+    pub mask: Option<zarrd_core::reduce::Mask>,
 }
 
 /// The cells of `sel=` or `s=` (neither: every cell); `grid` finds the array's grid for a
@@ -106,7 +108,13 @@ where
         (Some(sel), None) => {
             let resolved = Resolved::new(sel, shape, labels, grid).await?;
             let cells = expand(&resolved.picked, resolved.zarr_selection, labels)?;
-            return Ok(Cells { grid_digest: resolved.grid_digest, ..cells });
+            let mask = resolved.mask.map(|m| zarrd_core::reduce::Mask {
+                rows: m.dims[0],
+                cols: m.dims[1],
+                inside: m.inside,
+                weights: None,
+            });
+            return Ok(Cells { grid_digest: resolved.grid_digest, mask, ..cells });
         }
         (None, s) => Selection::parse(s.unwrap_or(""))?
             .resolve(shape)?
@@ -144,7 +152,7 @@ fn expand(picked: &[Picked], zarr_selection: Option<String>, labels: &ArrayLabel
         selected.push(p.runs().iter().flat_map(|r| r.start..r.start + r.count).collect());
     }
     let scalar = picked.iter().map(|p| matches!(p, Picked::Index(_))).collect();
-    Ok(Cells { selected, scalar, zarr_selection, grid_digest: None })
+    Ok(Cells { selected, scalar, zarr_selection, grid_digest: None, mask: None })
 }
 
 /// A reduction built and checked, with the values it holds at most (median and
@@ -164,7 +172,7 @@ pub fn build(
     max_bytes: u64,
 ) -> Result<Checked> {
     let names: Vec<String> = (0..labels.names.len()).map(|d| labels.name(d)).collect();
-    let built = request::build(request, &names, &labels.labels, cells.selected, &cells.scalar, grid)?;
+    let built = request::build(request, &names, &labels.labels, (cells.selected, cells.mask), &cells.scalar, grid)?;
     let count = built.reduction.cells();
     if count > u128::from(max_cells) {
         return Err(Error::OverLimit(format!(

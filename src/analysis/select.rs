@@ -2,11 +2,13 @@
 //! runs, the runs into index selections (one, or two for a longitude range across the
 //! stored seam), and those read and placed side by side in one C-order result.
 
-use zarrd_core::coords::sel::{self, Picked, SelError};
+use zarrd_core::coords::labels::Run;
+use zarrd_core::coords::sel::{self, GridPick, Picked, SelError};
 use zarrd_core::ops::budget::Reservation;
 use zarrd_core::read::selection::DimSelection;
 use zarrd_core::read::{ArrayReader, ObjectVersion};
 use zarrd_core::zarr::copy::{Region, copy_region};
+use zarrd_core::zarr::data_type::DataType;
 
 use std::sync::Arc;
 
@@ -40,8 +42,45 @@ pub struct Resolved {
     pub zarr_selection: Option<String>,
     /// The lon/lat of the grid cell a point picked (on grids other than 1-D lat/lon).
     pub centre: Option<(f64, f64)>,
-    /// The validators of the grid that point was found on.
+    /// The validators of the grid that point or box was found on.
     pub grid_digest: Option<(u128, u128)>,
+    /// Of a latitude/longitude box on a grid: which cells of the index box it holds.
+    pub mask: Option<BoxMask>,
+}
+
+/// The cells of an index box on a grid's (Y, X) that a latitude/longitude box holds
+/// (row-major over the box; the others are missing in a slice, left out of a reduction).
+#[derive(Debug, Clone)]
+pub struct BoxMask {
+    pub dims: [usize; 2],
+    pub width: usize,
+    pub inside: Vec<bool>,
+}
+
+impl BoxMask {
+    /// Sets the elements of `data` (float32 or float64, C order over `shape`, whose Y and X
+    /// span the box) that lie outside it to NaN.
+    pub fn blank(&self, data: &mut [u8], data_type: DataType, shape: &[u64]) {
+        let item = data_type.size();
+        let mut index = vec![0u64; shape.len()];
+        for element in data.chunks_exact_mut(item) {
+            let at = index[self.dims[0]] as usize * self.width + index[self.dims[1]] as usize;
+            if !self.inside[at] {
+                if item == 4 {
+                    element.copy_from_slice(&f32::NAN.to_le_bytes());
+                } else {
+                    element.copy_from_slice(&f64::NAN.to_le_bytes());
+                }
+            }
+            for d in (0..shape.len()).rev() {
+                index[d] += 1;
+                if index[d] < shape[d] {
+                    break;
+                }
+                index[d] = 0;
+            }
+        }
+    }
 }
 
 impl Resolved {
@@ -52,7 +91,7 @@ impl Resolved {
         F: Future<Output = Result<Option<Arc<Found>>>>,
     {
         let mut items = sel::parse(sel)?;
-        let point = if sel::names_point(&items, &labels.names) {
+        let on_grid = if sel::names_point(&items, &labels.names) {
             let Some(found) = grid().await? else {
                 // Not a grid: say which dimensions there are.
                 return Err(sel::resolve(&items, &labels.names, shape, |d| labels.labels[d].as_deref())
@@ -62,26 +101,52 @@ impl Resolved {
                         Error::from,
                     ));
             };
-            Some((sel::take_point(&mut items)?, found))
+            Some((sel::take_grid_pick(&mut items)?, found))
         } else {
             None
         };
         let mut picked = sel::resolve(&items, &labels.names, shape, |d| labels.labels[d].as_deref())?;
-        let Some(((lon, lat), found)) = point else { return Ok(Self::of(picked, shape, None)) };
+        let Some((pick, found)) = on_grid else { return Ok(Self::of(picked, shape, None)) };
         let grid = &found.grid;
         if let Some(d) = grid.dims.iter().find(|&&d| items.iter().any(|it| Some(&it.dim) == labels.names[d].as_ref())) {
             return Err(Error::from(sel::SelError::Point(format!(
-                "names both a point and the grid's dimension `{}`",
+                "names both latitude/longitude and the grid's dimension `{}`",
                 labels.name(*d)
             ))));
         }
-        let bbox = |b: [f64; 4]| format!("lon {}..{}, lat {}..{}", b[0], b[2], b[1], b[3]);
-        let (row, col) =
-            grid.cell(lon, lat).ok_or_else(|| sel::SelError::Outside { lon, lat, bbox: bbox(grid.bbox) })?;
-        picked[grid.dims[0]] = Picked::Index(u64::from(row));
-        picked[grid.dims[1]] = Picked::Index(u64::from(col));
-        let centre = grid.centre(u64::from(row), u64::from(col));
-        Ok(Self { grid_digest: Some(found.digest), ..Self::of(picked, shape, centre) })
+        let [yd, xd] = grid.dims;
+        if let GridPick::Point(lon, lat) = pick {
+            let bbox = |b: [f64; 4]| format!("lon {}..{}, lat {}..{}", b[0], b[2], b[1], b[3]);
+            let (row, col) =
+                grid.cell(lon, lat).ok_or_else(|| sel::SelError::Outside { lon, lat, bbox: bbox(grid.bbox) })?;
+            picked[yd] = Picked::Index(u64::from(row));
+            picked[xd] = Picked::Index(u64::from(col));
+            let centre = grid.centre(u64::from(row), u64::from(col));
+            return Ok(Self { grid_digest: Some(found.digest), ..Self::of(picked, shape, centre) });
+        }
+        // A box: the index box of the cells whose centre it holds; the others in it missing.
+        let centres = found.centres()?;
+        let (_, cols) = grid.shape();
+        let taken: Vec<(u64, u64)> = centres
+            .iter()
+            .enumerate()
+            .filter(|&(_, &(lon, lat))| !lon.is_nan() && pick.holds(lon, lat))
+            .map(|(k, _)| (k as u64 / cols, k as u64 % cols))
+            .collect();
+        let Some((r0, r1, c0, c1)) = taken.iter().fold(None, |b: Option<(u64, u64, u64, u64)>, &(r, c)| {
+            Some(b.map_or((r, r, c, c), |(a, z, l, h)| (a.min(r), z.max(r), l.min(c), h.max(c))))
+        }) else {
+            return Err(Error::from(sel::SelError::EmptyBox(sel.to_owned())));
+        };
+        let width = (c1 - c0 + 1) as usize;
+        let mut inside = vec![false; (r1 - r0 + 1) as usize * width];
+        for &(r, c) in &taken {
+            inside[(r - r0) as usize * width + (c - c0) as usize] = true;
+        }
+        picked[yd] = Picked::Runs(vec![Run { start: r0, count: r1 - r0 + 1 }]);
+        picked[xd] = Picked::Runs(vec![Run { start: c0, count: c1 - c0 + 1 }]);
+        let mask = BoxMask { dims: grid.dims, width, inside };
+        Ok(Self { grid_digest: Some(found.digest), mask: Some(mask), ..Self::of(picked, shape, None) })
     }
 
     /// The reads of `picked` on an array of `shape` (`centre`: of the grid cell a point picked).
@@ -106,7 +171,7 @@ impl Resolved {
             parts = next;
         }
         let zarr_selection = sel::as_selection(&picked).map(|s| sel::selection_text(&s, shape));
-        Self { picked, full_shape, shape: result_shape, parts, zarr_selection, centre, grid_digest: None }
+        Self { picked, full_shape, shape: result_shape, parts, zarr_selection, centre, grid_digest: None, mask: None }
     }
 
     /// Elements in the result.

@@ -360,3 +360,58 @@ async fn edr_answers_on_projected_rotated_and_geostationary_grids() {
     assert_eq!(wrong.status, 400, "{}", wrong.describe());
     common::assert_no_panics();
 }
+
+#[tokio::test]
+async fn a_latitude_longitude_box_takes_the_cells_whose_centre_pyproj_puts_inside() {
+    let app = app();
+    let (south, north, west, east) = (30.0, 40.0, -100.0, -90.0);
+    // The 2-D latitude/longitude beside t2m are the cell centres pyproj computed.
+    let centres = |name: &str| {
+        let app = app.clone();
+        let name = name.to_owned();
+        async move {
+            let doc = get(&app, &format!("/v1/slice/hrrr_lcc/{name}?format=json")).await.json();
+            doc["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|row| row.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect::<Vec<_>>())
+                .collect::<Vec<_>>()
+        }
+    };
+    let (lat, lon) = (centres("latitude").await, centres("longitude").await);
+    let inside = |r: usize, c: usize| {
+        let l = (lon[r][c] + 180.0).rem_euclid(360.0) - 180.0;
+        (south..=north).contains(&lat[r][c]) && (west..=east).contains(&l)
+    };
+    let cells: Vec<(usize, usize)> =
+        (0..lat.len()).flat_map(|r| (0..lat[0].len()).map(move |c| (r, c))).filter(|&(r, c)| inside(r, c)).collect();
+    let (r0, r1) = (cells.iter().map(|c| c.0).min().unwrap(), cells.iter().map(|c| c.0).max().unwrap());
+    let (c0, c1) = (cells.iter().map(|c| c.1).min().unwrap(), cells.iter().map(|c| c.1).max().unwrap());
+    let uri = format!("/v1/slice/hrrr_lcc/t2m?sel=time:2020-01-01,lat:{south}..{north},lon:{west}..{east}&format=json");
+    let reply = get(&app, &uri).await;
+    assert_eq!(reply.status, 200, "{}", reply.describe());
+    assert_eq!(reply.header("zarr-selection"), format!("0,{r0}:{},{c0}:{}", r1 + 1, c1 + 1));
+    let data = reply.json()["data"].clone();
+    let mut taken = 0;
+    for (i, row) in data.as_array().unwrap().iter().enumerate() {
+        for (j, v) in row.as_array().unwrap().iter().enumerate() {
+            assert_eq!(!v.is_null(), inside(r0 + i, c0 + j), "cell ({}, {}): {v}", r0 + i, c0 + j);
+            taken += usize::from(!v.is_null());
+        }
+    }
+    assert_eq!(taken, cells.len());
+    // npy: NaN where not taken; the reduction counts the taken cells only.
+    let npy = parse_npy(&get(&app, &uri.replace("format=json", "format=npy")).await.body);
+    let values: Vec<f32> = npy.data.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+    assert_eq!(values.iter().filter(|v| !v.is_nan()).count(), cells.len());
+    let mean = values.iter().filter(|v| !v.is_nan()).map(|&v| f64::from(v)).sum::<f64>() / cells.len() as f64;
+    let reduce = get(&app, &format!("/v1/reduce/hrrr_lcc/t2m?sel=time:2020-01-01,lat:{south}..{north},lon:{west}..{east}&over=y,x&op=mean&format=json")).await;
+    assert_eq!(reduce.status, 200, "{}", reduce.describe());
+    let got = reduce.json()["data"].as_f64().unwrap();
+    assert!((got - mean).abs() < 1e-9 * mean.abs(), "{got} vs {mean}");
+    // An empty box is 404; a box mixed with a point is 400.
+    assert_eq!(get(&app, "/v1/slice/hrrr_lcc/t2m?sel=lat:-40..-30,lon:0..10").await.status, 404);
+    assert_eq!(get(&app, "/v1/slice/hrrr_lcc/t2m?sel=lat:30..40,lon:~-95").await.status, 400);
+    common::assert_no_panics();
+}

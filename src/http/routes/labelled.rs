@@ -40,6 +40,8 @@ impl Labelled<'_> {
         let grid = || self.state.grids.of(&self.state.catalog, self.dataset, array);
         let resolved = Resolved::new(sel, &array.meta.shape, &labels, grid).await?;
         let cf = CfValues::of(&array.meta);
+        // A latitude/longitude box on a grid leaves cells of its index box out: NaN.
+        let cf = if resolved.mask.is_some() { cf.floating() } else { cf };
         let decoded = table::typed(&array.meta, cf.decoded);
         let table = Table::of_selection(&self.render, &labels, &resolved.picked, resolved.centre);
         let render_bytes =
@@ -54,7 +56,11 @@ impl Labelled<'_> {
         let (stored, versions, reservation) = resolved.read(array).await?;
         held.merge(reservation);
         let body = async {
-            let response = table.respond(&self.render, cf.decode(stored), &decoded, &resolved.shape).await?;
+            let mut data = cf.decode(stored);
+            if let Some(mask) = &resolved.mask {
+                mask.blank(&mut data, cf.decoded, &resolved.full_shape);
+            }
+            let response = table.respond(&self.render, data, &decoded, &resolved.shape).await?;
             Ok(with_selection(budget_body::holding(response, held), resolved.zarr_selection.as_deref()))
         };
         self.validators(&resolved, &labels, &versions).respond(headers, body).await

@@ -57,6 +57,18 @@ impl CfValues {
     }
 
     /// Whether decoding changes anything: elements can then be served as stored.
+    /// The same decoding into float32 or float64 (integers and float16 become float64), for
+    /// answers that must hold NaN where a cell is not taken.
+    #[must_use]
+    pub fn floating(&self) -> Self {
+        let decoded = if matches!(self.decoded, DataType::Float32 | DataType::Float64) {
+            self.decoded
+        } else {
+            DataType::Float64
+        };
+        Self { decoded, ..self.clone() }
+    }
+
     pub fn is_identity(&self) -> bool {
         self.decoded == self.stored && self.missing.is_empty() && self.scale.is_none() && self.offset.is_none()
     }

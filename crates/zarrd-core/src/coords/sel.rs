@@ -44,9 +44,12 @@ pub enum SelError {
     Label { dim: String, source: LabelError },
     /// A point on a grid that is not 1-D latitude/longitude, asked for wrongly.
     #[error(
-        "sel `{0}`; on this array's grid, latitude and longitude select the cell containing a point: lat:~LAT,lon:~LON (degrees), with the grid's own dimensions left out"
+        "sel `{0}`; on this array's grid, latitude and longitude select the cell containing a point (lat:~LAT,lon:~LON) or the cells whose centre lies in a box (lat:A..B,lon:C..D), in degrees, with the grid's own dimensions left out"
     )]
     Point(String),
+    /// A box holding no cell centre (404).
+    #[error("no cell centre of this array's grid lies in the box {0}")]
+    EmptyBox(String),
     /// A point outside the grid (404).
     #[error("the point lon {lon}, lat {lat} is outside the grid of this array (its cells lie within {bbox})")]
     Outside { lon: f64, lat: f64, bbox: String },
@@ -55,7 +58,7 @@ pub enum SelError {
 impl SelError {
     /// Whether the error is a label that does not exist (404), not a malformed request.
     pub fn is_absent(&self) -> bool {
-        matches!(self, Self::Label { source: LabelError::Absent { .. }, .. } | Self::Outside { .. })
+        matches!(self, Self::Label { source: LabelError::Absent { .. }, .. } | Self::Outside { .. } | Self::EmptyBox(_))
     }
 }
 
@@ -74,9 +77,69 @@ fn is_point_name(name: &str) -> bool {
     LATITUDE.iter().chain(&LONGITUDE).any(|n| n.eq_ignore_ascii_case(name))
 }
 
+/// What latitude and longitude items pick on a grid that is not 1-D latitude/longitude.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GridPick {
+    /// The cell holding point (lon, lat).
+    Point(f64, f64),
+    /// The cells whose centre lies within these latitudes and longitudes (either end of each
+    /// may be open; longitudes eastwards from the first to the second).
+    Box { lat: (Option<f64>, Option<f64>), lon: (Option<f64>, Option<f64>) },
+}
+
+impl GridPick {
+    /// Whether (lon, lat) is in the box (a point picks no box).
+    pub fn holds(&self, lon: f64, lat: f64) -> bool {
+        let Self::Box { lat: (south, north), lon: (west, east) } = self else { return false };
+        let lat_ok = south.is_none_or(|s| lat >= s) && north.is_none_or(|n| lat <= n);
+        let lon_ok = match (west, east) {
+            (Some(w), Some(e)) => crate::coords::geo::in_arc(lon, *w, *e),
+            (Some(w), None) => crate::coords::geo::in_arc(lon, *w, 180.0),
+            (None, Some(e)) => crate::coords::geo::in_arc(lon, -180.0, *e),
+            (None, None) => true,
+        };
+        lat_ok && lon_ok
+    }
+}
+
+/// Takes the latitude and longitude items out of `items` (see [`names_point`]): a point
+/// (`lat:~φ,lon:~λ`, both) or a box (`lat:A..B`, `lon:C..D`, either or both, ends open or
+/// not), in degrees.
+pub fn take_grid_pick(items: &mut Vec<Item>) -> Result<GridPick, SelError> {
+    let is = |list: &[&str], it: &Item| list.iter().any(|n| n.eq_ignore_ascii_case(&it.dim));
+    let find = |list: &[&str]| items.iter().find(|it| is(list, it)).cloned();
+    let (lat, lon) = (find(&LATITUDE), find(&LONGITUDE));
+    let ranges = [&lat, &lon].iter().any(|it| it.as_ref().is_some_and(|it| matches!(it.pick, Pick::Range(..))));
+    if !ranges {
+        return take_point(items);
+    }
+    let number = |item: &Item, text: &Option<String>, range: f64| -> Result<Option<f64>, SelError> {
+        text.as_deref()
+            .map(|t| {
+                t.parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite() && v.abs() <= range)
+                    .ok_or_else(|| SelError::Point(format!("`{}:{t}` is not in degrees (within ±{range})", item.dim)))
+            })
+            .transpose()
+    };
+    let ends = |item: &Option<Item>, range: f64| -> Result<(Option<f64>, Option<f64>), SelError> {
+        match item {
+            None => Ok((None, None)),
+            Some(it) => match &it.pick {
+                Pick::Range(a, b) => Ok((number(it, a, range)?, number(it, b, range)?)),
+                _ => Err(SelError::Point(format!("`{}` mixes a range with a point; give both as ranges", it.dim))),
+            },
+        }
+    };
+    let pick = GridPick::Box { lat: ends(&lat, 90.0)?, lon: ends(&lon, 360.0)? };
+    items.retain(|it| !is_point_name(&it.dim));
+    Ok(pick)
+}
+
 /// Takes the latitude and longitude items out of `items` (see [`names_point`]): the
 /// point (lon, lat) in degrees they name.
-pub fn take_point(items: &mut Vec<Item>) -> Result<(f64, f64), SelError> {
+fn take_point(items: &mut Vec<Item>) -> Result<GridPick, SelError> {
     let is = |list: &[&str], it: &Item| list.iter().any(|n| n.eq_ignore_ascii_case(&it.dim));
     let value = |list: &[&str], what: &str, range: f64| -> Result<f64, SelError> {
         let item = items.iter().find(|it| is(list, it)).ok_or_else(|| SelError::Point(format!("names no {what}")))?;
@@ -88,7 +151,7 @@ pub fn take_point(items: &mut Vec<Item>) -> Result<(f64, f64), SelError> {
             .filter(|v| v.is_finite() && v.abs() <= range)
             .ok_or_else(|| SelError::Point(format!("`{}:~{text}` is not a {what} in degrees", item.dim)))
     };
-    let point = (value(&LONGITUDE, "longitude", 360.0)?, value(&LATITUDE, "latitude", 90.0)?);
+    let point = GridPick::Point(value(&LONGITUDE, "longitude", 360.0)?, value(&LATITUDE, "latitude", 90.0)?);
     items.retain(|it| !is_point_name(&it.dim));
     Ok(point)
 }

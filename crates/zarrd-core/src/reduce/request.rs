@@ -303,13 +303,14 @@ fn block_means(labels: Option<&Labels>, selected: &[u64], size: usize) -> Vec<f6
 }
 
 /// Builds the reduction of `request` over the cells `selected[d]` (stored indices per
-/// dimension; `scalar[d]` when one label or index picked it), on an array whose
+/// dimension; `scalar[d]` when one label or index picked it; `taken`: which of the grid's
+/// cells a latitude/longitude box took), on an array whose
 /// dimensions are `names` with `labels` and whose grid is `grid` (when it has one).
 pub fn build(
     request: &Request,
     names: &[String],
     labels: &[Option<Arc<Labels>>],
-    mut selected: Vec<Vec<u64>>,
+    (mut selected, taken): (Vec<Vec<u64>>, Option<Mask>),
     scalar: &[bool],
     grid: Option<&Grid>,
 ) -> Result<Built, RequestError> {
@@ -320,6 +321,14 @@ pub fn build(
             area_weights(request, names, labels, &selected)?,
             request.within.as_ref().map(|shape| polygon_mask(shape, names, labels, &selected)).transpose()?,
         ),
+    };
+    // The cells a latitude/longitude box of `sel=` holds count, and only those.
+    let mask = match (mask, taken) {
+        (Some(mut m), Some(t)) if (m.rows, m.cols) == (t.rows, t.cols) => {
+            m.inside.iter_mut().zip(&t.inside).for_each(|(a, b)| *a &= b);
+            Some(m)
+        }
+        (m, t) => m.or(t),
     };
     let mut fates = Vec::with_capacity(names.len());
     let mut out = Vec::new();
