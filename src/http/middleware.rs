@@ -25,8 +25,9 @@ pub use crate::http::compress::NoCompress;
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// Response headers a browser script may read.
-const EXPOSED: [HeaderName; 12] = [
+const EXPOSED: [HeaderName; 13] = [
     HeaderName::from_static("zarr-shape"),
+    HeaderName::from_static("zarr-level"),
     HeaderName::from_static("zarr-selection"),
     HeaderName::from_static("zarr-data-type"),
     HeaderName::from_static("zarr-chunk-key"),

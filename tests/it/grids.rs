@@ -415,3 +415,41 @@ async fn a_latitude_longitude_box_takes_the_cells_whose_centre_pyproj_puts_insid
     assert_eq!(get(&app, "/v1/slice/hrrr_lcc/t2m?sel=lat:30..40,lon:~-95").await.status, 400);
     common::assert_no_panics();
 }
+
+#[tokio::test]
+async fn a_geozarr_multiscales_level_draws_each_tile_from_the_level_its_zoom_chooses() {
+    let dir = common::fixtures().join("grids-multiscales");
+    let m: Value = serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    let store = common::local_store(&dir.join(m["store"].as_str().unwrap()));
+    let app = common::app_with(vec![("s2", store)], common::config(""));
+    let mut levels = std::collections::BTreeSet::new();
+    for t in m["tiles"].as_array().unwrap() {
+        let mut raw = Vec::new();
+        let file = dir.join("expected").join(t["file"].as_str().unwrap());
+        flate2::read::GzDecoder::new(std::fs::File::open(file).unwrap()).read_to_end(&mut raw).unwrap();
+        let want: Vec<f32> =
+            parse_npy(&raw).data.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+        // Whichever level's array the URL names, the tile comes from the one its zoom chooses.
+        for path in m["arrays"].as_array().unwrap() {
+            let id = format!("s2%2F{}", path.as_str().unwrap().replace('/', "%2F"));
+            let uri = format!("/maps/{id}/{}/{}/{}.npy", t["z"], t["x"], t["y"]);
+            let reply = get(&app, &uri).await;
+            assert_eq!(reply.status, 200, "{uri}: {}", reply.describe());
+            assert_eq!(reply.header("zarr-level"), t["level"].as_str().unwrap(), "{uri}");
+            let got: Vec<f32> = parse_npy(&reply.body)
+                .data
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+                .collect();
+            let wrong = got
+                .iter()
+                .zip(&want)
+                .filter(|(g, w)| if w.is_nan() { !g.is_nan() } else { g.to_bits() != w.to_bits() })
+                .count();
+            assert_eq!(wrong, 0, "{uri}: {wrong} pixels differ");
+        }
+        levels.insert(t["level"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(levels.len(), 3, "{levels:?}");
+    common::assert_no_panics();
+}

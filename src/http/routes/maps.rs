@@ -106,6 +106,8 @@ pub async fn tile(
     let (colormap, vmin, vmax) = style_params(&params)?;
     let resampling = resampling(&params)?;
     let map = state.maps.open(&state.catalog, identifier(&text)?).await?;
+    // A GeoZarr multiscales level draws the level the tile's zoom chooses.
+    let (map, level) = state.maps.level(&state.catalog, map, address).await?;
     let style = match format {
         TileFormat::Image(_) => Some(Style {
             window: state.maps.window(&map, vmin, vmax).await?,
@@ -118,7 +120,7 @@ pub async fn tile(
     let key = RenderedKey::Tile(TileKey::new(&map, (address, resampling), format.name(), look));
     let config_cache_control = cache_control(&state.config, false).into_owned();
     if let Some(hit) = state.images.cached(&key).await {
-        return Ok(respond(&hit, &headers, &config_cache_control));
+        return Ok(with_level(respond(&hit, &headers, &config_cache_control), level.as_deref()));
     }
     // The working raster (an f64 per pixel) and the encoded image, like an IIIF tile's.
     let held = map.image.reader.budget.reserve((TILE * TILE * 12) as u64).await?;
@@ -135,7 +137,16 @@ pub async fn tile(
         _ => (npy(&plane.values), "application/octet-stream"),
     };
     drop(held);
-    Ok(deliver(&state, "maps", key, bytes, &pixels.object_versions, media_type, &headers).await)
+    let response = deliver(&state, "maps", key, bytes, &pixels.object_versions, media_type, &headers).await;
+    Ok(with_level(response, level.as_deref()))
+}
+
+/// Names the `GeoZarr` multiscales level a tile was drawn from (`Zarr-Level`).
+fn with_level(mut response: Response, level: Option<&str>) -> Response {
+    if let Some(value) = level.and_then(|l| axum::http::HeaderValue::from_str(l).ok()) {
+        response.headers_mut().insert("zarr-level", value);
+    }
+    response
 }
 
 /// A 256 × 256 float32 `.npy` (rows north to south), NaN where there is no data.

@@ -21,7 +21,7 @@ pub const MAX_ZOOM: u8 = 24;
 /// The latitude of Web Mercator's top edge, `atan(sinh(π))` in degrees.
 pub const MAX_LATITUDE: f64 = 85.051_128_779_806_6;
 /// Web Mercator's width of a pixel at the equator at zoom 0, in metres (2π·6378137 / 256).
-pub const PIXEL_METRES_Z0: f64 = 156_543.033_928_040_97;
+pub use zarrd_core::grid::geozarr::PIXEL_METRES_Z0;
 
 /// A tile's address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

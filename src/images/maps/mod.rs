@@ -38,6 +38,49 @@ pub struct MapSource {
     pub grid: Arc<Found>,
     /// CF `_FillValue` / `missing_value` numbers, no data besides the fill value and NaN.
     pub no_data: Vec<f64>,
+    /// The `GeoZarr` multiscales the array is a level of, when it is.
+    pub pyramid: Option<Arc<Pyramid>>,
+}
+
+/// The levels of a `GeoZarr` multiscales layout an array is in: per level (finest first)
+/// its asset, the same array's path in it, and its cell width.
+#[derive(Debug)]
+pub struct Pyramid {
+    pub levels: Vec<(zarrd_core::grid::geozarr::Level, String)>,
+    /// Whether cell widths are in degrees (a geographic CRS).
+    pub degrees: bool,
+}
+
+/// The `GeoZarr` multiscales layout `reader` is a level of: its group is an asset of the
+/// layout in the group above (`design/API.md`, "`GeoZarr` multiscales").
+async fn pyramid(
+    catalog: &Catalog,
+    dataset: &crate::catalog::Dataset,
+    reader: &zarrd_core::read::ArrayReader,
+    degrees: bool,
+) -> Option<Pyramid> {
+    let (level_group, name) = reader.path.rsplit_once('/')?;
+    let (layout_group, asset) = level_group.rsplit_once('/').unwrap_or(("", level_group));
+    let zarrd_core::zarr::metadata::Node::Group(group) = catalog.find(dataset, layout_group).await.ok()? else {
+        return None;
+    };
+    let levels = zarrd_core::grid::geozarr::multiscales(&group.attributes)?;
+    if !levels.iter().any(|l| l.asset == asset) {
+        return None;
+    }
+    let join = |asset: &str| {
+        if layout_group.is_empty() { format!("{asset}/{name}") } else { format!("{layout_group}/{asset}/{name}") }
+    };
+    Some(Pyramid {
+        levels: levels
+            .into_iter()
+            .map(|l| {
+                let path = join(&l.asset);
+                (l, path)
+            })
+            .collect(),
+        degrees,
+    })
 }
 
 /// The lookups kept: 64 MiB (a projected tile's nearest lookup is 512 KiB).
@@ -127,7 +170,25 @@ impl Maps {
             )));
         }
         let no_data = source::cf_no_data(&image.reader.meta);
-        Ok(MapSource { image, grid, no_data })
+        let degrees = grid.grid.kind == Kind::Geographic;
+        let pyramid = pyramid(catalog, &dataset, &image.reader, degrees).await.map(Arc::new);
+        Ok(MapSource { image, grid, no_data, pyramid })
+    }
+
+    /// The map a tile draws: on a `GeoZarr` multiscales level, the level the tile's zoom and
+    /// latitude choose (whichever level was asked), with its asset; else `map` itself.
+    pub async fn level(&self, catalog: &Catalog, map: MapSource, tile: TileId) -> Result<(MapSource, Option<String>)> {
+        let Some(pyramid) = map.pyramid.clone() else { return Ok((map, None)) };
+        let n = f64::from(1u32 << tile.z);
+        let lat = (std::f64::consts::PI * (1.0 - 2.0 * (f64::from(tile.y) + 0.5) / n)).sinh().atan().to_degrees();
+        let levels: Vec<zarrd_core::grid::geozarr::Level> = pyramid.levels.iter().map(|(l, _)| l.clone()).collect();
+        let (level, path) =
+            &pyramid.levels[zarrd_core::grid::geozarr::level_for(&levels, tile.z, lat, pyramid.degrees)];
+        if *path == map.image.id.path {
+            return Ok((map, Some(level.asset.clone())));
+        }
+        let id = Identifier { path: path.clone(), ..map.image.id.clone() };
+        Ok((Box::pin(self.open(catalog, id)).await?, Some(level.asset.clone())))
     }
 }
 

@@ -136,3 +136,79 @@ mod tests {
         }
     }
 }
+
+/// One level of a `GeoZarr` multiscales layout (zarr-conventions `multiscales`): its asset
+/// (the level's group, beside the others under the layout's group) and its cell width in
+/// CRS units (the `spatial:transform`'s |a|).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Level {
+    pub asset: String,
+    pub cell: f64,
+}
+
+/// The levels of the `multiscales` layout in a group's attributes (those with a
+/// `spatial:transform`, or `transform.scale` relative to one that has it), finest first;
+/// `None` when it has no such layout (an OME-Zarr `multiscales` is a list, not this).
+pub fn multiscales(attributes: &Map<String, Value>) -> Option<Vec<Level>> {
+    let layout = attributes.get("multiscales")?.get("layout")?.as_array()?;
+    let transform_a = |entry: &Value| {
+        let t = entry.get("spatial:transform").or_else(|| entry.get("proj:transform"))?.as_array()?;
+        let (a, d) = (t.first()?.as_f64()?, t.get(3)?.as_f64()?);
+        Some(a.hypot(d))
+    };
+    let mut levels: Vec<Level> = Vec::new();
+    for entry in layout {
+        let asset = entry.get("asset")?.as_str()?.to_owned();
+        let cell = transform_a(entry).or_else(|| {
+            // A level given relative to the one it derives from.
+            let from = entry.get("derived_from")?.as_str()?;
+            let base = levels.iter().find(|l| l.asset == from)?.cell;
+            let scale = entry.get("transform")?.get("scale")?.as_array()?;
+            Some(base * scale.last()?.as_f64()?)
+        })?;
+        if !(cell.is_finite() && cell > 0.0) || asset.is_empty() || asset.contains('/') {
+            return None;
+        }
+        levels.push(Level { asset, cell });
+    }
+    levels.sort_by(|a, b| a.cell.total_cmp(&b.cell));
+    (!levels.is_empty()).then_some(levels)
+}
+
+/// Metres in a degree of longitude at the equator (WGS 84's semi-major axis · π / 180).
+pub const METRES_PER_DEGREE: f64 = 111_319.490_793;
+/// Web Mercator's pixel width at the equator at zoom 0, in metres.
+pub const PIXEL_METRES_Z0: f64 = 156_543.033_928_040_97;
+
+/// The level a tile at zoom `z` whose centre is at latitude `lat` draws: the coarsest
+/// whose cell on the ground (metres; `degrees`: cell · 111 319.49 · cos φ) is no wider than
+/// the tile's pixel there (156 543.03 / 2^z · cos φ), else the finest. `levels` finest first.
+pub fn level_for(levels: &[Level], z: u8, lat: f64, degrees: bool) -> usize {
+    let cos = lat.to_radians().cos();
+    let pixel = PIXEL_METRES_Z0 / f64::from(1u32 << z) * cos;
+    let ground = |l: &Level| if degrees { l.cell * METRES_PER_DEGREE * cos } else { l.cell };
+    levels.iter().rposition(|l| ground(l) <= pixel).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod multiscale_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_coarsest_level_no_wider_than_a_pixel_draws_a_tile() {
+        let attrs = json!({"multiscales": {"layout": [
+            {"asset": "r10m", "spatial:transform": [10.0, 0.0, 0.0, 0.0, -10.0, 0.0]},
+            {"asset": "r20m", "derived_from": "r10m", "transform": {"scale": [2.0, 2.0]}},
+            {"asset": "r60m", "derived_from": "r20m", "transform": {"scale": [3.0, 3.0]}, "spatial:transform": [60.0, 0.0, 0.0, 0.0, -60.0, 0.0]}
+        ], "resampling_method": "average"}});
+        let levels = multiscales(attrs.as_object().unwrap()).unwrap();
+        let cells: Vec<f64> = levels.iter().map(|l| l.cell).collect();
+        assert_eq!(cells, [10.0, 20.0, 60.0]);
+        // At 45°: z 10 pixels are 107.7 m (r60m), z 11 53.9 m (r20m), z 13 13.5 m (r10m), z 14 6.7 m (finest).
+        let at = |z| levels[level_for(&levels, z, 45.0, false)].asset.as_str();
+        assert_eq!([at(10), at(11), at(13), at(14)], ["r60m", "r20m", "r10m", "r10m"]);
+        // OME-Zarr's multiscales (a list) is not a layout.
+        assert_eq!(multiscales(json!({"multiscales": [{"datasets": []}]}).as_object().unwrap()), None);
+    }
+}
