@@ -453,3 +453,26 @@ async fn a_geozarr_multiscales_level_draws_each_tile_from_the_level_its_zoom_cho
     assert_eq!(levels.len(), 3, "{levels:?}");
     common::assert_no_panics();
 }
+
+#[tokio::test]
+async fn with_a_cf_fill_value_the_zarr_fill_is_a_value_as_xarray_reads_it() {
+    let dir = dir().join("fill_vs_fillvalue.zarr");
+    let app = common::app_with(
+        vec![("v3", common::local_store(&dir)), ("v2", common::local_store(&dir.join("v2")))],
+        common::config(""),
+    );
+    let want: Value = serde_json::from_slice(&std::fs::read(dir.with_extension("json")).unwrap()).unwrap();
+    for (ds, array) in [("v3", "ice_v3"), ("v2", "ice_v2")] {
+        let reply = get(&app, &format!("/v1/slice/{ds}/{array}?sel=lat:-5..5&format=json")).await;
+        assert_eq!(reply.status, 200, "{}", reply.describe());
+        assert_eq!(reply.json()["data"], want["decoded"], "{ds}: xarray's decode_cf");
+        // A map tile over the grid shows open water (0) and leaves the 255 block out.
+        let tile = get(&app, &format!("/maps/{ds}%2F{array}/4/7/8.npy")).await;
+        assert_eq!(tile.status, 200, "{}", tile.describe());
+        let values: Vec<f32> =
+            parse_npy(&tile.body).data.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+        assert!(values.contains(&0.0), "{ds}: open water is a value");
+        assert!(!values.contains(&255.0), "{ds}: 255 is the missing value");
+    }
+    common::assert_no_panics();
+}

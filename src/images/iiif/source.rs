@@ -335,8 +335,9 @@ fn too_many_chunks(e: &ReadError, id: &Identifier) -> Error {
     }
 }
 
-/// The smallest and largest valid value of a whole array (not fill, NaN or one of
-/// `no_data`), read in slabs along its first dimension.
+/// The smallest and largest valid value of a whole array (not NaN or one of `no_data`,
+/// and not the Zarr fill unless `no_data` is empty: as xarray reads it, a `_FillValue`
+/// makes the Zarr fill an ordinary value), read in slabs along its first dimension.
 pub async fn scan_range(reader: &ArrayReader, no_data: &[f64]) -> Result<Window> {
     let shape = reader.meta.shape.clone();
     let row_bytes = shape[1..].iter().product::<u64>() * reader.meta.data_type.size() as u64;
@@ -350,7 +351,7 @@ pub async fn scan_range(reader: &ArrayReader, no_data: &[f64]) -> Result<Window>
         selection[0] = DimSelection { start, step: 1, count: end - start, drop: false };
         let data = reader.read_whole(&selection).await?.data;
         for element in data.chunks_exact(item) {
-            if element == reader.meta.fill_value.as_slice() {
+            if no_data.is_empty() && element == reader.meta.fill_value.as_slice() {
                 continue;
             }
             if let Some(v) = zarrd_core::zarr::data_type::element_f64(element, reader.meta.data_type)

@@ -83,7 +83,7 @@ fn distinct(mut v: Vec<u32>) -> Vec<u32> {
 }
 
 /// Reads the pixels of `lookup` from `image` (its plane fixed by the identifier), treating
-/// the fill value, NaN and `no_data` as no data. Bilinear lookups read full resolution.
+/// NaN and `no_data` as no data, and the Zarr fill value too when `no_data` is empty. Bilinear lookups read full resolution.
 pub async fn read(image: &Image, lookup: &Lookup, no_data: &[f64]) -> Result<TilePixels> {
     let cells = lookup.cells();
     let rows_needed = distinct(cells.iter().map(|c| c.0).collect());
@@ -152,7 +152,9 @@ pub async fn read(image: &Image, lookup: &Lookup, no_data: &[f64]) -> Result<Til
         let run_width = col_plan.runs[cc].end - col_plan.runs[cc].start;
         let at = ((dy * run_width + dx) as usize) * item;
         let element = block.get(at..at + item)?;
-        if element == meta.fill_value.as_slice() {
+        // As xarray reads it: with a CF `_FillValue`/`missing_value` the Zarr fill is a value
+        // (a sea-ice concentration of 0 is open water).
+        if no_data.is_empty() && element == meta.fill_value.as_slice() {
             return None;
         }
         element_f64(element, meta.data_type).filter(|v| !v.is_nan() && !no_data.contains(v))

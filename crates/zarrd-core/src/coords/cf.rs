@@ -36,9 +36,11 @@ impl CfValues {
         let (scale, offset) =
             if stored.is_real_number() { (attr("scale_factor"), attr("add_offset")) } else { (None, None) };
         let mut missing = if stored.is_real_number() { cf_no_data(meta) } else { Vec::new() };
-        // A v2 `fill_value: null` is "no fill" (zarrd reads it as zeros): nothing missing.
+        // A v2 `fill_value: null` is "no fill" (zarrd reads it as zeros): nothing missing;
+        // and with a CF `_FillValue`/`missing_value` the fill is a value (as xarray reads it).
         let v2_fill = meta.zarr_format == 2 && !meta.document.get("fill_value").is_none_or(Value::is_null);
         if v2_fill
+            && missing.is_empty()
             && let Some(fill) = element_f64(&meta.fill_value, stored).filter(|f| !f.is_nan())
             && stored.is_real_number()
         {
