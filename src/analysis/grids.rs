@@ -124,6 +124,17 @@ async fn find(catalog: &Catalog, dataset: &Dataset, reader: &ArrayReader) -> Res
                 }
             }
         };
+        if let Some(declared) = geozarr.shape
+            && declared != [meta.shape[dims[0]], meta.shape[dims[1]]]
+        {
+            return Err(unusable(
+                reader,
+                format!(
+                    "its `spatial:shape` {declared:?} does not fit its (Y, X) extent {:?}: the transform is another level's",
+                    [meta.shape[dims[0]], meta.shape[dims[1]]]
+                ),
+            ));
+        }
         let crs_digest = u128::from(hash(&geozarr.crs.definition));
         let (native, digest) = match geozarr.transform {
             Some(transform) => {

@@ -379,7 +379,7 @@ async fn an_array_whose_steps_only_time_units_dates_is_labelled_from_its_offsets
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/sample.zarr");
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("sample.zarr");
-    copy_tree(&src, &root);
+    common::copy_tree(&src, &root);
     std::fs::remove_dir_all(root.join("climate/time")).unwrap();
     let meta_path = root.join("climate/t2m/zarr.json");
     let mut meta: Value = serde_json::from_slice(&std::fs::read(&meta_path).unwrap()).unwrap();
@@ -396,17 +396,4 @@ async fn an_array_whose_steps_only_time_units_dates_is_labelled_from_its_offsets
     // sel= has no labels for it (no coordinate array): its CSV counts the steps.
     let csv = browser_get(&app, "/v1/slice/sample/climate/t2m?sel=lat:~45,lon:~-75&format=csv").await;
     assert!(String::from_utf8(csv.body.to_vec()).unwrap().lines().nth(2).unwrap().starts_with("1,"));
-}
-
-fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }

@@ -476,3 +476,33 @@ async fn with_a_cf_fill_value_the_zarr_fill_is_a_value_as_xarray_reads_it() {
     }
     common::assert_no_panics();
 }
+
+#[tokio::test]
+async fn a_transform_for_another_shape_is_refused_not_drawn() {
+    // b11 (92 × 92) without its own proj:transform/proj:shape falls under its group's
+    // transform for 183 × 183 cells: another level's, so a 422 naming spatial:shape.
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("s2.zarr");
+    common::copy_tree(&dir().join("s2_utm.zarr"), &root);
+    let strip = |doc: &mut Value| {
+        let attrs = doc["attributes"].as_object_mut().unwrap();
+        for key in ["proj:transform", "proj:shape", "proj:spatial_dimensions", "proj:code"] {
+            attrs.remove(key);
+        }
+    };
+    let meta = root.join("r60m/b11/zarr.json");
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&meta).unwrap()).unwrap();
+    strip(&mut doc);
+    std::fs::write(&meta, doc.to_string()).unwrap();
+    let top = root.join("zarr.json");
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&top).unwrap()).unwrap();
+    strip(&mut doc["consolidated_metadata"]["metadata"]["r60m/b11"]);
+    std::fs::write(&top, doc.to_string()).unwrap();
+    let app = common::app_with(vec![("s2", common::local_store(&root))], common::config(""));
+    let reply = get(&app, "/maps/s2%2Fr60m%2Fb11/13/4409/2943.npy").await;
+    assert_eq!(reply.status, 422, "{}", reply.describe());
+    assert!(reply.describe().contains("spatial:shape"), "{}", reply.describe());
+    let info = get(&app, "/v1/arrays/s2/r60m/b11").await.json();
+    assert!(info["grid"].is_null(), "{info}");
+    common::assert_no_panics();
+}

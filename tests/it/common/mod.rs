@@ -216,3 +216,17 @@ pub fn assert_no_panics() {
         zarrd_core::ops::panics::recent().into_iter().filter(|p| !p.starts_with("tests/")).collect();
     assert!(server.is_empty(), "the server panicked: {server:?}");
 }
+
+/// Copies the directory tree `from` to `to`.
+pub fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}

@@ -19,6 +19,8 @@ pub struct GeoZarr {
     pub transform: Option<Affine>,
     /// `spatial:registration` `node`: a cell's centre at (col, row).
     pub node: bool,
+    /// `spatial:shape` (or `proj:shape`): the (Y, X) extent the transform is for.
+    pub shape: Option<[u64; 2]>,
 }
 
 /// Why `GeoZarr` attributes are unusable.
@@ -90,12 +92,22 @@ pub fn spec(own: &Map<String, Value>, group: Option<&Map<String, Value>>) -> Res
             Some(Affine::new(&numbers).map_err(|e| err(key, e.to_string()))?)
         }
     };
+    let shape = match first(&["spatial:shape", "proj:shape"]) {
+        None => None,
+        Some((key, v)) => {
+            let n: Option<Vec<u64>> = v.as_array().map(|l| l.iter().filter_map(Value::as_u64).collect());
+            match n.as_deref() {
+                Some([y, x]) => Some([*y, *x]),
+                _ => return Err(err(key, format!("is {v}; allowed are two whole numbers, [rows, columns]"))),
+            }
+        }
+    };
     let node = match get("spatial:registration").map(|v| v.as_str()) {
         None | Some(Some("pixel")) => false,
         Some(Some("node")) => true,
         Some(_) => return Err(err("spatial:registration", "is not `pixel` or `node`".to_owned())),
     };
-    Ok(Some(GeoZarr { crs, dims, transform, node }))
+    Ok(Some(GeoZarr { crs, dims, transform, node, shape }))
 }
 
 #[cfg(test)]
