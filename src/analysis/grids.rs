@@ -106,94 +106,131 @@ async fn find(catalog: &Catalog, dataset: &Dataset, reader: &ArrayReader) -> Res
         return Ok(None);
     }
     let names = dimension_names(meta).unwrap_or_else(|| vec![None; rank]);
-    let last_two = || [rank - 2, rank - 1];
     let group = group_attributes(catalog, dataset, reader).await;
     if let Some(geozarr) = grid::geozarr::spec(&meta.attributes, group.as_ref()).map_err(|e| unusable(reader, e))? {
-        let dims = match &geozarr.dims {
-            None => last_two(),
-            Some(named) => {
-                let at = |n: &str| names.iter().position(|d| d.as_deref() == Some(n));
-                match (at(&named[0]), at(&named[1])) {
-                    (Some(y), Some(x)) => [y, x],
-                    _ => {
-                        return Err(unusable(
-                            reader,
-                            format!("its `spatial:dimensions` {named:?} are not among its dimensions {names:?}"),
-                        ));
-                    }
-                }
-            }
-        };
-        if let Some(declared) = geozarr.shape
-            && declared != [meta.shape[dims[0]], meta.shape[dims[1]]]
-        {
-            return Err(unusable(
-                reader,
-                format!(
-                    "its `spatial:shape` {declared:?} does not fit its (Y, X) extent {:?}: the transform is another level's",
-                    [meta.shape[dims[0]], meta.shape[dims[1]]]
-                ),
-            ));
-        }
-        let crs_digest = u128::from(hash(&geozarr.crs.definition));
-        let (native, digest) = match geozarr.transform {
-            Some(transform) => {
-                let (rows, cols) = (meta.shape[dims[0]], meta.shape[dims[1]]);
-                let native = Native::Affine { transform, rows, cols, node: geozarr.node };
-                // The lookups of tiles are shared by grids of the same CRS, transform and shape.
-                let what = format!("{:?} {rows}x{cols} {}", transform.coefficients, geozarr.node);
-                (native, (crs_digest, u128::from(hash(&what))))
-            }
-            None => match axes(catalog, dataset, reader, &names, dims, &geozarr.crs).await? {
-                Some((native, (y, x))) => (native, (y ^ crs_digest, x)),
-                None => {
-                    return Err(unusable(
-                        reader,
-                        "it names a CRS but has neither `spatial:transform` nor 1-D coordinate arrays of its (Y, X) dimensions",
-                    ));
-                }
-            },
-        };
-        return grid_of(reader, dims, &names, geozarr.crs, native, digest).map(Some);
+        return geozarr_grid(catalog, dataset, reader, &names, geozarr).await.map(Some);
     }
     if let Some(mapping) = grid::cf::grid_mapping(&meta.attributes) {
-        let path = sibling(&reader.path, &mapping);
-        let attributes = match catalog.find(dataset, &path).await {
-            Ok(Node::Array(m)) => m.attributes.clone(),
-            Ok(Node::Group(g)) => g.attributes.clone(),
-            Err(e) if e.is_unservable() => {
-                return Err(unusable(reader, format!("its `grid_mapping` names `{mapping}`, which is not beside it")));
-            }
-            Err(e) => return Err(Error::from(e.as_ref())),
-        };
-        let crs = grid::cf::crs(&attributes)
-            .map_err(|e| unusable(reader, format!("its grid mapping `{mapping}` is not usable: {e}")))?;
-        let dims = last_two();
-        let mapping_digest = u128::from(hash(&serde_json::to_string(&attributes).unwrap_or_default()));
-        let (native, digest) = if let Some((native, (y, x))) =
-            axes(catalog, dataset, reader, &names, dims, &crs).await?
-        {
-            (native, (y ^ mapping_digest, x))
-        } else {
-            let transform = attributes.get("GeoTransform").and_then(geo_transform).ok_or_else(|| {
-                unusable(
-                    reader,
-                    format!(
-                        "it has no 1-D coordinate arrays of its dimensions {:?} and its grid mapping `{mapping}` no `GeoTransform`",
-                        dims.map(|d| names[d].clone().unwrap_or_else(|| format!("dim_{d}")))
-                    ),
-                )
-            })?;
-            let transform = transform.map_err(|e| unusable(reader, format!("its `GeoTransform` {e}")))?;
-            let (rows, cols) = (meta.shape[dims[0]], meta.shape[dims[1]]);
-            let native = Native::Affine { transform, rows, cols, node: false };
-            (native, (mapping_digest, u128::from(hash(&format!("{rows}x{cols}")))))
-        };
-        return grid_of(reader, dims, &names, crs, native, digest).map(Some);
+        return mapped_grid(catalog, dataset, reader, &names, &mapping).await.map(Some);
     }
-    // The 1-D latitude/longitude grid, by the one rule of `grid::is_geographic`.
-    let dims = last_two();
-    let Some((y, x)) = coordinates(catalog, dataset, reader, &names, dims).await? else { return Ok(None) };
+    lonlat_grid(catalog, dataset, reader, &names).await
+}
+
+/// The grid `GeoZarr` attributes give: their CRS, on their transform or the coordinate
+/// arrays of their dimensions.
+async fn geozarr_grid(
+    catalog: &Catalog,
+    dataset: &Dataset,
+    reader: &ArrayReader,
+    names: &[Option<String>],
+    geozarr: grid::geozarr::GeoZarr,
+) -> Result<Found> {
+    let meta = &reader.meta;
+    let rank = meta.shape.len();
+    let last_two = || [rank - 2, rank - 1];
+    let dims = match &geozarr.dims {
+        None => last_two(),
+        Some(named) => {
+            let at = |n: &str| names.iter().position(|d| d.as_deref() == Some(n));
+            match (at(&named[0]), at(&named[1])) {
+                (Some(y), Some(x)) => [y, x],
+                _ => {
+                    return Err(unusable(
+                        reader,
+                        format!("its `spatial:dimensions` {named:?} are not among its dimensions {names:?}"),
+                    ));
+                }
+            }
+        }
+    };
+    if let Some(declared) = geozarr.shape
+        && declared != [meta.shape[dims[0]], meta.shape[dims[1]]]
+    {
+        return Err(unusable(
+            reader,
+            format!(
+                "its `spatial:shape` {declared:?} does not fit its (Y, X) extent {:?}: the transform is another level's",
+                [meta.shape[dims[0]], meta.shape[dims[1]]]
+            ),
+        ));
+    }
+    let crs_digest = u128::from(hash(&geozarr.crs.definition));
+    let (native, digest) = match geozarr.transform {
+        Some(transform) => {
+            let (rows, cols) = (meta.shape[dims[0]], meta.shape[dims[1]]);
+            let native = Native::Affine { transform, rows, cols, node: geozarr.node };
+            // The lookups of tiles are shared by grids of the same CRS, transform and shape.
+            let what = format!("{:?} {rows}x{cols} {}", transform.coefficients, geozarr.node);
+            (native, (crs_digest, u128::from(hash(&what))))
+        }
+        None => match axes(catalog, dataset, reader, names, dims, &geozarr.crs).await? {
+            Some((native, (y, x))) => (native, (y ^ crs_digest, x)),
+            None => {
+                return Err(unusable(
+                    reader,
+                    "it names a CRS but has neither `spatial:transform` nor 1-D coordinate arrays of its (Y, X) dimensions",
+                ));
+            }
+        },
+    };
+    grid_of(reader, dims, names, geozarr.crs, native, digest)
+}
+
+/// The grid of CF grid-mapping variable `mapping`: its CRS, on the coordinate arrays of the
+/// last two dimensions or its `GeoTransform`.
+async fn mapped_grid(
+    catalog: &Catalog,
+    dataset: &Dataset,
+    reader: &ArrayReader,
+    names: &[Option<String>],
+    mapping: &str,
+) -> Result<Found> {
+    let meta = &reader.meta;
+    let rank = meta.shape.len();
+    let path = sibling(&reader.path, mapping);
+    let attributes = match catalog.find(dataset, &path).await {
+        Ok(Node::Array(m)) => m.attributes.clone(),
+        Ok(Node::Group(g)) => g.attributes.clone(),
+        Err(e) if e.is_unservable() => {
+            return Err(unusable(reader, format!("its `grid_mapping` names `{mapping}`, which is not beside it")));
+        }
+        Err(e) => return Err(Error::from(e.as_ref())),
+    };
+    let crs = grid::cf::crs(&attributes)
+        .map_err(|e| unusable(reader, format!("its grid mapping `{mapping}` is not usable: {e}")))?;
+    let dims = [rank - 2, rank - 1];
+    let mapping_digest = u128::from(hash(&serde_json::to_string(&attributes).unwrap_or_default()));
+    let (native, digest) = if let Some((native, (y, x))) = axes(catalog, dataset, reader, names, dims, &crs).await? {
+        (native, (y ^ mapping_digest, x))
+    } else {
+        let transform = attributes.get("GeoTransform").and_then(geo_transform).ok_or_else(|| {
+            unusable(
+                reader,
+                format!(
+                    "it has no 1-D coordinate arrays of its dimensions {:?} and its grid mapping `{mapping}` no `GeoTransform`",
+                    dims.map(|d| names[d].clone().unwrap_or_else(|| format!("dim_{d}")))
+                ),
+            )
+        })?;
+        let transform = transform.map_err(|e| unusable(reader, format!("its `GeoTransform` {e}")))?;
+        let (rows, cols) = (meta.shape[dims[0]], meta.shape[dims[1]]);
+        let native = Native::Affine { transform, rows, cols, node: false };
+        (native, (mapping_digest, u128::from(hash(&format!("{rows}x{cols}")))))
+    };
+    grid_of(reader, dims, names, crs, native, digest)
+}
+
+/// The 1-D latitude/longitude grid of the last two dimensions, when they are latitude and
+/// longitude by the one rule of `grid::is_geographic`.
+async fn lonlat_grid(
+    catalog: &Catalog,
+    dataset: &Dataset,
+    reader: &ArrayReader,
+    names: &[Option<String>],
+) -> Result<Option<Found>> {
+    let rank = reader.meta.shape.len();
+    let dims = [rank - 2, rank - 1];
+    let Some((y, x)) = coordinates(catalog, dataset, reader, names, dims).await? else { return Ok(None) };
     let (y_values, x_values) = (values(&y).await?, values(&x).await?);
     let y_coordinate = Coordinate { name: name_of(&y.path), attributes: &y.meta.attributes, values: &y_values };
     let x_coordinate = Coordinate { name: name_of(&x.path), attributes: &x.meta.attributes, values: &x_values };
@@ -205,7 +242,7 @@ async fn find(catalog: &Catalog, dataset: &Dataset, reader: &ArrayReader) -> Res
     };
     let native = Native::Axes { y: axis(&y, &y_values)?, x: axis(&x, &x_values)? };
     let crs = Crs::from_epsg(4326).map_err(|e| Error::internal_from("WGS 84", e))?;
-    grid_of(reader, dims, &names, crs, native, (y.meta.digest, x.meta.digest)).map(Some)
+    grid_of(reader, dims, names, crs, native, (y.meta.digest, x.meta.digest)).map(Some)
 }
 
 fn grid_of(
