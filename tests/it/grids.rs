@@ -11,7 +11,6 @@
 
 use crate::common;
 
-use std::io::Read;
 use std::path::PathBuf;
 
 use common::{get, parse_npy};
@@ -27,14 +26,7 @@ fn manifest() -> Value {
 
 /// The app serving each fixture store as a dataset named after it.
 fn app() -> axum::Router {
-    let m = manifest();
-    let stores: Vec<(&str, zarrd_core::store::Store)> = m["datasets"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(name, d)| (name.as_str(), common::local_store(&dir().join(d["store"].as_str().unwrap()))))
-        .collect();
-    common::app_with(stores, common::config(""))
+    common::manifest_app(&dir(), &manifest())
 }
 
 /// Every (dataset, array path, its manifest entry).
@@ -51,13 +43,7 @@ fn arrays() -> Vec<(String, String, Value)> {
 
 /// An expected tile: 256 × 256 float32, rows north to south.
 fn expected(file: &str) -> Vec<f32> {
-    let mut raw = Vec::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(dir().join("expected").join(file)).unwrap())
-        .read_to_end(&mut raw)
-        .unwrap();
-    let npy = parse_npy(&raw);
-    assert_eq!((npy.descr.as_str(), npy.shape.as_slice()), ("<f4", &[256u64, 256][..]));
-    npy.data.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect()
+    common::gzipped_tile(&dir().join("expected").join(file))
 }
 
 #[tokio::test]
@@ -107,8 +93,7 @@ async fn every_tile_equals_the_pyproj_reference() {
             );
             let reply = get(&app, &uri).await;
             assert_eq!(reply.status, 200, "{uri}: {}", reply.describe());
-            let npy = parse_npy(&reply.body);
-            let got: Vec<f32> = npy.data.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+            let got = common::tile_values(&reply.body);
             let want = expected(t["file"].as_str().unwrap());
             let bilinear = t["resampling"] == "bilinear";
             let mut wrong = Vec::new();
@@ -424,11 +409,7 @@ async fn a_geozarr_multiscales_level_draws_each_tile_from_the_level_its_zoom_cho
     let app = common::app_with(vec![("s2", store)], common::config(""));
     let mut levels = std::collections::BTreeSet::new();
     for t in m["tiles"].as_array().unwrap() {
-        let mut raw = Vec::new();
-        let file = dir.join("expected").join(t["file"].as_str().unwrap());
-        flate2::read::GzDecoder::new(std::fs::File::open(file).unwrap()).read_to_end(&mut raw).unwrap();
-        let want: Vec<f32> =
-            parse_npy(&raw).data.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+        let want = common::gzipped_tile(&dir.join("expected").join(t["file"].as_str().unwrap()));
         // Whichever level's array the URL names, the tile comes from the one its zoom chooses.
         for path in m["arrays"].as_array().unwrap() {
             let id = format!("s2%2F{}", path.as_str().unwrap().replace('/', "%2F"));
@@ -436,11 +417,7 @@ async fn a_geozarr_multiscales_level_draws_each_tile_from_the_level_its_zoom_cho
             let reply = get(&app, &uri).await;
             assert_eq!(reply.status, 200, "{uri}: {}", reply.describe());
             assert_eq!(reply.header("zarr-level"), t["level"].as_str().unwrap(), "{uri}");
-            let got: Vec<f32> = parse_npy(&reply.body)
-                .data
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
-                .collect();
+            let got = common::tile_values(&reply.body);
             let wrong = got
                 .iter()
                 .zip(&want)
@@ -469,8 +446,7 @@ async fn with_a_cf_fill_value_the_zarr_fill_is_a_value_as_xarray_reads_it() {
         // A map tile over the grid shows open water (0) and leaves the 255 block out.
         let tile = get(&app, &format!("/maps/{ds}%2F{array}/4/7/8.npy")).await;
         assert_eq!(tile.status, 200, "{}", tile.describe());
-        let values: Vec<f32> =
-            parse_npy(&tile.body).data.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+        let values = common::tile_values(&tile.body);
         assert!(values.contains(&0.0), "{ds}: open water is a value");
         assert!(!values.contains(&255.0), "{ds}: 255 is the missing value");
     }

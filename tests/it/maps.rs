@@ -9,11 +9,10 @@
 
 use crate::common;
 
-use std::io::Read;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use common::{CountingStore, get, get_with, parse_npy};
+use common::{CountingStore, get, get_with};
 use object_store::ObjectStoreExt;
 use object_store::memory::InMemory;
 use object_store::path::Path as ObjectPath;
@@ -30,14 +29,7 @@ fn manifest() -> Value {
 
 /// The app serving each fixture store as a dataset named after it.
 fn app() -> axum::Router {
-    let m = manifest();
-    let stores: Vec<(&str, Store)> = m["datasets"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(name, d)| (name.as_str(), common::local_store(&dir().join(d["store"].as_str().unwrap()))))
-        .collect();
-    common::app_with(stores, common::config(""))
+    common::manifest_app(&dir(), &manifest())
 }
 
 fn identifier(dataset: &str, array: &str, indices: &[Value]) -> String {
@@ -48,19 +40,7 @@ fn identifier(dataset: &str, array: &str, indices: &[Value]) -> String {
 
 /// An expected tile: 256 × 256 float32, rows north to south.
 fn expected(file: &str) -> Vec<f32> {
-    let mut raw = Vec::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(dir().join("expected").join(file)).unwrap())
-        .read_to_end(&mut raw)
-        .unwrap();
-    let npy = parse_npy(&raw);
-    assert_eq!((npy.descr.as_str(), npy.shape.as_slice()), ("<f4", &[256u64, 256][..]));
-    npy.data.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect()
-}
-
-fn tile_values(body: &[u8]) -> Vec<f32> {
-    let npy = parse_npy(body);
-    assert_eq!((npy.descr.as_str(), npy.shape.as_slice()), ("<f4", &[256u64, 256][..]));
-    npy.data.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect()
+    common::gzipped_tile(&dir().join("expected").join(file))
 }
 
 #[tokio::test]
@@ -75,7 +55,7 @@ async fn every_tile_equals_the_reference_computed_from_the_formulas() {
         let uri = format!("/maps/{id}/{}/{}/{}.npy", t["z"], t["x"], t["y"]);
         let reply = get(&app, &uri).await;
         assert_eq!(reply.status, 200, "{uri}: {}", reply.describe());
-        let got = tile_values(&reply.body);
+        let got = common::tile_values(&reply.body);
         let want = expected(t["file"].as_str().unwrap());
         let mut wrong = Vec::new();
         for (k, (g, w)) in got.iter().zip(&want).enumerate() {
@@ -279,7 +259,7 @@ async fn a_coarse_tile_reads_only_the_chunks_it_needs() {
     assert!(reads <= 256, "a zoom-0 tile made {reads} storage requests; it needs at most 256 of the 2048 chunks");
     // Each pixel shows its cell: column i's centre is at lon -180 + (i + 0.5) * 360/256,
     // i.e. column 16 i + 8 of 4096; rows from the Mercator latitude.
-    let values = tile_values(&reply.body);
+    let values = common::tile_values(&reply.body);
     let lat = |j: f64| (std::f64::consts::PI * (1.0 - 2.0 * (j + 0.5) / 256.0)).sinh().atan().to_degrees();
     for (j, i) in [(0usize, 0usize), (128, 5), (255, 255), (77, 130)] {
         let row = (89.5 - lat(j as f64) + 0.5).floor() as u64;
@@ -308,7 +288,7 @@ async fn coarse_tiles_read_an_overview_level_when_the_array_has_one() {
     let app = common::app_with(vec![("ms", Store::new(Arc::new(mem), ObjectPath::default()))], common::config(""));
     let reply = get(&app, "/maps/ms%2F0/0/0/0.npy").await;
     assert_eq!(reply.status, 200, "{}", reply.describe());
-    let values = tile_values(&reply.body);
+    let values = common::tile_values(&reply.body);
     let lat = |j: f64| (std::f64::consts::PI * (1.0 - 2.0 * (j + 0.5) / 256.0)).sinh().atan().to_degrees();
     for (j, i) in [(0usize, 0usize), (128, 5), (255, 255), (77, 130), (200, 31)] {
         let row = ((90.0 - lat(j as f64)) / step).floor() as u64;
@@ -317,6 +297,6 @@ async fn coarse_tiles_read_an_overview_level_when_the_array_has_one() {
     }
     // A deep zoom reads full resolution: the pixel at lon 0.01, lat 0.01 is cell (511, 1024).
     let reply = get(&app, "/maps/ms%2F0/12/2048/2047.npy").await;
-    let values = tile_values(&reply.body);
+    let values = common::tile_values(&reply.body);
     assert_eq!(values[255 * 256], (511 * 2048 + 1024) as f32);
 }

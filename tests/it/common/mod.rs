@@ -7,10 +7,12 @@ pub mod conformance;
 mod counting;
 mod npy;
 mod services;
+mod tiles;
 
 pub use counting::CountingStore;
 pub use npy::*;
 pub use services::*;
+pub use tiles::*;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
