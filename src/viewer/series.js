@@ -77,8 +77,11 @@ function seriesUrl(format) {
     // A place on the map by label (the server picks the grid point); a cell, or a place
     // where another leading dimension has no labels (sel= and s= do not mix), by index.
     const items = s.kind === "point" ? state.indices.slice(1).map((_, d) => labelItem(d + 1)) : null;
+    const [latName, lonName] = pointNames();
     if (items && items.every(Boolean)) {
-      set("sel", [...items, `${ydim.name}:~${s.lat}`, `${xdim.name}:~${s.lon}`].join(","));
+      set("sel", [...items, `${latName}:~${s.lat}`, `${lonName}:~${s.lon}`].join(","));
+    } else if (state.geo && state.geo.projected) {
+      return null;
     } else {
       const cell = s.kind === "cell" ? s.cell : geoCell(s.lat, s.lon);
       if (!cell) return null;
@@ -93,9 +96,17 @@ function seriesUrl(format) {
   return `/v1/${route}/${encodeURIComponent(state.ds)}/${enc(state.path)}?${q.join("&")}`;
 }
 
+// The names a point's latitude and longitude go by in `sel=`: the grid's dimensions on a
+// latitude/longitude grid, `lat`/`lon` on a projected one (the server finds the cell).
+function pointNames() {
+  if (state.geo && state.geo.projected) return ["lat", "lon"];
+  return state.dims.slice(-2).map((d) => d.name);
+}
+
 // The grid cell [row, col] holding a longitude/latitude (the map tiles' cells), or null.
 function geoCell(lat, lon) {
   const g = state.geo;
+  if (!g || g.projected) return null;
   const iy = cellIndex(g.lat.values, g.lat.edges, lat, false);
   const ix = cellIndex(g.lon.values, g.lon.edges, lon, true);
   return iy < 0 || ix < 0 ? null : [iy, ix];
@@ -221,12 +232,17 @@ function seriesTitle(body, monthly) {
     return `${name}: area-weighted mean over the drawn area, ${along}${none}`;
   }
   const p = body.point;
+  if (s.kind === "point" && p && state.geo && state.geo.projected && typeof p.lat === "number") {
+    return `${name}, ${along} at the cell ${ydim.name} ${formatValue(p[ydim.name])}, ${xdim.name} ${formatValue(p[xdim.name])} ` +
+      `(centre ${formatLat(p.lat)} ${formatLon(p.lon)}), holding ${formatLat(s.lat)} ${formatLon(s.lon)}`;
+  }
   if (s.kind === "point" && p && typeof p[ydim.name] === "number" && typeof p[xdim.name] === "number") {
     const [lat, lon] = [p[ydim.name], p[xdim.name]];
     return `${name}, ${along} at the grid point ${ydim.name} ${formatValue(lat)}, ${xdim.name} ${formatValue(lon)} ` +
       `(${formatLat(lat)} ${formatLon(lon)}), nearest to ${formatLat(s.lat)} ${formatLon(s.lon)}`;
   }
   const cell = s.kind === "cell" ? s.cell : geoCell(s.lat, s.lon);
+  if (!cell) return `${name}, ${along} at ${formatLat(s.lat)} ${formatLon(s.lon)}`;
   return `${name}, ${along} at ${coordText(cell).split(" · ").slice(0, 2).join(", ")} [${cell.join(",")}]`;
 }
 
@@ -342,8 +358,8 @@ function drawOverlay(body) {
   if (s.kind === "area") {
     source.addFeature(new ol.Feature(new ol.geom.Polygon([s.ring.map((p) => ol.proj.fromLonLat(p))])));
   } else if (s.kind === "point" && body && body.point) {
-    const [ydim, xdim] = state.dims.slice(-2);
-    const lat = body.point[ydim.name], lon = body.point[xdim.name];
+    const [latName, lonName] = pointNames();
+    const lat = body.point[latName], lon = body.point[lonName];
     if (typeof lat !== "number" || typeof lon !== "number") return;
     source.addFeature(new ol.Feature(new ol.geom.Point(ol.proj.fromLonLat([lon + 360 * Math.round((s.lon - lon) / 360), lat]))));
   }

@@ -311,12 +311,24 @@ function restoredSeries(q) {
   const pt = (q.get("pt") || "").split(",").map(Number);
   const [h, w] = state.meta.shape.slice(-2);
   if (pt.length !== 2 || !pt.every(Number.isInteger) || pt[0] < 0 || pt[1] < 0 || pt[0] >= h || pt[1] >= w) return null;
-  return state.geo ? { kind: "point", lat: state.geo.lat.values[pt[0]], lon: state.geo.lon.values[pt[1]] } : { kind: "cell", cell: pt };
+  return state.geo && !state.geo.projected ? { kind: "point", lat: state.geo.lat.values[pt[0]], lon: state.geo.lon.values[pt[1]] } : { kind: "cell", cell: pt };
 }
 
-// The latitude/longitude grid of the array, when it is on one and the map tiles serve it.
+// The grid of the array when the map tiles serve it: a latitude/longitude grid (its cells
+// found here from the coordinates), or a projected, rotated or geostationary one that
+// /v1/arrays names (`grid`; its cells found by the server: docs/grids.md).
 async function geoGrid(ticket) {
   const [y, x] = state.dims.slice(-2);
+  const grid = state.meta.grid;
+  if (grid && grid.kind !== "geographic" && grid.kind !== "curvilinear" && grid.dims[0] === y.name && grid.dims[1] === x.name) {
+    try {
+      const tilejson = await json(`/maps/${identifier()}/tilejson.json`);
+      return ticket === state.opened ? { tilejson, projected: true } : null;
+    } catch (e) {
+      $("info").append(el("p", { className: "small", textContent: `Shown as an image, not a map: ${e.message}` }));
+      return null;
+    }
+  }
   if (!y.coord || !x.coord || !LAT.test(y.name) || !LON.test(x.name) || y.n < 2 || x.n < 2) return null;
   const finite = (vs, lim) => vs.every((v) => typeof v === "number" && Math.abs(v) <= lim);
   if (!finite(y.coord.values, 90) || !finite(x.coord.values, 360)) return null;

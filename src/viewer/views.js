@@ -143,16 +143,23 @@ function placeMap(tj) {
   view.fit(ol.proj.transformExtent(b, "EPSG:4326", "EPSG:3857"), { size: views.map.getSize(), padding: [8, 8, 8, 8] });
 }
 
-// The grid cell [row, column] under a map coordinate, or null outside the grid.
+// The grid cell [row, column] under a map coordinate, or null outside the grid (on a
+// projected grid, which only the server can place, `true` within its bounds).
 function mapCell(coordinate) {
   const [lon, lat] = ol.proj.toLonLat(coordinate);
   const g = state.geo;
+  if (g.projected) {
+    const [w, s, e, n] = g.tilejson.bounds || [-180, -90, 180, 90];
+    const l = ((lon + 180) % 360 + 360) % 360 - 180;
+    return lat >= s && lat <= n && (w <= e ? l >= w && l <= e : l >= w || l <= e);
+  }
   const iy = cellIndex(g.lat.values, g.lat.edges, lat, false);
   const ix = cellIndex(g.lon.values, g.lon.edges, lon, true);
   return iy < 0 || ix < 0 || Math.abs(lat) > 85.0511 ? null : [iy, ix];
 }
 
 function hoverMap(coordinate) {
+  if (state.geo.projected) return hoverProjected(coordinate);
   const cell = mapCell(coordinate);
   if (!cell) {
     $("value").textContent = "outside the grid";
@@ -258,6 +265,39 @@ function coordText(cell) {
   parts.push(show(ydim, cell[0], geo ? formatLat : null), show(xdim, cell[1], geo ? formatLon : null));
   dims.slice(0, -2).forEach((dim, d) => parts.push(dim.coord ? `${dim.name} ${dim.coord.labels[state.indices[d]]}` : `${dim.name} ${state.indices[d]}`));
   return parts.filter(Boolean).join(" · ");
+}
+
+// On a projected grid: the value of the cell holding the point under the cursor, found by
+// the server (`sel=lat:~φ,lon:~λ` with the leading dimensions at their sliders by label),
+// asked once the cursor rests; its `point` names the cell's native labels and centre.
+function hoverProjected(coordinate) {
+  clearTimeout(views.rest);
+  const ticket = ++views.hover;
+  const [lon, lat] = ol.proj.toLonLat(coordinate).map((v) => Number(v.toFixed(5)));
+  const items = state.indices.map((_, d) => labelItem(d));
+  if (!items.every(Boolean)) {
+    $("value").textContent = "click for the values here";
+    return;
+  }
+  views.rest = setTimeout(async () => {
+    const sel = [...items, `lat:~${lat}`, `lon:~${lon}`].join(",");
+    const units = (state.meta.attributes || {}).units;
+    try {
+      const v = await json(`/v1/slice/${encodeURIComponent(state.ds)}/${enc(state.path)}?sel=${encodeURIComponent(sel)}&format=json`);
+      if (ticket !== views.hover) return;
+      const p = v.point || {};
+      const [ydim, xdim] = state.dims.slice(-2);
+      const place = typeof p.lat === "number" ? `${formatLat(p.lat)} ${formatLon(p.lon)} · ` : "";
+      $("coords").textContent = `${place}${ydim.name} ${formatValue(p[ydim.name])} · ${xdim.name} ${formatValue(p[xdim.name])}`;
+      const shown = v.data === null ? "NaN/Inf" : formatValue(v.data);
+      $("value").textContent = `${shown}${units && v.data !== null ? " " + units : ""}`;
+      $("value").dataset.raw = JSON.stringify(v.data);
+    } catch (e) {
+      if (ticket !== views.hover) return;
+      $("value").textContent = /outside the grid/.test(e.message) ? "outside the grid" : e.message;
+      $("coords").textContent = "";
+    }
+  }, 120);
 }
 
 // The stored value of the cell at the current indices, from /v1/slice.
