@@ -12,6 +12,7 @@
 pub mod coords;
 pub mod grid;
 pub mod ops;
+pub mod query;
 pub mod read;
 pub mod reduce;
 pub mod store;
