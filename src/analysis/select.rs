@@ -1,13 +1,12 @@
-//! A label selection made into reads: `sel=` resolved on the array's labels into index
-//! runs, the runs into index selections (one, or two for a longitude range across the
-//! stored seam), and those read and placed side by side in one C-order result.
+//! A label selection made into a need of the query plan: `sel=` resolved on the array's
+//! labels (or a grid's cells) into index runs per dimension (two for a longitude range
+//! across the stored seam), read and gathered into one C-order result.
 
 use zarrd_core::coords::labels::Run;
 use zarrd_core::coords::sel::{self, GridPick, Picked, SelError};
 use zarrd_core::ops::budget::Reservation;
-use zarrd_core::read::selection::DimSelection;
+use zarrd_core::query::{Limits, Need, Plan, Progression};
 use zarrd_core::read::{ArrayReader, ObjectVersion};
-use zarrd_core::zarr::copy::{Region, copy_region};
 use zarrd_core::zarr::data_type::DataType;
 
 use std::sync::Arc;
@@ -22,13 +21,6 @@ impl From<SelError> for Error {
     }
 }
 
-/// One index selection to read (every dimension kept) and where it lands in the result.
-#[derive(Debug, Clone)]
-pub struct Part {
-    pub selection: Vec<DimSelection>,
-    pub at: Vec<u64>,
-}
-
 /// A resolved label selection.
 #[derive(Debug, Clone)]
 pub struct Resolved {
@@ -37,7 +29,6 @@ pub struct Resolved {
     pub full_shape: Vec<u64>,
     /// The result's shape: dimensions picked by one label are dropped.
     pub shape: Vec<u64>,
-    pub parts: Vec<Part>,
     /// The index selection in `s=` syntax, when it is one (not across a seam).
     pub zarr_selection: Option<String>,
     /// The lon/lat of the grid cell a point picked (on grids other than 1-D lat/lon).
@@ -154,24 +145,19 @@ impl Resolved {
         let full_shape: Vec<u64> = picked.iter().map(Picked::count).collect();
         let result_shape =
             picked.iter().filter(|p| !matches!(p, Picked::Index(_))).map(Picked::count).collect::<Vec<_>>();
-        // The cartesian product of each dimension's runs (more than one only across a seam).
-        let mut parts = vec![Part { selection: Vec::new(), at: Vec::new() }];
-        for p in &picked {
-            let mut next = Vec::with_capacity(parts.len() * 2);
-            for part in &parts {
-                let mut at = 0;
-                for run in p.runs() {
-                    let mut grown = part.clone();
-                    grown.selection.push(DimSelection { start: run.start, step: 1, count: run.count, drop: false });
-                    grown.at.push(at);
-                    at += run.count;
-                    next.push(grown);
-                }
-            }
-            parts = next;
-        }
         let zarr_selection = sel::as_selection(&picked).map(|s| sel::selection_text(&s, shape));
-        Self { picked, full_shape, shape: result_shape, parts, zarr_selection, centre, grid_digest: None, mask: None }
+        Self { picked, full_shape, shape: result_shape, zarr_selection, centre, grid_digest: None, mask: None }
+    }
+
+    /// What the selection needs of the array: each dimension's runs, in order.
+    pub fn need(&self) -> Need {
+        let dims = self.picked.iter().map(|p| p.runs().iter().map(|r| Progression::run(r.start, r.count)).collect());
+        Need { dims: dims.collect(), pairs: None }
+    }
+
+    /// The reads of the selection, planned on `array` (one, or two across a seam).
+    fn plan(&self, array: &ArrayReader) -> Result<Plan> {
+        Ok(Plan::new(&array.meta.read_grid(), &self.need(), &Limits::whole(self.picked.len()))?)
     }
 
     /// Elements in the result.
@@ -186,40 +172,12 @@ impl Resolved {
 
     /// The versions of every stored object the reads will touch, for revalidation.
     pub async fn validation_versions(&self, array: &ArrayReader) -> Result<Vec<(String, ObjectVersion)>> {
-        let mut out = Vec::new();
-        for part in &self.parts {
-            out.extend(array.validation_object_versions(&part.selection).await?);
-        }
-        Ok(out)
+        Ok(self.plan(array)?.versions(array).await?)
     }
 
     /// Reads the stored elements of the selection in C order.
     pub async fn read(&self, array: &ArrayReader) -> Result<(Vec<u8>, Vec<(String, ObjectVersion)>, Reservation)> {
-        let item = array.meta.data_type.size();
-        if let [part] = self.parts.as_slice() {
-            let whole = array.read_whole(&part.selection).await?;
-            return Ok((Vec::from(whole.data), whole.object_versions, whole.reservation));
-        }
-        let mut reservation = array.budget.reserve(self.len() * item as u64).await?;
-        let mut out = vec![0u8; self.len() as usize * item];
-        let mut versions = Vec::new();
-        for part in &self.parts {
-            let whole = array.read_whole(&part.selection).await?;
-            let count: Vec<u64> = part.selection.iter().map(|d| d.count).collect();
-            let zeros = vec![0; count.len()];
-            let ones = vec![1; count.len()];
-            let region = Region {
-                src_shape: &count,
-                src_start: &zeros,
-                src_step: &ones,
-                dst_shape: &self.full_shape,
-                dst_start: &part.at,
-                count: &count,
-            };
-            copy_region(&whole.data, &mut out, &region, item);
-            versions.extend(whole.object_versions);
-            reservation.merge(whole.reservation);
-        }
-        Ok((out, versions, reservation))
+        let gathered = self.plan(array)?.gather(array).await?;
+        Ok((Vec::from(gathered.data), gathered.object_versions, gathered.reservation))
     }
 }

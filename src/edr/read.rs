@@ -1,16 +1,16 @@
-//! A planned EDR query read: per place (a point, or the box of the cells taken) and
-//! parameter, one selection of the stored array — the steps, levels, rows and columns
-//! taken — read through the ordinary read path (only the chunks holding them, coalesced),
-//! CF-decoded, and laid out in C order of (t, z, y, x) whatever the array's own order.
+//! A planned EDR query read: per parameter, one need of the query plan — the steps and
+//! levels taken, and either every point's cell (each chunk holding one read once, however
+//! many points share it) or the box of the cells taken — read through the ordinary read
+//! path (coalesced, cached), CF-decoded, and laid out per place in C order of (t, z, y, x)
+//! whatever the array's own order.
 
 use zarrd_core::coords::cf::CfValues;
 use zarrd_core::coords::geo::{crs84_longitude, eastward_longitudes};
-use zarrd_core::coords::labels::{Kind, Run};
-use zarrd_core::coords::sel::Picked;
+use zarrd_core::coords::labels::Kind;
 use zarrd_core::ops::budget::Reservation;
-use zarrd_core::read::ObjectVersion;
+use zarrd_core::query::{self as reads, Limits, Need, Pairs, Progression, progressions};
+use zarrd_core::read::{ArrayReader, ObjectVersion};
 
-use crate::analysis::select::Resolved;
 use crate::catalog::{Catalog, Dataset};
 use crate::edr::collection::{Axis, Collection};
 use crate::edr::query::{Places, Plan};
@@ -82,89 +82,73 @@ pub fn time_text(labels: &zarrd_core::coords::labels::Labels, i: usize) -> Strin
     }
 }
 
-/// What a query reads: one selection per place and parameter.
-struct Read {
-    /// Per place, per parameter.
-    selections: Vec<Vec<Resolved>>,
-}
-
-impl Read {
-    fn of(plan: &Plan, shapes: &[Vec<u64>]) -> Self {
-        let runs_of = |indices: &[u64]| {
-            let mut runs: Vec<Run> = Vec::new();
-            for &i in indices {
-                match runs.last_mut() {
-                    Some(r) if r.start + r.count == i => r.count += 1,
-                    _ => runs.push(Run { start: i, count: 1 }),
-                }
-            }
-            runs
-        };
-        let levels = runs_of(&plan.levels);
-        let places: Vec<(Vec<Run>, Vec<Run>)> = match &plan.places {
-            Places::Points { cells, .. } => cells
-                .iter()
-                .map(|&(r, c)| (vec![Run { start: r, count: 1 }], vec![Run { start: c, count: 1 }]))
-                .collect(),
-            Places::Box(taken) => {
-                let rows = Run { start: taken.rows.start, count: taken.rows.end - taken.rows.start };
-                let columns = taken.column_runs().into_iter().map(|(start, count)| Run { start, count }).collect();
-                vec![(vec![rows], columns)]
-            }
-        };
-        let selections = places
-            .iter()
-            .map(|(rows, columns)| {
-                plan.parameters
-                    .iter()
-                    .zip(shapes)
-                    .map(|(p, shape)| {
-                        let picked = p
-                            .axes
-                            .iter()
-                            .map(|axis| {
-                                Picked::Runs(match axis {
-                                    Axis::T => plan.times.clone(),
-                                    Axis::Z => levels.clone(),
-                                    Axis::Y => rows.clone(),
-                                    Axis::X => columns.clone(),
-                                })
-                            })
-                            .collect();
-                        Resolved::of(picked, shape, None)
-                    })
-                    .collect()
-            })
-            .collect();
-        Self { selections }
-    }
-}
-
-/// The versions of every stored object `plan` reads (for revalidation before reading).
-pub async fn versions(catalog: &Catalog, dataset: &Dataset, plan: &Plan) -> Result<Vec<(String, ObjectVersion)>> {
-    let (readers, shapes) = open(catalog, dataset, plan).await?;
-    let read = Read::of(plan, &shapes);
-    let mut out = Vec::new();
-    for place in &read.selections {
-        for (resolved, reader) in place.iter().zip(&readers) {
-            out.extend(resolved.validation_versions(reader).await?);
+/// What `plan` needs of a parameter's array (its dimensions `axes`), and the extent of
+/// one place's values in the array's order (a point: one row and column).
+fn need(plan: &Plan, axes: &[Axis]) -> (Need, Vec<u64>) {
+    let (rows, columns, pairs): (Vec<u64>, Vec<u64>, Option<Vec<(u64, u64)>>) = match &plan.places {
+        Places::Points { cells, .. } => {
+            let distinct = |mut v: Vec<u64>| {
+                v.sort_unstable();
+                v.dedup();
+                v
+            };
+            let rows = distinct(cells.iter().map(|c| c.0).collect());
+            let columns = distinct(cells.iter().map(|c| c.1).collect());
+            let position = |v: &[u64], i: u64| v.partition_point(|&x| x < i) as u64;
+            let at = cells.iter().map(|&(r, c)| (position(&rows, r), position(&columns, c))).collect();
+            (rows, columns, Some(at))
         }
+        Places::Box(taken) => (taken.rows.clone().collect(), taken.columns.clone(), None),
+    };
+    let times: Vec<Progression> = plan.times.iter().map(|r| Progression::run(r.start, r.count)).collect();
+    let dims: Vec<Vec<Progression>> = axes
+        .iter()
+        .map(|axis| match axis {
+            Axis::T => times.clone(),
+            Axis::Z => progressions(&plan.levels),
+            Axis::Y => progressions(&rows),
+            Axis::X => progressions(&columns),
+        })
+        .collect();
+    let pairs = pairs.map(|at| {
+        let dim = |a: Axis| axes.iter().position(|&b| b == a).unwrap_or(0);
+        Pairs { dims: [dim(Axis::Y), dim(Axis::X)], at }
+    });
+    let need = Need { dims, pairs };
+    let mut shape = need.shape();
+    if need.pairs.is_some() {
+        for (d, axis) in axes.iter().enumerate() {
+            if matches!(axis, Axis::Y | Axis::X) {
+                shape[d] = 1;
+            }
+        }
+    }
+    (need, shape)
+}
+
+/// Per parameter: its array (reads planned: no window for other requests'), its reads
+/// and the extent of one place's values.
+async fn open(catalog: &Catalog, dataset: &Dataset, plan: &Plan) -> Result<Vec<(ArrayReader, reads::Plan, Vec<u64>)>> {
+    let mut out = Vec::with_capacity(plan.parameters.len());
+    for p in &plan.parameters {
+        let reader = catalog.array(dataset, &p.path).await?.planned();
+        let (need, shape) = need(plan, &p.axes);
+        // Reads split at chunk edges across the grid first: points far apart read only
+        // their own chunks, a long series is read in steps of at most `BLOCK_CELLS`.
+        let order = [Axis::Y, Axis::X, Axis::T, Axis::Z].iter().filter_map(|a| p.axes.iter().position(|b| b == a));
+        let read = reads::Plan::new(&reader.meta.read_grid(), &need, &Limits::blocks(order.collect()))?;
+        out.push((reader, read, shape));
     }
     Ok(out)
 }
 
-async fn open(
-    catalog: &Catalog,
-    dataset: &Dataset,
-    plan: &Plan,
-) -> Result<(Vec<zarrd_core::read::ArrayReader>, Vec<Vec<u64>>)> {
-    let mut readers = Vec::with_capacity(plan.parameters.len());
-    for p in &plan.parameters {
-        // Planned reads merge their own ranges; no window for other requests'.
-        readers.push(catalog.array(dataset, &p.path).await?.planned());
+/// The versions of every stored object `plan` reads (for revalidation before reading).
+pub async fn versions(catalog: &Catalog, dataset: &Dataset, plan: &Plan) -> Result<Vec<(String, ObjectVersion)>> {
+    let mut out = Vec::new();
+    for (reader, read, _) in open(catalog, dataset, plan).await? {
+        out.extend(read.versions(&reader).await?);
     }
-    let shapes = readers.iter().map(|r| r.meta.shape.clone()).collect();
-    Ok((readers, shapes))
+    Ok(out)
 }
 
 /// Reads the values of `plan`: one coverage per point (or one for the box), the objects'
@@ -175,85 +159,88 @@ pub async fn read(
     collection: &Collection,
     plan: &Plan,
 ) -> Result<(Vec<Coverage>, Vec<(String, ObjectVersion)>, Reservation)> {
-    let (readers, shapes) = open(catalog, dataset, plan).await?;
-    let read = Read::of(plan, &shapes);
+    let parameters = open(catalog, dataset, plan).await?;
+    let n_places = match &plan.places {
+        Places::Points { cells, .. } => cells.len(),
+        Places::Box(_) => 1,
+    };
     let mut versions = Vec::new();
     let mut held: Option<Reservation> = None;
-    let mut coverages = Vec::with_capacity(read.selections.len());
-    let (lat, lon) = (&collection.lat.values, &collection.lon.values);
-    let cells: Vec<(u64, u64)> = match &plan.places {
-        Places::Points { cells, .. } => cells.clone(),
-        Places::Box(_) => Vec::new(),
-    };
-    for (k, place) in read.selections.iter().enumerate() {
-        let mut values = Vec::with_capacity(place.len());
-        for ((resolved, reader), p) in place.iter().zip(&readers).zip(&plan.parameters) {
-            let (stored, v, reservation) = resolved.read(reader).await?;
-            versions.extend(v);
-            // The decoded values are held until the answer is written: counted in the
-            // budget; the stored bytes (and their share) go once decoded.
-            let values_held = catalog.budget.reserve(resolved.len() * 8).await?;
-            let mut decoded = vec![0.0; resolved.len() as usize];
-            CfValues::of(&reader.meta).values_into(&stored, &mut decoded);
-            drop((stored, reservation));
-            match &mut held {
-                Some(h) => h.merge(values_held),
-                None => held = Some(values_held),
-            }
-            values.push(in_edr_order(decoded, &resolved.full_shape, &p.axes));
+    // Per place, per parameter.
+    let mut values: Vec<Vec<Vec<f64>>> = (0..n_places).map(|_| Vec::with_capacity(parameters.len())).collect();
+    for ((reader, read, shape), p) in parameters.iter().zip(&plan.parameters) {
+        let gathered = read.gather(reader).await?;
+        versions.extend(gathered.object_versions);
+        let per_place: u64 = shape.iter().product();
+        // The decoded values are held until the answer is written: counted in the budget;
+        // the stored bytes (and their share) go once decoded.
+        let values_held = catalog.budget.reserve(per_place * n_places as u64 * 8).await?;
+        let cf = CfValues::of(&reader.meta);
+        let item = reader.meta.data_type.size();
+        for (k, place) in values.iter_mut().enumerate() {
+            let at = k * per_place as usize * item;
+            let mut decoded = vec![0.0; per_place as usize];
+            cf.values_into(&gathered.data[at..at + per_place as usize * item], &mut decoded);
+            place.push(in_edr_order(decoded, shape, &p.axes));
         }
-        let place = |r: u64, c: u64| {
-            let found = collection.grid.as_deref()?;
-            let (x, y) = found.grid.native.centre(r, c);
-            let (lon, lat) = found.grid.centre(r, c).unwrap_or((f64::NAN, f64::NAN));
-            Some(Place { lon: crs84_longitude(lon), lat, x, y })
-        };
-        let coverage = match &plan.places {
-            Places::Points { .. } => {
-                let (r, c) = cells[k];
-                match place(r, c) {
-                    Some(p) => Coverage { x: vec![p.lon], y: vec![p.lat], places: Some(vec![p]), mask: None, values },
-                    None => Coverage {
-                        x: vec![crs84_longitude(lon[c as usize])],
-                        y: vec![lat[r as usize]],
-                        places: None,
-                        mask: None,
-                        values,
-                    },
-                }
-            }
-            Places::Box(taken) => {
-                let mut values = values;
-                let per_cell = plan.values_per_cell() as usize;
-                let cells = taken.mask.len();
-                for v in &mut values {
-                    // Values are (t, z, y, x): the cell index cycles fastest after t and z.
-                    for (i, value) in v.iter_mut().enumerate() {
-                        if !taken.mask[i % cells] {
-                            *value = f64::NAN;
-                        }
-                    }
-                    debug_assert_eq!(v.len(), per_cell * cells);
-                }
-                let places = collection.grid.is_some().then(|| {
-                    taken.rows.clone().flat_map(|r| taken.columns.iter().filter_map(move |&c| place(r, c))).collect()
-                });
-                let x = if places.is_some() {
-                    taken.columns.iter().map(|&c| lon[c as usize]).collect()
-                } else {
-                    eastward_longitudes(&taken.columns, lon)
-                };
-                Coverage {
-                    x,
-                    y: taken.rows.clone().map(|r| lat[r as usize]).collect(),
-                    places,
-                    mask: Some(taken.mask.clone()),
-                    values,
-                }
-            }
-        };
-        coverages.push(coverage);
+        drop((gathered.data, gathered.reservation));
+        match &mut held {
+            Some(h) => h.merge(values_held),
+            None => held = Some(values_held),
+        }
     }
+    let (lat, lon) = (&collection.lat.values, &collection.lon.values);
+    let place = |r: u64, c: u64| {
+        let found = collection.grid.as_deref()?;
+        let (x, y) = found.grid.native.centre(r, c);
+        let (lon, lat) = found.grid.centre(r, c).unwrap_or((f64::NAN, f64::NAN));
+        Some(Place { lon: crs84_longitude(lon), lat, x, y })
+    };
+    let coverages = match &plan.places {
+        Places::Points { cells, .. } => cells
+            .iter()
+            .zip(values)
+            .map(|(&(r, c), values)| match place(r, c) {
+                Some(p) => Coverage { x: vec![p.lon], y: vec![p.lat], places: Some(vec![p]), mask: None, values },
+                None => Coverage {
+                    x: vec![crs84_longitude(lon[c as usize])],
+                    y: vec![lat[r as usize]],
+                    places: None,
+                    mask: None,
+                    values,
+                },
+            })
+            .collect(),
+        Places::Box(taken) => {
+            let mut values = values.into_iter().next().unwrap_or_default();
+            let per_cell = plan.values_per_cell() as usize;
+            let cells = taken.mask.len();
+            for v in &mut values {
+                // Values are (t, z, y, x): the cell index cycles fastest after t and z.
+                for (i, value) in v.iter_mut().enumerate() {
+                    if !taken.mask[i % cells] {
+                        *value = f64::NAN;
+                    }
+                }
+                debug_assert_eq!(v.len(), per_cell * cells);
+            }
+            let places = collection.grid.is_some().then(|| {
+                taken.rows.clone().flat_map(|r| taken.columns.iter().filter_map(move |&c| place(r, c))).collect()
+            });
+            let x = if places.is_some() {
+                taken.columns.iter().map(|&c| lon[c as usize]).collect()
+            } else {
+                eastward_longitudes(&taken.columns, lon)
+            };
+            vec![Coverage {
+                x,
+                y: taken.rows.clone().map(|r| lat[r as usize]).collect(),
+                places,
+                mask: Some(taken.mask.clone()),
+                values,
+            }]
+        }
+    };
     Ok((coverages, versions, held.unwrap_or_default()))
 }
 

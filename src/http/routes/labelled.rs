@@ -83,13 +83,11 @@ impl Labelled<'_> {
         if let Some((y, x)) = resolved.grid_digest {
             tag.digest(y).digest(x);
         }
-        for part in &resolved.parts {
-            for d in &part.selection {
-                tag.number(d.start).number(d.count);
-            }
-        }
         for p in &resolved.picked {
             tag.number(u64::from(matches!(p, zarrd_core::coords::sel::Picked::Index(_))));
+            for run in p.runs() {
+                tag.number(run.start).number(run.count);
+            }
         }
         Validators::of_objects(tag, versions, &self.state.config).varying(self.render.varies())
     }

@@ -73,11 +73,7 @@ pub async fn reduce(
         Validators::of_objects(tag.clone(), versions, &state.config).varying(render.varies())
     };
     if headers.contains_key(header::IF_NONE_MATCH) {
-        let mut versions = Vec::new();
-        for selection in built.reduction.reads(&array) {
-            versions.extend(array.validation_object_versions(&selection).await?);
-        }
-        let v = validators(&versions);
+        let v = validators(&built.reduction.versions(&array).await?);
         if v.current(&headers) {
             return Ok(with_selection(v.unchanged(), zarr_selection.as_deref()));
         }

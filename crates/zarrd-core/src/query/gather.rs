@@ -4,7 +4,7 @@
 
 use futures::{Stream, StreamExt, TryStreamExt};
 
-use super::Plan;
+use super::plan::Plan;
 use crate::ops::budget::Reservation;
 use crate::read::{ArrayReader, ObjectVersion, ReadError, WholeRead};
 

@@ -19,7 +19,7 @@
 
 use std::ops::Range;
 
-use super::{Need, Progression, UNNEEDED};
+use super::need::{Need, Progression};
 use crate::read::ReadError;
 use crate::read::selection::DimSelection;
 use crate::zarr::chunk_grid::{ChunkGrid, Dim};
@@ -28,6 +28,14 @@ use crate::zarr::chunk_grid::{ChunkGrid, Dim};
 /// on the plan's own memory whatever the question (each read is checked against
 /// `limits.max_chunks_per_request` as it is made).
 const MAX_SLABS: u64 = 1 << 22;
+
+/// Cells one read holds at most (unless one chunk holds more): 4 Mi cells, 16 MiB of
+/// float32 — a tile's window of 2048 × 2048 cells, a reduction's block.
+pub const BLOCK_CELLS: u64 = 1 << 22;
+
+/// Marks a cell of a read that the question does not need (read only because it lies
+/// between needed ones in the same window).
+pub const UNNEEDED: usize = usize::MAX;
 
 /// How large a plan's reads may be.
 #[derive(Debug, Clone)]
@@ -44,9 +52,9 @@ impl Limits {
         Self { block_cells: u64::MAX, order: (0..rank).collect() }
     }
 
-    /// Reads of at most [`super::BLOCK_CELLS`], split along `order` first.
+    /// Reads of at most [`BLOCK_CELLS`], split along `order` first.
     pub fn blocks(order: Vec<usize>) -> Self {
-        Self { block_cells: super::BLOCK_CELLS, order }
+        Self { block_cells: BLOCK_CELLS, order }
     }
 }
 
@@ -257,7 +265,7 @@ impl Plan {
                     .map(|d| distinct_chunks(&plan.axes[d]))
                     .product();
                 plan.chunks = chunk_pairs.len() as u128 * others;
-                product(&windows, Some((*dims, plan.sparse_pairs(*dims, &cells, &windows))))?
+                product(&windows, Some(&(*dims, plan.sparse_pairs(*dims, &cells, &windows))))?
             }
         };
         for block in candidates {
@@ -277,7 +285,8 @@ impl Plan {
     ) -> Vec<(Range<usize>, Range<usize>)> {
         let [a, b] = dims;
         let window_of = |d: usize, slab: usize| self.axes[d].slabs[slab].window;
-        let mut groups: std::collections::BTreeMap<(usize, usize), Vec<(usize, usize)>> = Default::default();
+        let mut groups: std::collections::BTreeMap<(usize, usize), Vec<(usize, usize)>> =
+            std::collections::BTreeMap::new();
         for &(i, j) in cells {
             groups.entry((window_of(a, i), window_of(b, j))).or_default().push((i, j));
         }
@@ -437,11 +446,11 @@ impl Plan {
 #[allow(clippy::type_complexity)]
 fn product(
     windows: &[Vec<Range<usize>>],
-    pairs: Option<([usize; 2], Vec<(Range<usize>, Range<usize>)>)>,
+    pairs: Option<&([usize; 2], Vec<(Range<usize>, Range<usize>)>)>,
 ) -> Result<Vec<Block>, ReadError> {
     let rank = windows.len();
-    let skip = pairs.as_ref().map(|p| p.0);
-    let mut count: u128 = pairs.as_ref().map_or(1, |p| p.1.len() as u128);
+    let skip = pairs.map(|p| p.0);
+    let mut count: u128 = pairs.map_or(1, |p| p.1.len() as u128);
     for (d, w) in windows.iter().enumerate() {
         if !skip.is_some_and(|s| s.contains(&d)) {
             count *= w.len() as u128;
@@ -450,7 +459,7 @@ fn product(
     if count > u128::from(MAX_SLABS) {
         return Err(ReadError::TooManyChunks { chunks: count, limit: MAX_SLABS });
     }
-    let seeds: Vec<Block> = match &pairs {
+    let seeds: Vec<Block> = match pairs {
         None => vec![Block { slabs: vec![0..0; rank] }],
         Some(([a, b], ranges)) => ranges
             .iter()

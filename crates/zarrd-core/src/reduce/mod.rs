@@ -3,32 +3,27 @@
 //!
 //! A [`Reduction`] says, per array dimension, which stored indices to visit and which
 //! output element each lands in (kept, grouped by period or block, or reduced away), the
-//! weight of each index, and an optional mask of lat/lon cells (a polygon). [`plan`] cuts
-//! the cells to visit into blocks at chunk edges; each block is one read (coalesced,
-//! decoded in the CPU pool), two in flight, folded as it arrives and dropped — memory
+//! weight of each index, and an optional mask of grid cells (a polygon). The query plan
+//! ([`crate::query::Plan`]) cuts the cells to visit into blocks at chunk edges; each block
+//! is one read (coalesced, decoded in the CPU pool), two in flight, folded as it arrives
+//! and dropped — memory
 //! holds the accumulators and two blocks, whatever the extent reduced (median and
 //! percentiles hold the values of the groups in flight: kept dimensions are read
 //! outermost, and a group is ranked and dropped when its last cell is in).
 
 pub mod area;
 pub mod op;
-pub mod plan;
 pub mod polygon;
 pub mod request;
 
 use std::sync::Arc;
 
-use futures::{StreamExt, TryStreamExt};
+use futures::TryStreamExt;
 
 use crate::coords::cf::CfValues;
-use crate::read::selection::DimSelection;
+use crate::query::{BLOCK_CELLS, Limits, Need, Plan, UNNEEDED};
 use crate::read::{ArrayReader, ObjectVersion, ReadError};
 use op::{Acc, Op, percentile};
-use plan::{Block, Piece};
-
-/// Cells one block reads at most (unless a single chunk holds more): 4 Mi cells, 16 MiB of
-/// float32.
-pub const BLOCK_CELLS: u64 = 1 << 22;
 
 /// Where one dimension's cells go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,38 +119,30 @@ impl Reduction {
         strides
     }
 
-    /// The reads, planned: pieces per dimension, and the blocks over them.
-    fn plan(&self, array: &ArrayReader) -> (Vec<Vec<usize>>, Vec<Vec<Piece>>, Vec<Block>) {
+    /// The reads, planned: the visited indices per dimension, and the plan over them.
+    fn plan(&self, array: &ArrayReader) -> Result<(Vec<Vec<usize>>, Plan), ReadError> {
         let visited = self.visited();
-        let grid = array.meta.read_grid();
-        let pieces: Vec<Vec<Piece>> = visited
-            .iter()
-            .enumerate()
-            .map(|(d, v)| {
-                let stored: Vec<u64> = v.iter().map(|&i| self.selected[d][i]).collect();
-                plan::pieces(&grid, d, &stored)
-            })
-            .collect();
+        let stored: Vec<Vec<u64>> =
+            visited.iter().enumerate().map(|(d, v)| v.iter().map(|&i| self.selected[d][i]).collect()).collect();
         // Kept dimensions outermost: the blocks of one output element come together, so
         // median and percentiles finish each group (and drop its values) early.
         let grouped = |d: &usize| matches!(self.fates[*d], Fate::Grouped { .. });
         let order: Vec<usize> =
             (0..self.fates.len()).filter(grouped).chain((0..self.fates.len()).filter(|d| !grouped(d))).collect();
-        let blocks = plan::blocks(&pieces, BLOCK_CELLS, &order);
-        (visited, pieces, blocks)
+        let plan = Plan::new(&array.meta.read_grid(), &Need::of_indices(&stored), &Limits::blocks(order))?;
+        Ok((visited, plan))
     }
 
-    /// The index selection of every read the reduction makes (for revalidation: the
-    /// versions of the objects they touch).
-    pub fn reads(&self, array: &ArrayReader) -> Vec<Vec<DimSelection>> {
-        let (_, pieces, blocks) = self.plan(array);
-        blocks.iter().map(|b| b.selection(&pieces)).collect()
+    /// The versions of the objects the reduction's reads touch (for revalidation), as
+    /// [`Reduced::object_versions`] lists them.
+    pub async fn versions(&self, array: &ArrayReader) -> Result<Vec<(String, ObjectVersion)>, ReadError> {
+        self.plan(array)?.1.versions(array).await
     }
 
     /// Reads and folds every cell to visit (shared with the folder, which travels to the
     /// CPU pool and back).
     pub async fn run(self: Arc<Self>, array: &ArrayReader) -> Result<Reduced, ReadError> {
-        let (visited, pieces, blocks) = self.plan(array);
+        let (visited, plan) = self.plan(array)?;
         let shape = self.shape();
         let n_out: usize = shape.iter().product::<u64>() as usize;
         // Folding runs in the CPU pool (the runtime's threads only wait), the next block's
@@ -164,39 +151,34 @@ impl Reduction {
         let cf = Arc::new(CfValues::of(&array.meta));
         let item = array.meta.data_type.size();
         let mut versions = Vec::new();
-        let selections: Vec<Vec<DimSelection>> = blocks.iter().map(|b| b.selection(&pieces)).collect();
-        let reads =
-            futures::stream::iter(selections.into_iter().map(|selection| read_block(array, selection))).buffered(2);
-        let mut reads = std::pin::pin!(reads);
-        let mut blocks = blocks.iter();
-        while let Some((data, object_versions)) = reads.try_next().await? {
-            let Some(block) = blocks.next() else { break };
-            let (cells, cf) = (cells_of(block, &pieces, &visited), Arc::clone(&cf));
+        let mut reads = std::pin::pin!(plan.reads(array, 2));
+        let mut b = 0;
+        while let Some(whole) = reads.try_next().await? {
+            let (cells, cf) = (cells_of(&plan, b, &visited), Arc::clone(&cf));
+            b += 1;
+            let data = whole.data;
             folder = crate::ops::cpu::run(move || {
                 folder.fold(&data, &cf, &cells, item);
                 folder
             })
             .await
             .map_err(ReadError::Task)?;
-            versions.extend(object_versions);
+            versions.extend(whole.object_versions);
         }
+        versions.sort_unstable();
+        versions.dedup();
         Ok(Reduced { values: folder.finish(), shape, object_versions: versions })
     }
 }
 
-/// One block's stored elements, and the versions of the objects they came from.
-async fn read_block(
-    array: &ArrayReader,
-    selection: Vec<DimSelection>,
-) -> Result<(bytes::Bytes, Vec<(String, ObjectVersion)>), ReadError> {
-    let whole = array.read_whole(&selection).await?;
-    Ok((whole.data, whole.object_versions))
-}
-
-/// Along each dimension, the selected indices of a block's cells (pieces count among the
-/// visited ones).
-fn cells_of(block: &Block, pieces: &[Vec<Piece>], visited: &[Vec<usize>]) -> Vec<Vec<usize>> {
-    block.cells(pieces).into_iter().zip(visited).map(|(cells, v)| cells.into_iter().map(|k| v[k]).collect()).collect()
+/// Along each dimension, the selected index of each cell of read `b` ([`UNNEEDED`] for
+/// cells read only because they lie between visited ones).
+fn cells_of(plan: &Plan, b: usize, visited: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    plan.cells(b)
+        .into_iter()
+        .zip(visited)
+        .map(|(cells, v)| cells.into_iter().map(|k| if k == UNNEEDED { UNNEEDED } else { v[k] }).collect())
+        .collect()
 }
 
 /// The accumulators, and how a cell finds its own.
@@ -256,14 +238,20 @@ impl Folder {
                 cells[d]
                     .iter()
                     .map(|&i| match &r.fates[d] {
+                        _ if i == UNNEEDED => 0,
                         Fate::Grouped { ids, .. } => ids[i] as usize * self.strides[d],
                         Fate::Reduced => 0,
                     })
                     .collect()
             })
             .collect();
-        let weights: Vec<Option<Vec<f64>>> =
-            (0..rank).map(|d| r.weights[d].as_ref().map(|w| cells[d].iter().map(|&i| w[i]).collect())).collect();
+        let weights: Vec<Option<Vec<f64>>> = (0..rank)
+            .map(|d| {
+                r.weights[d]
+                    .as_ref()
+                    .map(|w| cells[d].iter().map(|&i| if i == UNNEEDED { 0.0 } else { w[i] }).collect())
+            })
+            .collect();
         let mask_cols = r.mask.as_ref().map(|m| r.selected[m.cols].len());
         // Row by row along the last dimension: what the other dimensions give (offset,
         // weight, mask row) once per row, the row's values decoded in one loop.
@@ -273,6 +261,8 @@ impl Folder {
         let mut values = vec![0f64; row_len];
         let mut index = vec![0usize; rank];
         for row in 0..rows {
+            // A row read only because it lies between visited ones.
+            let needed = (0..last).all(|d| cells[d][index[d]] != UNNEEDED);
             let (mut base, mut weight) = (0usize, 1.0);
             for d in 0..last {
                 base += offsets[d][index[d]];
@@ -280,10 +270,15 @@ impl Folder {
                     weight *= ws[index[d]];
                 }
             }
-            cf.values_into(&data[row * row_len * item..(row + 1) * row_len * item], &mut values);
-            for (j, &x) in values.iter().enumerate() {
+            if needed {
+                cf.values_into(&data[row * row_len * item..(row + 1) * row_len * item], &mut values);
+            }
+            for (j, &x) in values.iter().enumerate().filter(|_| needed) {
                 if rank > 0 {
                     index[last] = j;
+                    if cells[last][j] == UNNEEDED {
+                        continue;
+                    }
                 }
                 let (inside, cell_weight) = match (&r.mask, mask_cols) {
                     (Some(m), Some(nc)) => {

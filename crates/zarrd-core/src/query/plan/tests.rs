@@ -3,7 +3,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use proptest::prelude::*;
 
 use super::*;
-use crate::query::Pairs;
+use crate::query::need::{Pairs, progressions};
 
 /// A grid of 1–3 dimensions (regular or rectilinear), per dimension needed indices
 /// (increasing, or in any order), a subset of pairs of the first two, and a budget.
@@ -90,7 +90,7 @@ proptest! {
     #[test]
     fn every_needed_cell_is_read_once_and_no_chunk_twice((grid, needs, pairs, budget) in case()) {
         let need = Need {
-            dims: needs.iter().map(|n| crate::query::progressions(n)).collect(),
+            dims: needs.iter().map(|n| progressions(n)).collect(),
             pairs: pairs.clone().map(|at| Pairs { dims: [0, 1], at }),
         };
         let rank = needs.len();
@@ -177,7 +177,7 @@ fn points_far_apart_are_read_chunk_by_chunk_and_close_ones_together() {
     // chunks: three of the nine chunk pairs of their window, so three reads.
     let grid = ChunkGrid::regular(&[10, 10], &[100, 100]).unwrap();
     let need = |rows: Vec<u64>, cols: Vec<u64>, at: Vec<(u64, u64)>| Need {
-        dims: vec![crate::query::progressions(&rows), crate::query::progressions(&cols)],
+        dims: vec![progressions(&rows), progressions(&cols)],
         pairs: Some(Pairs { dims: [0, 1], at }),
     };
     let diagonal = vec![(0, 0), (1, 1), (2, 2)];
@@ -234,7 +234,7 @@ proptest! {
     #[test]
     fn gathered_cells_are_the_needed_ones_in_order((grid, needs, pairs, budget) in case()) {
         let need = Need {
-            dims: needs.iter().map(|n| crate::query::progressions(n)).collect(),
+            dims: needs.iter().map(|n| progressions(n)).collect(),
             pairs: pairs.clone().map(|at| Pairs { dims: [0, 1], at }),
         };
         let rank = needs.len();
