@@ -260,6 +260,44 @@ async fn a_position_reads_only_the_chunks_holding_the_point() {
     assert!((14..=15).contains(&reads), "a point's series read {reads} objects; 15 chunks hold it");
 }
 
+/// Points of a `MULTIPOINT` that share chunks: each chunk is read once, not once per
+/// point, and every point's series is the one a `POINT` query gives (those are checked
+/// against xarray in `cases.json`).
+#[tokio::test]
+async fn points_sharing_chunks_read_them_once() {
+    let counting = CountingStore::new(Arc::new(
+        object_store::local::LocalFileSystem::new_with_prefix(fixtures().join("analysis/analysis.zarr")).unwrap(),
+    ));
+    let store = Store::new(counting.clone(), object_store::path::Path::default());
+    let app = common::app_with(
+        vec![("analysis", store)],
+        common::config(
+            "[cache]
+chunk_bytes = 0
+",
+        ),
+    );
+    let base = "/edr/collections/analysis:daily/position?parameter-name=tas&coords=";
+    let warm = browser_get(&app, &format!("{base}POINT(-75.2%2045.3)&datetime=2001-01-01")).await;
+    assert_eq!(warm.status, 200, "{}", warm.describe());
+    // Four points in one chunk column of (73, 24, 36): 15 chunks along time hold them all.
+    let points = [(-75.2, 45.3), (-70.0, 40.0), (-60.0, 50.0), (-80.0, 35.0)];
+    let wkt: Vec<String> = points.iter().map(|(x, y)| format!("({x}%20{y})")).collect();
+    let before = counting.gets.load(Ordering::SeqCst);
+    let multi = browser_get(&app, &format!("{base}MULTIPOINT({})", wkt.join(","))).await;
+    assert_eq!(multi.status, 200, "{}", multi.describe());
+    let reads = counting.gets.load(Ordering::SeqCst) - before;
+    assert!((14..=15).contains(&reads), "four points' series read {reads} objects; 15 chunks hold them");
+    let coverages = multi.json()["coverages"].as_array().unwrap().clone();
+    assert_eq!(coverages.len(), points.len());
+    for ((x, y), coverage) in points.iter().zip(&coverages) {
+        let one = browser_get(&app, &format!("{base}POINT({x}%20{y})")).await;
+        assert_eq!(one.status, 200, "{}", one.describe());
+        assert_eq!(coverage["ranges"]["tas"]["values"], one.json()["ranges"]["tas"]["values"], "point ({x} {y})");
+        assert_eq!(coverage["domain"]["axes"]["y"], one.json()["domain"]["axes"]["y"]);
+    }
+}
+
 #[tokio::test]
 async fn limits_answer_413_before_any_read() {
     let app = app_with_config(common::config("[limits]\nmax_reduce_cells = 1000\n"));
