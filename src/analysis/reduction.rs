@@ -11,6 +11,8 @@ use zarrd_core::zarr::data_type::DataType;
 
 use std::sync::Arc;
 
+use serde::Deserialize;
+
 use crate::analysis::coordinates::ArrayLabels;
 use crate::analysis::grids::Found;
 use crate::analysis::select::Resolved;
@@ -26,32 +28,46 @@ impl From<RequestError> for Error {
     }
 }
 
-/// Query parameters by name (the HTTP edge's parsed query).
-pub trait Get {
-    fn get(&self, name: &str) -> Option<&str>;
+/// The query of `/v1/reduce`, typed (`http::query` checks its names and deserializes it).
+#[derive(Debug, Deserialize)]
+pub struct ReduceQuery {
+    pub sel: Option<String>,
+    pub s: Option<String>,
+    pub over: Option<String>,
+    pub op: Option<String>,
+    pub weights: Option<String>,
+    pub within: Option<String>,
+    pub resample: Option<String>,
+    pub coarsen: Option<String>,
+    pub format: Option<String>,
 }
 
-/// The parameters `/v1/reduce` takes.
-pub const PARAMS: &[&str] = &["sel", "s", "over", "op", "weights", "within", "resample", "coarsen", "format"];
+impl ReduceQuery {
+    /// The names `/v1/reduce` takes.
+    pub const NAMES: &'static [&'static str] =
+        &["sel", "s", "over", "op", "weights", "within", "resample", "coarsen", "format"];
+}
 
 /// Parses the reduction parameters.
-pub fn parse(params: &impl Get) -> Result<Request> {
-    let op = Op::parse(params.get("op").ok_or_else(|| {
+pub fn parse(params: &ReduceQuery) -> Result<Request> {
+    let op = Op::parse(params.op.as_deref().ok_or_else(|| {
         Error::BadRequest(
             "op is required: mean, sum, min, max, std, var, count, median or pNN (a percentile, e.g. p90)".into(),
         )
     })?)
     .map_err(|e| Error::BadRequest(e.to_string()))?;
     let names = |text: &str| text.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect();
-    let over = params.get("over").map(names).unwrap_or_default();
-    let area_weights = match params.get("weights") {
+    let over = params.over.as_deref().map(names).unwrap_or_default();
+    let area_weights = match params.weights.as_deref() {
         None => false,
         Some("area") => true,
         Some(other) => return Err(Error::BadRequest(format!("weights `{other}` is not known; allowed is `area`"))),
     };
-    let within = params.get("within").map(Shape::parse).transpose().map_err(|e| Error::BadRequest(e.to_string()))?;
+    let within =
+        params.within.as_deref().map(Shape::parse).transpose().map_err(|e| Error::BadRequest(e.to_string()))?;
     let resample = params
-        .get("resample")
+        .resample
+        .as_deref()
         .map(|text| {
             let bad = || {
                 Error::BadRequest(format!(
@@ -63,7 +79,8 @@ pub fn parse(params: &impl Get) -> Result<Request> {
         })
         .transpose()?;
     let coarsen = params
-        .get("coarsen")
+        .coarsen
+        .as_deref()
         .map(|text| {
             text.split(',')
                 .map(|item| {
@@ -97,11 +114,16 @@ pub struct Cells {
 
 /// The cells of `sel=` or `s=` (neither: every cell); `grid` finds the array's grid for a
 /// `sel=` point.
-pub async fn cells<F>(params: &impl Get, shape: &[u64], labels: &ArrayLabels, grid: impl FnOnce() -> F) -> Result<Cells>
+pub async fn cells<F>(
+    params: &ReduceQuery,
+    shape: &[u64],
+    labels: &ArrayLabels,
+    grid: impl FnOnce() -> F,
+) -> Result<Cells>
 where
     F: Future<Output = Result<Option<Arc<Found>>>>,
 {
-    let picked: Vec<Picked> = match (params.get("sel"), params.get("s")) {
+    let picked: Vec<Picked> = match (params.sel.as_deref(), params.s.as_deref()) {
         (Some(_), Some(_)) => {
             return Err(Error::BadRequest("give either s= (indices) or sel= (labels), not both".into()));
         }
@@ -135,7 +157,7 @@ where
             })
             .collect(),
     };
-    let text = params.get("s").map(str::to_owned);
+    let text = params.s.as_deref().map(str::to_owned);
     expand(&picked, text, labels)
 }
 

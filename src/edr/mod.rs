@@ -4,13 +4,14 @@
 //! per time step.
 //!
 //! [`collection`] finds the collections and their parameters (cached per version),
-//! [`query`] parses and plans a query before any read ([`places`]: the cells it takes), [`read`] reads it, [`encode`]
+//! [`params`] is a query's parameters typed, [`query`] plans a query before any read ([`places`]: the cells it takes), [`read`] reads it, [`encode`]
 //! writes CoverageJSON, GeoJSON or CSV, [`documents`] the discovery documents. No axum
 //! here: the HTTP edge is `http::routes::edr`.
 
 pub mod collection;
 pub mod documents;
 pub mod encode;
+pub mod params;
 pub mod places;
 pub mod query;
 pub mod read;

@@ -7,8 +7,8 @@ use zarrd_core::coords::geo::{self, GridAxis, Taken};
 use zarrd_core::reduce::polygon::Shape;
 
 use crate::analysis::grids::Found;
-use crate::analysis::reduction::Get;
 use crate::edr::collection::Collection;
+use crate::edr::params::EdrQuery;
 use crate::error::{Error, Result};
 
 /// What a query asks for.
@@ -50,17 +50,27 @@ pub enum Places {
     Box(Taken),
 }
 
+/// Examples of the parameters a query cannot do without, for the problem that says so.
+const POINT: &str = "coords=POINT(-75.2 45.3)";
+const POLYGON: &str = "coords=POLYGON((-80 40,-70 40,-70 50,-80 50,-80 40))";
+const BBOX: &str = "bbox=-80,40,-70,50";
+const CIRCLE: &str = "coords=POINT(-75.2 45.3)&within=100&within-units=km";
+const WITHIN: &str = "within=100";
+
+/// A parameter `query` cannot do without (`example` shows it).
+fn required<'a>(query: QueryType, value: Option<&'a String>, example: &str) -> Result<&'a str> {
+    let name = example.split('=').next().unwrap_or(example);
+    value
+        .map(String::as_str)
+        .ok_or_else(|| Error::BadRequest(format!("{name} is required for {}, e.g. {example}", query.name())))
+}
+
 /// The cells a query takes.
-pub fn places(collection: &Collection, query: QueryType, params: &impl Get) -> Result<Places> {
+pub fn places(collection: &Collection, query: QueryType, params: &EdrQuery) -> Result<Places> {
     let (lat, lon) = (GridAxis::new(&collection.lat, false), GridAxis::new(&collection.lon, true));
-    let required = |name: &str, example: &str| {
-        params
-            .get(name)
-            .ok_or_else(|| Error::BadRequest(format!("{name} is required for {}, e.g. {example}", query.name())))
-    };
     match query {
         QueryType::Position => {
-            let coords = required("coords", "coords=POINT(-75.2 45.3)")?;
+            let coords = required(query, params.coords.as_ref(), POINT)?;
             let (points, multi) = geo::parse_points(coords).map_err(|e| Error::BadRequest(e.to_string()))?;
             let mut cells = Vec::with_capacity(points.len());
             for (x, y) in points {
@@ -69,7 +79,7 @@ pub fn places(collection: &Collection, query: QueryType, params: &impl Get) -> R
             Ok(Places::Points { cells, multi })
         }
         QueryType::Area => {
-            let coords = required("coords", "coords=POLYGON((-80 40,-70 40,-70 50,-80 50,-80 40))")?;
+            let coords = required(query, params.coords.as_ref(), POLYGON)?;
             let shape =
                 Shape::parse(coords).map_err(|e| Error::BadRequest(e.to_string().replacen("within", "coords", 1)))?;
             let (west, south, east, north) = shape.bounds();
@@ -83,18 +93,18 @@ pub fn places(collection: &Collection, query: QueryType, params: &impl Get) -> R
             boxed(&taken, &lon, "the polygon holds no cell centre")
         }
         QueryType::Cube => {
-            let [west, south, east, north] = bbox_numbers(required("bbox", "bbox=-80,40,-70,50")?)?;
+            let [west, south, east, north] = bbox_numbers(required(query, params.bbox.as_ref(), BBOX)?)?;
             let taken = cells_where(&lat, &lon, (south, north), |x, _| geo::in_arc(x, west, east));
             boxed(&taken, &lon, "the bbox holds no cell centre")
         }
         QueryType::Radius => {
-            let coords = required("coords", "coords=POINT(-75.2 45.3)&within=100&within-units=km")?;
+            let coords = required(query, params.coords.as_ref(), CIRCLE)?;
             let (points, multi) = geo::parse_points(coords).map_err(|e| Error::BadRequest(e.to_string()))?;
             if multi {
                 return Err(Error::BadRequest("coords of a radius query is one POINT".into()));
             }
             let (x0, y0) = points[0];
-            let km = radius_km(required("within", "within=100")?, params.get("within-units"))?;
+            let km = radius_km(required(query, params.within.as_ref(), WITHIN)?, params.within_units.as_deref())?;
             // Rows beyond the radius in latitude cannot hold a cell within it.
             let reach = (km / geo::EARTH_RADIUS_KM).to_degrees();
             let taken =
@@ -171,13 +181,8 @@ fn boxed(cells: &[(u64, u64)], lon: &GridAxis, empty: &str) -> Result<Places> {
 /// The cells a query takes on a grid other than 1-D latitude/longitude: the cell holding
 /// each point, or those whose centre (lon/lat) the polygon, box or circle holds. With
 /// `native`, `coords` and `bbox` are in the grid's own x/y.
-pub fn places_on_grid(found: &Found, query: QueryType, params: &impl Get, native: bool) -> Result<Places> {
+pub fn places_on_grid(found: &Found, query: QueryType, params: &EdrQuery, native: bool) -> Result<Places> {
     let grid = &found.grid;
-    let required = |name: &str, example: &str| {
-        params
-            .get(name)
-            .ok_or_else(|| Error::BadRequest(format!("{name} is required for {}, e.g. {example}", query.name())))
-    };
     // A point given in native x/y, as lon/lat.
     let to_lonlat = |(x, y): (f64, f64)| -> Result<(f64, f64)> {
         if !native {
@@ -203,7 +208,7 @@ pub fn places_on_grid(found: &Found, query: QueryType, params: &impl Get, native
     };
     match query {
         QueryType::Position => {
-            let coords = required("coords", "coords=POINT(-75.2 45.3)")?;
+            let coords = required(query, params.coords.as_ref(), POINT)?;
             let (points, multi) = parse_points(coords, native)?;
             let mut cells = Vec::with_capacity(points.len());
             for p in points {
@@ -224,7 +229,7 @@ pub fn places_on_grid(found: &Found, query: QueryType, params: &impl Get, native
             if native {
                 return Err(Error::BadRequest("an area's polygon is given in CRS84 (lon lat); leave crs out".into()));
             }
-            let coords = required("coords", "coords=POLYGON((-80 40,-70 40,-70 50,-80 50,-80 40))")?;
+            let coords = required(query, params.coords.as_ref(), POLYGON)?;
             let shape =
                 Shape::parse(coords).map_err(|e| Error::BadRequest(e.to_string().replacen("within", "coords", 1)))?;
             let (rows, cols) = grid.shape();
@@ -234,7 +239,7 @@ pub fn places_on_grid(found: &Found, query: QueryType, params: &impl Get, native
             taken(&|_, lon, lat| shape.contains(lon, lat), "the polygon holds no cell centre")
         }
         QueryType::Cube => {
-            let text = required("bbox", "bbox=-80,40,-70,50")?;
+            let text = required(query, params.bbox.as_ref(), BBOX)?;
             let [west, south, east, north] = bbox_numbers(text)?;
             if native {
                 // The cells whose native centre the box holds.
@@ -257,13 +262,13 @@ pub fn places_on_grid(found: &Found, query: QueryType, params: &impl Get, native
             )
         }
         QueryType::Radius => {
-            let coords = required("coords", "coords=POINT(-75.2 45.3)&within=100&within-units=km")?;
+            let coords = required(query, params.coords.as_ref(), CIRCLE)?;
             let (points, multi) = parse_points(coords, native)?;
             if multi {
                 return Err(Error::BadRequest("coords of a radius query is one POINT".into()));
             }
             let (x0, y0) = to_lonlat(points[0])?;
-            let km = radius_km(required("within", "within=100")?, params.get("within-units"))?;
+            let km = radius_km(required(query, params.within.as_ref(), WITHIN)?, params.within_units.as_deref())?;
             taken(&|_, lon, lat| geo::great_circle_km(x0, y0, lon, lat) <= km, "the circle holds no cell centre")
         }
     }

@@ -6,15 +6,11 @@
 use zarrd_core::coords::labels::{Kind as LabelKind, Labels, Run};
 
 use crate::analysis::grids::Found;
-use crate::analysis::reduction::Get;
 use crate::edr::collection::{Axis, Collection, Parameter};
+use crate::edr::params::EdrQuery;
 use crate::edr::places;
 pub use crate::edr::places::{DISTANCE_UNITS, Places, QueryType};
 use crate::error::{Error, Result};
-
-/// The parameters a query route takes.
-pub const PARAMS: &[&str] =
-    &["coords", "bbox", "within", "within-units", "datetime", "z", "parameter-name", "parameter_names", "crs", "f"];
 
 /// The output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,11 +109,11 @@ impl Plan {
 }
 
 /// Plans query `query` on `collection`.
-pub fn plan(collection: &Collection, query: QueryType, params: &impl Get) -> Result<Plan> {
-    let native = crs(collection, params.get("crs"))?;
+pub fn plan(collection: &Collection, query: QueryType, params: &EdrQuery) -> Result<Plan> {
+    let native = crs(collection, params.crs.as_deref())?;
     let parameters = parameters(collection, params)?;
     let axes = parameters[0].axes.clone();
-    let times = match (axes.contains(&Axis::T), &collection.time, params.get("datetime")) {
+    let times = match (axes.contains(&Axis::T), &collection.time, params.datetime.as_deref()) {
         (true, Some(labels), text) => steps(labels, text)?,
         (false, _, Some(_)) | (true, None, Some(_)) => {
             return Err(Error::BadRequest(format!(
@@ -127,7 +123,7 @@ pub fn plan(collection: &Collection, query: QueryType, params: &impl Get) -> Res
         }
         _ => Vec::new(),
     };
-    let levels = match (axes.contains(&Axis::Z), &collection.vertical, params.get("z")) {
+    let levels = match (axes.contains(&Axis::Z), &collection.vertical, params.z.as_deref()) {
         (true, Some(v), text) => levels(&v.labels, text)?,
         (false, _, Some(_)) | (true, None, Some(_)) => {
             return Err(Error::BadRequest(format!("z: the parameters asked of `{}` have no levels", collection.id)));
@@ -178,8 +174,8 @@ fn crs(collection: &Collection, text: Option<&str>) -> Result<bool> {
 
 /// The parameters asked for (`parameter-name`, or OWSLib's `parameter_names`), all by
 /// default; they must share their dimensions.
-fn parameters(collection: &Collection, params: &impl Get) -> Result<Vec<Parameter>> {
-    let asked = match (params.get("parameter-name"), params.get("parameter_names")) {
+fn parameters(collection: &Collection, params: &EdrQuery) -> Result<Vec<Parameter>> {
+    let asked = match (params.parameter_name.as_deref(), params.parameter_names.as_deref()) {
         (Some(_), Some(_)) => {
             return Err(Error::BadRequest("give parameter-name or parameter_names, not both".into()));
         }

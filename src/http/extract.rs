@@ -32,12 +32,6 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for NodePath {
 #[derive(Debug, Default)]
 pub struct Params(BTreeMap<String, String>);
 
-impl crate::analysis::reduction::Get for Params {
-    fn get(&self, name: &str) -> Option<&str> {
-        Params::get(self, name)
-    }
-}
-
 impl Params {
     pub fn parse(raw: Option<&str>, allowed: &[&str]) -> Result<Self> {
         let mut map = BTreeMap::new();
@@ -59,40 +53,6 @@ impl Params {
 
     pub fn get(&self, name: &str) -> Option<&str> {
         self.0.get(name).map(String::as_str)
-    }
-
-    /// A finite number parameter.
-    pub fn number(&self, name: &str) -> Result<Option<f64>> {
-        self.get(name)
-            .map(|v| {
-                v.trim()
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|f| f.is_finite())
-                    .ok_or_else(|| Error::BadRequest(format!("`{name}` must be a finite number, got `{v}`")))
-            })
-            .transpose()
-    }
-
-    /// `vmin` and `vmax` (slices, chunks, IIIF and map tiles alike): numbers, `vmin` not
-    /// above `vmax`.
-    pub fn window(&self) -> Result<(Option<f64>, Option<f64>)> {
-        let (vmin, vmax) = (self.number("vmin")?, self.number("vmax")?);
-        if let (Some(lo), Some(hi)) = (vmin, vmax)
-            && lo > hi
-        {
-            return Err(Error::BadRequest(format!("`vmin` ({lo}) must not be greater than `vmax` ({hi})")));
-        }
-        Ok((vmin, vmax))
-    }
-
-    /// A `true`/`false` parameter.
-    pub fn flag(&self, name: &str) -> Result<bool> {
-        match self.get(name) {
-            None | Some("false" | "0") => Ok(false),
-            Some("true" | "1") => Ok(true),
-            Some(other) => Err(Error::BadRequest(format!("`{name}` must be true or false, got `{other}`"))),
-        }
     }
 }
 

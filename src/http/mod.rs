@@ -17,6 +17,7 @@ pub mod images;
 pub mod listing;
 pub mod middleware;
 pub mod parse_errors;
+pub mod query;
 pub mod render;
 pub mod responses;
 pub mod route;

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::http::budget_body;
 use crate::http::conditional::{EtagBuilder, Varies};
 use crate::http::encode::{self, Format};
-use crate::http::extract::Params;
+use crate::http::query::RenderQuery;
 use crate::images::render::Colormap;
 use zarrd_core::zarr::data_type::DataType;
 use zarrd_core::zarr::metadata::ArrayMetadata;
@@ -32,17 +32,17 @@ pub struct Render {
 }
 
 impl Render {
-    /// Parses `format` (or `Accept`), `vmin` and `vmax`.
-    pub fn from_request(params: &Params, headers: &HeaderMap) -> Result<Self> {
+    /// `format` (or `Accept`), the window and the colormap of a request.
+    pub fn from_request(query: &RenderQuery, headers: &HeaderMap) -> Result<Self> {
         let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
         // The same window rule as IIIF and map tiles.
-        let (vmin, vmax) = params.window()?;
+        let (vmin, vmax) = query.window.checked()?;
         Ok(Self {
-            format: Format::negotiate(params.get("format"), accept)?,
+            format: Format::negotiate(query.format.as_deref(), accept)?,
             vmin,
             vmax,
-            colormap: params.get("colormap").map(Colormap::parse).transpose()?,
-            negotiated: params.get("format").is_none(),
+            colormap: query.colormap,
+            negotiated: query.format.is_none(),
         })
     }
 

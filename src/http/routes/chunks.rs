@@ -1,7 +1,7 @@
 //! `GET /v1/chunks/{ds}/{*path}` (chunk listing) and `GET /v1/chunk/{ds}/{*path}` (one
 //! chunk of the read grid, raw or decoded).
 
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 
@@ -9,8 +9,9 @@ use crate::error::{Error, Result};
 use crate::http::budget_body;
 use crate::http::conditional::{EtagBuilder, Validators, cache_control};
 use crate::http::encode::json_response;
-use crate::http::extract::{NodePath, Params};
+use crate::http::extract::NodePath;
 use crate::http::middleware::NoCompress;
+use crate::http::query::{ChunkQuery, ListQuery, Query};
 use crate::http::render::Render;
 use crate::http::schema::ChunkPage;
 use crate::http::state::AppState;
@@ -26,12 +27,11 @@ pub const MAX_LIMIT: u64 = 10_000;
 pub async fn list(
     State(state): State<AppState>,
     NodePath { ds, path }: NodePath,
-    RawQuery(query): RawQuery,
+    Query(query): Query<ListQuery>,
 ) -> Result<Response> {
-    let params = Params::parse(query.as_deref(), &["s", "inner", "limit", "cursor"])?;
-    let inner = params.flag("inner")?;
+    let inner = query.inner.0;
     let limit =
-        match params.get("limit") {
+        match query.limit.as_deref() {
             None => DEFAULT_LIMIT,
             Some(v) => v.parse::<u64>().ok().filter(|l| (1..=MAX_LIMIT).contains(l)).ok_or_else(|| {
                 Error::BadRequest(format!("`limit` must be an integer from 1 to {MAX_LIMIT}, got `{v}`"))
@@ -39,14 +39,14 @@ pub async fn list(
         };
     let dataset = &state.catalog.dataset(&ds).await?;
     let array = state.catalog.array(dataset, &path).await?;
-    let s = params.get("s").unwrap_or("");
+    let s = query.s.as_deref().unwrap_or("");
     let selection = Selection::parse(s)?.resolve(&array.meta.shape)?;
     // A cursor is bound to the listing it came from, so a stale or foreign one is refused.
     let mut sig = EtagBuilder::new("cursor");
     sig.text(&ds).text(&path).text(s).number(u64::from(inner));
     let sig = sig.finish();
     let sig = &sig[1..9];
-    let offset = match params.get("cursor") {
+    let offset = match query.cursor.as_deref() {
         None => 0,
         Some(c) => c
             .split_once('.')
@@ -67,23 +67,22 @@ pub async fn list(
 pub async fn chunk(
     State(state): State<AppState>,
     NodePath { ds, path }: NodePath,
-    RawQuery(query): RawQuery,
+    Query(query): Query<ChunkQuery>,
     headers: HeaderMap,
 ) -> Result<Response> {
-    let params = Params::parse(query.as_deref(), &["c", "decoded", "format", "vmin", "vmax"])?;
-    let decoded = params.flag("decoded")?;
-    if !decoded && ["format", "vmin", "vmax"].iter().any(|p| params.get(p).is_some()) {
+    let decoded = query.decoded.0;
+    if !decoded && (query.format.is_some() || query.window().given()) {
         return Err(Error::BadRequest(
             "`format`, `vmin` and `vmax` apply only with decoded=true; raw chunks are the stored bytes".into(),
         ));
     }
     // Raw chunks are the stored bytes whatever the client accepts (one representation,
     // never compressed); formats apply only to decoded chunks.
-    let render = if decoded { Some(Render::from_request(&params, &headers)?) } else { None };
+    let render = if decoded { Some(Render::from_request(&query.render(), &headers)?) } else { None };
     let dataset = &state.catalog.dataset(&ds).await?;
     let array = state.catalog.array(dataset, &path).await?;
     let grid = array.read_grid();
-    let coords = parse_coords(params.get("c"), &grid.grid_shape())?;
+    let coords = parse_coords(query.c.as_deref(), &grid.grid_shape())?;
     let shapes = ChunkShapes::of(&grid, &coords);
     let limit = state.config.limits.max_response_bytes;
     let mut held = match &render {

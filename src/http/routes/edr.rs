@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::auth::Identity;
 use crate::edr::collection::Collection;
+use crate::edr::params::EdrQuery;
 use crate::edr::query::{self, Format, QueryType};
 use crate::edr::{documents, encode, read};
 use crate::error::{Error, Result};
@@ -161,9 +162,9 @@ struct Answer<'a> {
 impl Answer<'_> {
     async fn respond(&self, raw: Option<&str>, headers: &HeaderMap) -> Result<Response> {
         let (state, collection) = (self.state, self.collection);
-        let params = Params::parse(raw, query::PARAMS)?;
+        let params: EdrQuery = crate::http::query::parse(raw)?;
         let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
-        let format = Format::choose(params.get("f"), accept)?;
+        let format = Format::choose(params.f.as_deref(), accept)?;
         let plan = query::plan(collection, self.query, &params)?;
         let limits = &state.config.limits;
         if plan.values() > u128::from(limits.max_reduce_cells) {
@@ -181,7 +182,7 @@ impl Answer<'_> {
         tag.text(&collection.dataset.name).text(&collection.id).text(self.query.name());
         tag.text(raw.unwrap_or("")).text(format.media_type());
         plan.parameters.iter().flat_map(|p| &p.digests).for_each(|d| _ = tag.digest(*d));
-        let varies = Varies { accept: params.get("f").is_none(), encoding: true };
+        let varies = Varies { accept: params.f.is_none(), encoding: true };
         let validators = |versions: &[_]| Validators::of_objects(tag.clone(), versions, &state.config).varying(varies);
         let dataset = &collection.dataset;
         if headers.contains_key(header::IF_NONE_MATCH) {

@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::http::conditional::{EtagBuilder, Validators, Varies, cache_control};
 use crate::http::extract::{Params, base_url, path_error};
 use crate::http::images::{deliver, identifier, respond};
+use crate::http::query::ImageQuery;
 use crate::http::state::AppState;
 use crate::images::iiif;
 use crate::images::iiif::channels::Choice;
@@ -25,8 +26,6 @@ use crate::images::iiif::info::{self, CONTEXT};
 use crate::images::iiif::source::{Drawing, Image};
 use crate::images::render::{Colormap, Style, Window};
 use crate::images::rendered_key::{IiifKey, RenderedKey};
-
-const IMAGE_PARAMS: &[&str] = &["vmin", "vmax", "colormap", "channels", "windows", "colors"];
 
 /// `GET /iiif/3/{identifier}`: the spec's base URI redirects to `info.json` (an unknown
 /// dataset is a 404 here too, as it is for a private one the caller may not read).
@@ -84,9 +83,9 @@ pub async fn image(
 ) -> Result<Response> {
     let Path((text, region, size, rotation, quality)) = path.map_err(|e| path_error(&e))?;
     let request = ImageRequest::parse(&region, &size, &rotation, &quality).map_err(|e| Error::BadRequest(e.0))?;
-    let params = Params::parse(query.as_deref(), IMAGE_PARAMS)?;
+    let query: ImageQuery = crate::http::query::parse(query.as_deref())?;
     let mut image = Image::open(&state.catalog, identifier(&text)?).await?;
-    let (colormap, vmin, vmax) = drawing_params(&params, &request, &mut image)?;
+    let (colormap, vmin, vmax) = drawing_params(&query, &request, &mut image)?;
     state.images.resolve_channels(&mut image).await?;
     // Sizes are checked before any data is read, so a huge output is refused at once.
     let working = working_memory(&request, &image, state.config.limits.max_response_bytes)?;
@@ -110,25 +109,30 @@ pub async fn image(
 /// The colormap and window of a request, checked against how `image` is drawn; a choice of
 /// an OME-Zarr composite's channels (`channels`, `windows`, `colors`) is applied to it.
 fn drawing_params(
-    params: &Params,
+    query: &ImageQuery,
     request: &ImageRequest,
     image: &mut Image,
 ) -> Result<(Option<Colormap>, Option<f64>, Option<f64>)> {
-    let colormap = params.get("colormap").map(Colormap::parse).transpose()?;
+    let colormap = query.colormap;
     if colormap.is_some() && matches!(request.quality, Quality::Gray | Quality::Bitonal) {
         return Err(Error::BadRequest(format!(
             "`colormap` applies to the `default` and `color` qualities, not `{}`",
             request.quality.name()
         )));
     }
-    let (vmin, vmax) = params.window()?;
+    let (vmin, vmax) = query.window().checked()?;
     if !matches!(image.drawing, Drawing::Plane) && (vmin.is_some() || vmax.is_some() || colormap.is_some()) {
         return Err(Error::BadRequest(format!(
             "`{}` is drawn in its OME-Zarr colours (a composite of its `omero` channels, or labels), so `vmin`, `vmax` and `colormap` do not apply; pick one channel with [c=K] in the identifier to use them",
             image.id.path
         )));
     }
-    let choice = Choice::parse(|k| params.get(k).map(str::to_owned))?;
+    let choice = Choice::parse(|k| match k {
+        "channels" => query.channels.clone(),
+        "windows" => query.windows.clone(),
+        "colors" => query.colors.clone(),
+        _ => None,
+    })?;
     if !choice.is_empty() {
         if !matches!(image.drawing, Drawing::Composite { .. }) {
             return Err(Error::BadRequest(format!(

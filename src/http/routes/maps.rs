@@ -12,8 +12,9 @@ use axum::response::{IntoResponse, Response};
 use crate::auth::CapabilityPath;
 use crate::error::{Error, Result};
 use crate::http::conditional::{EtagBuilder, Validators, Varies, cache_control};
-use crate::http::extract::{Params, base_url, path_error};
+use crate::http::extract::{base_url, path_error};
 use crate::http::images::{deliver, identifier, respond};
+use crate::http::query::{TileJsonQuery, TileQuery};
 use crate::http::state::AppState;
 use crate::images::iiif::grammar::{ImageFormat, Quality};
 use crate::images::maps::geometry::{MAX_ZOOM, Resampling, TILE, TileId};
@@ -21,8 +22,6 @@ use crate::images::maps::tile;
 use crate::images::render::{self, Colormap, Style};
 use crate::images::rendered_key::{RenderedKey, TileKey};
 
-const TILE_PARAMS: &[&str] = &["vmin", "vmax", "colormap", "resampling"];
-const TILEJSON_PARAMS: &[&str] = &["vmin", "vmax", "colormap", "format", "resampling"];
 const FORMATS: &str = "png, jpg or npy";
 
 /// A tile's format.
@@ -77,22 +76,6 @@ fn tile_address(z: &str, x: &str, y_ext: &str) -> Result<(TileId, TileFormat)> {
     Ok((TileId { z: z as u8, x: x as u32, y: y as u32 }, format))
 }
 
-/// `resampling`: `nearest` (default) or `bilinear`.
-fn resampling(params: &Params) -> Result<Resampling> {
-    params.get("resampling").map_or(Ok(Resampling::Nearest), |text| {
-        Resampling::parse(text).ok_or_else(|| {
-            Error::BadRequest(format!("resampling `{text}` is not supported; allowed: nearest, bilinear"))
-        })
-    })
-}
-
-/// `colormap`, `vmin`, `vmax` as for IIIF.
-fn style_params(params: &Params) -> Result<(Option<Colormap>, Option<f64>, Option<f64>)> {
-    let colormap = params.get("colormap").map(Colormap::parse).transpose()?;
-    let (vmin, vmax) = params.window()?;
-    Ok((colormap, vmin, vmax))
-}
-
 /// A tile.
 pub async fn tile(
     State(state): State<AppState>,
@@ -102,9 +85,9 @@ pub async fn tile(
 ) -> Result<Response> {
     let Path((text, z, x, y_ext)) = path.map_err(|e| path_error(&e))?;
     let (address, format) = tile_address(&z, &x, &y_ext)?;
-    let params = Params::parse(query.as_deref(), TILE_PARAMS)?;
-    let (colormap, vmin, vmax) = style_params(&params)?;
-    let resampling = resampling(&params)?;
+    let tile: TileQuery = crate::http::query::parse(query.as_deref())?;
+    let (vmin, vmax) = tile.window().checked()?;
+    let (colormap, resampling) = (tile.colormap, tile.resampling);
     let map = state.maps.open(&state.catalog, identifier(&text)?).await?;
     // A GeoZarr multiscales level draws the level the tile's zoom chooses.
     let (map, level) = state.maps.level(&state.catalog, map, address).await?;
@@ -171,10 +154,10 @@ pub async fn tilejson(
     capability: Option<Extension<CapabilityPath>>,
 ) -> Result<Response> {
     let Path(text) = path.map_err(|e| path_error(&e))?;
-    let params = Params::parse(query.as_deref(), TILEJSON_PARAMS)?;
-    let (colormap, vmin, vmax) = style_params(&params)?;
-    let format = TileFormat::parse(params.get("format").unwrap_or("png"))?;
-    let resampling = resampling(&params)?;
+    let asked: TileJsonQuery = crate::http::query::parse(query.as_deref())?;
+    let (vmin, vmax) = asked.window().checked()?;
+    let (colormap, resampling) = (asked.colormap, asked.resampling);
+    let format = TileFormat::parse(asked.format.as_deref().unwrap_or("png"))?;
     let map = state.maps.open(&state.catalog, identifier(&text)?).await?;
     let behind = capability.map(|Extension(c)| c.public_prefix()).unwrap_or_default();
     let mut query: Vec<String> = Vec::new();

@@ -8,10 +8,12 @@ use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, header};
 use axum::response::Response;
 
-use crate::analysis::reduction::{self, PARAMS};
+use crate::analysis::reduction;
+use crate::analysis::reduction::ReduceQuery;
 use crate::error::{Error, Result};
 use crate::http::conditional::{EtagBuilder, Validators};
-use crate::http::extract::{NodePath, Params};
+use crate::http::extract::NodePath;
+use crate::http::query::{Query, RenderQuery};
 use crate::http::render::Render;
 use crate::http::routes::labelled::with_selection;
 use crate::http::state::AppState;
@@ -22,11 +24,13 @@ use zarrd_core::read::{ArrayReader, ObjectVersion};
 pub async fn reduce(
     State(state): State<AppState>,
     NodePath { ds, path }: NodePath,
+    Query(params): Query<ReduceQuery>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Result<Response> {
-    let params = Params::parse(query.as_deref(), PARAMS)?;
-    let render = Render::from_request(&params, &headers)?;
+    // Reductions are not drawn with a window or colormap: `format` only.
+    let render =
+        Render::from_request(&RenderQuery { format: params.format.clone(), ..RenderQuery::default() }, &headers)?;
     let request = reduction::parse(&params)?;
     let dataset = &state.catalog.dataset(&ds).await?;
     // Planned reads merge their own ranges; no window for other requests' (ArrayReader::planned).

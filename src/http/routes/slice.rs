@@ -2,14 +2,15 @@
 //! decoded server-side; with `sel=` instead of `s=`, chosen by labels
 //! ([`super::labelled`]).
 
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::Response;
 
 use crate::error::{Error, Result};
 use crate::http::budget_body;
 use crate::http::conditional::{EtagBuilder, Validators};
-use crate::http::extract::{NodePath, Params};
+use crate::http::extract::NodePath;
+use crate::http::query::{Query, SliceQuery};
 use crate::http::render::Render;
 use crate::http::routes::labelled::Labelled;
 use crate::http::state::AppState;
@@ -18,25 +19,22 @@ use zarrd_core::read::selection::{DimSelection, Selection, result_shape};
 use zarrd_core::read::{ArrayReader, Decoded};
 use zarrd_core::zarr::metadata::ArrayMetadata;
 
-const PARAMS: &[&str] = &["s", "sel", "format", "vmin", "vmax", "colormap"];
-
 pub async fn slice(
     State(state): State<AppState>,
     NodePath { ds, path }: NodePath,
-    RawQuery(query): RawQuery,
+    Query(query): Query<SliceQuery>,
     headers: HeaderMap,
 ) -> Result<Response> {
-    let params = Params::parse(query.as_deref(), PARAMS)?;
-    let render = Render::from_request(&params, &headers)?;
+    let render = Render::from_request(&query.render(), &headers)?;
     let dataset = &state.catalog.dataset(&ds).await?;
     let array = state.catalog.array(dataset, &path).await?;
-    if let Some(sel) = params.get("sel") {
-        if params.get("s").is_some() {
+    if let Some(sel) = query.sel.as_deref() {
+        if query.s.is_some() {
             return Err(Error::BadRequest("give either s= (indices) or sel= (labels), not both".into()));
         }
         return Labelled { state: &state, ds: &ds, dataset, array: &array, render }.respond(sel, &headers).await;
     }
-    let selection = Selection::parse(params.get("s").unwrap_or(""))?.resolve(&array.meta.shape)?;
+    let selection = Selection::parse(query.s.as_deref().unwrap_or(""))?.resolve(&array.meta.shape)?;
     let slice = Slice { state: &state, ds: &ds, path: &path, array: &array, selection, render };
     if array.meta.data_type.is_variable() { slice.text(&headers).await } else { slice.numbers(&headers).await }
 }
