@@ -25,25 +25,101 @@ pub struct TilePixels {
 
 /// How many full-resolution cells a pixel spans along an axis: the needed span over the
 /// distinct cells needed (1 when pixels are denser than cells).
-fn cells_per_pixel(distinct: &[u32]) -> f64 {
+fn cells_per_pixel(distinct: &[u64]) -> f64 {
     match (distinct.first(), distinct.last()) {
-        (Some(&lo), Some(&hi)) if distinct.len() > 1 => f64::from(hi - lo + 1) / distinct.len() as f64,
+        (Some(&lo), Some(&hi)) if distinct.len() > 1 => (hi - lo + 1) as f64 / distinct.len() as f64,
         _ => 1.0,
     }
 }
 
-fn distinct(mut v: Vec<u32>) -> Vec<u32> {
-    v.sort_unstable();
-    v.dedup();
-    v
+/// The distinct values of `v` (each below `extent`), sorted: one pass over a bitmap of the
+/// extent when it is not huge (a tile's 65 536 cells sort in ten times that).
+fn distinct(v: impl Iterator<Item = u64>, extent: u64) -> Vec<u64> {
+    if extent > 1 << 22 {
+        let mut out: Vec<u64> = v.collect();
+        out.sort_unstable();
+        out.dedup();
+        return out;
+    }
+    let mut seen = vec![false; extent as usize];
+    for x in v {
+        if let Some(s) = seen.get_mut(x as usize) {
+            *s = true;
+        }
+    }
+    seen.iter().enumerate().filter(|(_, s)| **s).map(|(i, _)| i as u64).collect()
+}
+
+/// A full-resolution index's position among the distinct indices needed at a level: a
+/// table over the level's extent (a few thousand entries), else a binary search.
+enum Positions<'a> {
+    Table(Vec<u32>, u32),
+    Search(&'a [u64], u32, u64),
+}
+
+impl<'a> Positions<'a> {
+    fn new(distinct: &'a [u64], extent: u64, log2: u32) -> Self {
+        if extent > 1 << 22 {
+            return Self::Search(distinct, log2, extent);
+        }
+        let mut table = vec![0u32; extent as usize];
+        for (k, &i) in distinct.iter().enumerate() {
+            table[i as usize] = k as u32;
+        }
+        Self::Table(table, log2)
+    }
+
+    fn of(&self, full: u32) -> usize {
+        match self {
+            Self::Table(table, log2) => {
+                let i = ((full >> log2) as usize).min(table.len() - 1);
+                table[i] as usize
+            }
+            Self::Search(distinct, log2, extent) => {
+                let i = (u64::from(full) >> log2).min(extent - 1);
+                distinct.partition_point(|&x| x < i)
+            }
+        }
+    }
+}
+
+/// Each needed cell's number among the distinct ones (as first seen), by its positions
+/// among the distinct rows and columns: a table over them, or a map when that is huge.
+enum Numbering {
+    Table { columns: usize, numbers: Vec<u32> },
+    Map(std::collections::HashMap<(usize, usize), u32>),
+}
+
+impl Numbering {
+    fn new(rows: usize, columns: usize) -> Self {
+        match rows.checked_mul(columns).filter(|&n| n <= 1 << 24) {
+            Some(n) => Self::Table { columns, numbers: vec![u32::MAX; n] },
+            None => Self::Map(std::collections::HashMap::new()),
+        }
+    }
+
+    /// The number of cell `(i, j)`, `next` when it is new.
+    fn number(&mut self, i: usize, j: usize, next: u32) -> u32 {
+        match self {
+            Self::Table { columns, numbers } => {
+                let n = &mut numbers[i * *columns + j];
+                if *n == u32::MAX {
+                    *n = next;
+                }
+                *n
+            }
+            Self::Map(map) => *map.entry((i, j)).or_insert(next),
+        }
+    }
 }
 
 /// Reads the pixels of `lookup` from `image` (its plane fixed by the identifier), treating
-/// NaN and `no_data` as no data, and the Zarr fill value too when `no_data` is empty. Bilinear lookups read full resolution.
+/// NaN and `no_data` as no data, and the Zarr fill value too when `no_data` is empty.
+/// Bilinear lookups read full resolution.
 pub async fn read(image: &Image, lookup: &Lookup, no_data: &[f64]) -> Result<TilePixels> {
     let cells = lookup.cells();
-    let rows_needed = distinct(cells.iter().map(|c| c.0).collect());
-    let cols_needed = distinct(cells.iter().map(|c| c.1).collect());
+    let rows_needed = distinct(cells.iter().map(|c| u64::from(c.0)), image.height);
+    let cols_needed = distinct(cells.iter().map(|c| u64::from(c.1)), image.width);
     // The coarsest overview level whose cells still fit a pixel, along both axes.
     let spread = cells_per_pixel(&rows_needed).min(cells_per_pixel(&cols_needed));
     let wanted = if spread >= 2.0 && matches!(lookup, Lookup::Nearest(_)) { spread.log2().floor() as u32 } else { 0 };
@@ -51,21 +127,34 @@ pub async fn read(image: &Image, lookup: &Lookup, no_data: &[f64]) -> Result<Til
     let shape = &reader.meta.shape;
     let rank = shape.len();
     let (height, width) = (shape[rank - 2], shape[rank - 1]);
-    let at_level = |c: u32, extent: u64| (u64::from(c) >> log2).min(extent - 1);
-    let grid = reader.meta.read_grid();
-    let mut level_cells: Vec<(u64, u64)> =
-        cells.iter().map(|&(r, c)| (at_level(r, height), at_level(c, width))).collect();
-    level_cells.sort_unstable();
-    level_cells.dedup();
-    let rows_at: Vec<u64> = distinct_u64(level_cells.iter().map(|c| c.0).collect());
-    let cols_at: Vec<u64> = distinct_u64(level_cells.iter().map(|c| c.1).collect());
-    let position = |v: &[u64], i: u64| v.partition_point(|&x| x < i) as u64;
-    let at = level_cells.iter().map(|&(r, c)| (position(&rows_at, r), position(&cols_at, c))).collect();
+    // Full-resolution indices at the level (monotone: sorted stays sorted).
+    let at_level = |c: u64, extent: u64| (c >> log2).min(extent - 1);
+    let level = |v: &[u64], extent: u64| {
+        let mut out: Vec<u64> = v.iter().map(|&c| at_level(c, extent)).collect();
+        out.dedup();
+        out
+    };
+    let (rows_at, cols_at) = (level(&rows_needed, height), level(&cols_needed, width));
+    let (row_of, col_of) = (Positions::new(&rows_at, height, log2), Positions::new(&cols_at, width, log2));
+    // The distinct cells at the level, numbered as first seen, and each lookup cell's number.
+    let mut numbering = Numbering::new(rows_at.len(), cols_at.len());
+    let mut at: Vec<(u64, u64)> = Vec::new();
+    let numbers: Vec<u32> = cells
+        .iter()
+        .map(|&(r, c)| {
+            let (i, j) = (row_of.of(r), col_of.of(c));
+            let n = numbering.number(i, j, at.len() as u32);
+            if n as usize == at.len() {
+                at.push((i as u64, j as u64));
+            }
+            n
+        })
+        .collect();
     let mut dims: Vec<Vec<Progression>> = image.id.indices.iter().map(|&i| vec![Progression::run(i, 1)]).collect();
     dims.push(progressions(&rows_at));
     dims.push(progressions(&cols_at));
     let need = Need { dims, pairs: Some(Pairs { dims: [rank - 2, rank - 1], at }) };
-    let plan = Plan::new(&grid, &need, &Limits::blocks((0..rank).collect()))?;
+    let plan = Plan::new(&reader.meta.read_grid(), &need, &Limits::blocks((0..rank).collect()))?;
     if plan.chunks() > u128::from(reader.max_chunks) {
         return Err(Error::TooManyChunks(format!(
             "this tile reads {} chunks of `{}`, more than limits.max_chunks_per_request ({}); ask for a deeper zoom, or write overviews with `zarrd overviews --dataset {} --array {} --out URL` so coarse zooms read a smaller level",
@@ -78,46 +167,41 @@ pub async fn read(image: &Image, lookup: &Lookup, no_data: &[f64]) -> Result<Til
     }
     let gathered = plan.gather(reader).await?;
     let meta = &reader.meta;
-    let item = meta.data_type.size();
-    // The gathered elements come one per needed cell, in the order of `level_cells`.
-    let value = |r: u32, c: u32| -> Option<f64> {
-        let cell = (at_level(r, height), at_level(c, width));
-        let k = level_cells.binary_search(&cell).ok()?;
-        let element = gathered.data.get(k * item..(k + 1) * item)?;
-        // As xarray reads it: with a CF `_FillValue`/`missing_value` the Zarr fill is a value
-        // (a sea-ice concentration of 0 is open water).
-        if no_data.is_empty() && element == meta.fill_value.as_slice() {
-            return None;
-        }
-        element_f64(element, meta.data_type).filter(|v| !v.is_nan() && !no_data.contains(v))
-    };
-    let values = pixels(lookup, value);
+    // Each distinct cell's value once (NaN: no data); the gathered elements come in the
+    // cells' numbering.
+    let values: Vec<f64> = gathered
+        .data
+        .chunks_exact(meta.data_type.size())
+        .map(|element| {
+            // As xarray reads it: with a CF `_FillValue`/`missing_value` the Zarr fill is a
+            // value (a sea-ice concentration of 0 is open water).
+            if no_data.is_empty() && element == meta.fill_value.as_slice() {
+                return f64::NAN;
+            }
+            element_f64(element, meta.data_type).filter(|v| !no_data.contains(v)).unwrap_or(f64::NAN)
+        })
+        .collect();
+    let in_order = numbers.iter().map(|&n| values.get(n as usize).copied().unwrap_or(f64::NAN));
+    let values = pixels(lookup, in_order);
     Ok(TilePixels { plane: Plane { width: TILE, height: TILE, values }, object_versions: gathered.object_versions })
 }
 
-/// Each pixel's value from the cells' (`None`: no data): NaN where a cell it needs has none.
-fn pixels(lookup: &Lookup, value: impl Fn(u32, u32) -> Option<f64>) -> Vec<f64> {
+/// Each pixel's value from its cells' values (NaN: no data), given in the order of
+/// [`Lookup::cells`]: NaN where a cell it needs has none.
+fn pixels(lookup: &Lookup, mut cells: impl Iterator<Item = f64>) -> Vec<f64> {
+    let mut next = || cells.next().unwrap_or(f64::NAN);
     match lookup {
-        Lookup::Nearest(cells) => cells.iter().map(|p| p.and_then(|(r, c)| value(r, c)).unwrap_or(f64::NAN)).collect(),
+        Lookup::Nearest(pixels) => pixels.iter().map(|p| if p.is_some() { next() } else { f64::NAN }).collect(),
         Lookup::Bilinear(around) => around
             .iter()
             .map(|p| {
                 let Some(four) = p else { return f64::NAN };
-                let at = |i: usize, j: usize| value(four.rows[i], four.cols[j]);
-                match (at(0, 0), at(0, 1), at(1, 0), at(1, 1)) {
-                    (Some(v00), Some(v01), Some(v10), Some(v11)) => {
-                        let (t, u) = (four.t, four.u);
-                        (1.0 - t) * (1.0 - u) * v00 + t * (1.0 - u) * v01 + (1.0 - t) * u * v10 + t * u * v11
-                    }
-                    _ => f64::NAN,
-                }
+                // `cells` lists rows outer, columns inner.
+                let (v00, v01, v10, v11) = (next(), next(), next(), next());
+                let (t, u) = (four.t, four.u);
+                // NaN in any of the four makes the pixel NaN.
+                (1.0 - t) * (1.0 - u) * v00 + t * (1.0 - u) * v01 + (1.0 - t) * u * v10 + t * u * v11
             })
             .collect(),
     }
-}
-
-fn distinct_u64(mut v: Vec<u64>) -> Vec<u64> {
-    v.sort_unstable();
-    v.dedup();
-    v
 }

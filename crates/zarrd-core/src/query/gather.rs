@@ -122,10 +122,13 @@ impl Plan {
                 (outs, ins)
             })
             .collect();
+        // Each held position's offset along the pair dimensions, once per read.
+        let along = |d: usize| (self.positions(b, d).start, self.offsets(b, d));
+        let ((a0, oa), (b0, ob)) = (along(da), along(db));
         for &k in pairs {
             let (i, j) = at[k];
             let base_in =
-                self.offset(b, da, i) as usize * read_strides[da] + self.offset(b, db, j) as usize * read_strides[db];
+                oa[(i - a0) as usize] as usize * read_strides[da] + ob[(j - b0) as usize] as usize * read_strides[db];
             copy_product(data, out, item, &dims, k * per_pair, base_in);
         }
     }

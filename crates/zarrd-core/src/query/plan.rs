@@ -252,10 +252,7 @@ impl Plan {
             }
             Some((dims, at)) => {
                 let [a, b] = *dims;
-                let mut cells: Vec<(usize, usize)> =
-                    at.iter().map(|&(i, j)| (plan.axes[a].slab_at(i), plan.axes[b].slab_at(j))).collect();
-                cells.sort_unstable();
-                cells.dedup();
+                let cells = plan.slab_pairs(a, b, at);
                 let mut chunk_pairs: Vec<(u64, u64)> =
                     cells.iter().map(|&(i, j)| (plan.axes[a].slabs[i].chunk, plan.axes[b].slabs[j].chunk)).collect();
                 chunk_pairs.sort_unstable();
@@ -408,22 +405,52 @@ impl Plan {
     /// per pair, or several where a read was split along the other dimensions.
     pub(super) fn pairs_by_read(&self) -> Option<Vec<Vec<usize>>> {
         let ([a, b], at) = self.pairs.as_ref().map(|(d, at)| (*d, at))?;
-        let mut index: std::collections::HashMap<(usize, usize), Vec<usize>> = std::collections::HashMap::new();
+        let columns = self.axes[b].slabs.len();
+        // Slab pair → the reads holding it: a table over the slab pairs (a tile's are a few
+        // hundred at most), else a map.
+        let table = self.axes[a].slabs.len().checked_mul(columns).filter(|&n| n <= 1 << 22);
+        let mut dense: Vec<Vec<usize>> = vec![Vec::new(); table.unwrap_or(0)];
+        let mut sparse: std::collections::HashMap<(usize, usize), Vec<usize>> = std::collections::HashMap::new();
         for (k, block) in self.blocks.iter().enumerate() {
             for i in block.slabs[a].clone() {
                 for j in block.slabs[b].clone() {
-                    index.entry((i, j)).or_default().push(k);
+                    match table {
+                        Some(_) => dense[i * columns + j].push(k),
+                        None => sparse.entry((i, j)).or_default().push(k),
+                    }
                 }
             }
         }
         let mut out = vec![Vec::new(); self.blocks.len()];
         for (p, &(i, j)) in at.iter().enumerate() {
-            let key = (self.axes[a].slab_at(i), self.axes[b].slab_at(j));
-            for &k in index.get(&key).map_or(&[][..], Vec::as_slice) {
+            let (i, j) = (self.axes[a].slab_at(i), self.axes[b].slab_at(j));
+            let reads = match table {
+                Some(_) => dense[i * columns + j].as_slice(),
+                None => sparse.get(&(i, j)).map_or(&[][..], Vec::as_slice),
+            };
+            for &k in reads {
                 out[k].push(p);
             }
         }
         Some(out)
+    }
+
+    /// The distinct slab pairs along `a` and `b` holding a pair of `at`, sorted.
+    fn slab_pairs(&self, a: usize, b: usize, at: &[(u64, u64)]) -> Vec<(usize, usize)> {
+        let (rows, columns) = (self.axes[a].slabs.len(), self.axes[b].slabs.len());
+        let cells = at.iter().map(|&(i, j)| (self.axes[a].slab_at(i), self.axes[b].slab_at(j)));
+        let Some(n) = rows.checked_mul(columns).filter(|&n| n <= 1 << 22) else {
+            let mut out: Vec<(usize, usize)> = cells.collect();
+            out.sort_unstable();
+            out.dedup();
+            return out;
+        };
+        // One pass over a table of the slab pairs (a tile's 65 536 cells sort in far more).
+        let mut seen = vec![false; n];
+        for (i, j) in cells {
+            seen[i * columns + j] = true;
+        }
+        seen.iter().enumerate().filter(|(_, s)| **s).map(|(k, _)| (k / columns, k % columns)).collect()
     }
 
     /// Along each dimension, for each cell of read `b`, its position among the needed
