@@ -184,29 +184,8 @@ mod tests {
     }
 
     fn grid_of(dims: &[(u64, Vec<u64>, u64, (u64, u64, u64))]) -> ChunkGrid {
-        let shape: Vec<u64> = dims.iter().map(|d| d.0).collect();
-        if dims.iter().all(|d| d.1.len() == 1) {
-            let edges: Vec<u64> = dims.iter().map(|d| d.1[0]).collect();
-            return ChunkGrid::regular(&edges, &shape).unwrap();
-        }
-        // Rectilinear: the edges repeat until they cover the extent.
-        let chunk_shapes: Vec<Vec<u64>> = dims
-            .iter()
-            .map(|(extent, edges, ..)| {
-                let mut covered = 0;
-                let mut out = Vec::new();
-                for e in edges.iter().cycle() {
-                    if covered >= *extent {
-                        break;
-                    }
-                    out.push(*e);
-                    covered += e;
-                }
-                out
-            })
-            .collect();
-        let json = serde_json::json!({"name": "rectilinear", "configuration": {"kind": "inline", "chunk_shapes": chunk_shapes}});
-        ChunkGrid::from_json(&json, &shape).unwrap()
+        let dims: Vec<(u64, &[u64])> = dims.iter().map(|d| (d.0, d.1.as_slice())).collect();
+        ChunkGrid::repeating(&dims)
     }
 
     proptest! {

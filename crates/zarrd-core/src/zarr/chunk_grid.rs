@@ -315,6 +315,36 @@ impl ChunkGrid {
 }
 
 #[cfg(test)]
+impl ChunkGrid {
+    /// A grid for tests: per dimension its extent and chunk edges — regular when every
+    /// dimension has one edge, else rectilinear with each dimension's edges repeated until
+    /// they cover its extent.
+    pub(crate) fn repeating(dims: &[(u64, &[u64])]) -> Self {
+        let shape: Vec<u64> = dims.iter().map(|d| d.0).collect();
+        if dims.iter().all(|d| d.1.len() == 1) {
+            let edges: Vec<u64> = dims.iter().map(|d| d.1[0]).collect();
+            return Self::regular(&edges, &shape).unwrap();
+        }
+        let chunk_shapes: Vec<Vec<u64>> = dims
+            .iter()
+            .map(|&(extent, edges)| {
+                let (mut covered, mut out) = (0, Vec::new());
+                for e in edges.iter().cycle() {
+                    if covered >= extent {
+                        break;
+                    }
+                    out.push(*e);
+                    covered += e;
+                }
+                out
+            })
+            .collect();
+        let json = serde_json::json!({"name": "rectilinear", "configuration": {"kind": "inline", "chunk_shapes": chunk_shapes}});
+        Self::from_json(&json, &shape).unwrap()
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

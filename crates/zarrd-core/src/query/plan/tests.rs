@@ -44,29 +44,10 @@ fn case() -> impl Strategy<Value = (ChunkGrid, Vec<Vec<u64>>, Option<Vec<(u64, u
         })
 }
 
+/// A dimension marked regular keeps its first edge only.
 fn grid_of(dims: &[(u64, Vec<u64>, bool)]) -> ChunkGrid {
-    let shape: Vec<u64> = dims.iter().map(|d| d.0).collect();
-    if dims.iter().all(|d| d.2) {
-        let edges: Vec<u64> = dims.iter().map(|d| d.1[0]).collect();
-        return ChunkGrid::regular(&edges, &shape).unwrap();
-    }
-    let chunk_shapes: Vec<Vec<u64>> = dims
-        .iter()
-        .map(|(extent, edges, _)| {
-            let (mut covered, mut out) = (0, Vec::new());
-            for e in edges.iter().cycle() {
-                if covered >= *extent {
-                    break;
-                }
-                out.push(*e);
-                covered += e;
-            }
-            out
-        })
-        .collect();
-    let json =
-        serde_json::json!({"name": "rectilinear", "configuration": {"kind": "inline", "chunk_shapes": chunk_shapes}});
-    ChunkGrid::from_json(&json, &shape).unwrap()
+    let dims: Vec<(u64, &[u64])> = dims.iter().map(|d| (d.0, if d.2 { &d.1[..1] } else { d.1.as_slice() })).collect();
+    ChunkGrid::repeating(&dims)
 }
 
 /// Every needed cell (as positions), by brute force.
