@@ -383,11 +383,6 @@ impl Plan {
         self.axes[d].positions(&self.blocks[b].slabs[d])
     }
 
-    /// Whether read `b` holds needed position `pos` along `d`.
-    pub fn holds(&self, b: usize, d: usize, pos: u64) -> bool {
-        self.positions(b, d).contains(&pos)
-    }
-
     /// Along dimension `d` of read `b`: each held needed position's offset in the read.
     pub fn offsets(&self, b: usize, d: usize) -> Vec<u64> {
         let s = self.selections[b][d];
