@@ -25,9 +25,14 @@ node_clients
 # shellcheck source=.ci/virtual_sources.sh
 source "$REPO_ROOT/.ci/virtual_sources.sh"
 place_virtual_sources "$REPO_ROOT"
+# Two projected grids of tests/fixtures/grids (check_edr.py's PROJECTED).
 export ZARRD_EXTRA_TOML="[datasets.ic]
 url = \"$REPO_ROOT/tests/fixtures/virtual/icechunk/virtual.icechunk\"
-virtual_refs = [\"file://$SOURCES/\"]"
+virtual_refs = [\"file://$SOURCES/\"]
+[datasets.hrrr_lcc]
+url = \"$REPO_ROOT/tests/fixtures/grids/hrrr_lcc.zarr\"
+[datasets.seaice_3413]
+url = \"$REPO_ROOT/tests/fixtures/grids/seaice_3413.zarr\""
 
 make_work edr
 start_zarrd "$ZARRD" "$WORK"

@@ -732,6 +732,41 @@ def sweep_collection(doc: dict) -> str:
     return kind
 
 
+#: Collections on projected grids (tests/fixtures/grids, served by .ci/edr_clients.sh): a point
+#: inside each one's grid, and its EPSG code when it has one.
+PROJECTED = {"hrrr_lcc": ((-97.5, 38.5), None), "seaice_3413": ((-45.0, 75.0), 3413)}
+
+
+def projected_answers(cid: str) -> None:
+    """A collection on a projected grid: the document validates (edr-pydantic) and offers its
+    EPSG code as a `crs`; a position and a cube validate (covjson-pydantic); the cube is a Grid
+    on the native axes whose referencing is a ProjectedCRS (that EPSG code's URI, or its WKT)
+    beside CRS84 for the cells' longitudes and latitudes; CSV rows carry x, y, lat, lon."""
+    (lon, lat), code = PROJECTED[cid]
+    r, doc = get_json(f"/collections/{cid}")
+    validate_edr(Collection, r.text, r.url)
+    crs = doc.get("crs", [])
+    if code:
+        assert any(str(code) in c for c in crs), f"{cid}: crs {crs} does not offer EPSG:{code}"
+    _, point = covjson_get(f"/collections/{cid}/position", {"coords": f"POINT({lon} {lat})"})
+    assert point["type"] == "Coverage", point["type"]
+    bbox = f"{lon - 2},{lat - 1},{lon + 2},{lat + 1}"
+    _, grid = covjson_get(f"/collections/{cid}/cube", {"bbox": bbox})
+    assert grid["domain"]["domainType"] == "Grid", grid["domain"]["domainType"]
+    systems = [ref["system"] for ref in grid["domain"]["referencing"]]
+    projected = [s for s in systems if s.get("type") == "ProjectedCRS"]
+    assert projected, f"{cid}: cube referencing {systems} has no ProjectedCRS"
+    if code:
+        assert projected[0].get("id") == f"http://www.opengis.net/def/crs/EPSG/0/{code}", projected[0]
+    else:
+        assert "wkt" in projected[0] or "id" in projected[0], projected[0]
+    xs = axis_values(grid, "x")
+    assert xs and max(abs(x) for x in xs) > 360, f"{cid}: x {xs[:4]} are not native metres"
+    text = get(f"/collections/{cid}/cube", {"bbox": bbox, "f": "CSV"}).text
+    head = text.splitlines()[0].split(",")
+    assert head[:5] == ["datetime", "x", "y", "lat", "lon"] or head[:4] == ["x", "y", "lat", "lon"], head
+
+
 OWSLIB_ARGS = {"coords": "coords", "bbox": "bbox", "datetime": "datetime_", "parameter-name": "parameter_names",
                "parameter_names": "parameter_names", "within": "within", "z": "z", "crs": "crs"}
 
@@ -888,8 +923,16 @@ def main() -> int:
     T.run("cube across the antimeridian -> x past 180", seam_cube, daily)
     T.run("360_day PointSeries and the instant 2000-02-30", c360_series)
     T.run("GeoJSON, CSV, Accept vnd.cov+json, 400 problem (and OWSLib's RuntimeError)", formats_and_errors, client)
+    for cid in PROJECTED:
+        if cid in listed:
+            T.run(f"projected {cid}: document, position, cube Grid with ProjectedCRS, CSV x/y (edr-pydantic, covjson-pydantic)",
+                  projected_answers, cid)
+        else:
+            T.skipped.append(f"projected {cid}: not served")
     kinds = {}
     for cid, doc in docs.items():
+        if cid in PROJECTED:
+            continue
         if doc:
             kinds[cid] = T.run(f"sweep {cid}: position + cube validate (covjson-pydantic)", sweep_collection, doc)
     if "VerticalProfile" not in kinds.values():

@@ -5,8 +5,8 @@
 //! through the read path and gathered ([`gather`]).
 //!
 //! The routes differ only in how they state the need and use the cells:
-//! - `/v1/slice` (`s=`: one progression per dimension; `sel=`: label runs, two across a
-//!   longitude seam) gathers the cells in C order;
+//! - `/v1/slice` with `sel=` (label runs, two across a longitude seam) gathers the cells in
+//!   C order (`s=` is one index selection already: it is the read path's own, streamed);
 //! - `/v1/reduce` (the visited indices) folds each read as it arrives, kept dimensions
 //!   outermost, never more than [`BLOCK_CELLS`] per read;
 //! - `/maps` tiles (the cells a tile's pixels name) and EDR points (every point's cell,

@@ -1,7 +1,5 @@
 //! What a question needs of one array, before any grid is known.
 
-use crate::read::selection::DimSelection;
-
 /// Stored indices `start, start + step, …` (`count` of them, `step` ≥ 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Progression {
@@ -61,21 +59,6 @@ impl Need {
     /// Every combination of each dimension's `indices` (in order).
     pub fn of_indices(indices: &[Vec<u64>]) -> Self {
         Self { dims: indices.iter().map(|i| progressions(i)).collect(), pairs: None }
-    }
-
-    /// The cells of an index selection.
-    pub fn of_selection(selection: &[DimSelection]) -> Self {
-        let dims = selection
-            .iter()
-            .map(|s| {
-                if s.count == 0 {
-                    Vec::new()
-                } else {
-                    vec![Progression { start: s.start, step: s.step, count: s.count }]
-                }
-            })
-            .collect();
-        Self { dims, pairs: None }
     }
 
     /// How many indices dimension `d` visits.
