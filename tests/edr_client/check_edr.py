@@ -483,7 +483,10 @@ def check_collection(client: EnvironmentalDataRetrieval, cid: str, listed: dict)
     assert doc["id"] == cid, doc["id"]
     for key in ("extent", "parameter_names", "data_queries", "crs", "output_formats"):
         assert doc.get(key) == listed.get(key), f"{cid}: {key} differs from its entry in /edr/collections"
-    assert doc.get("crs") == ["CRS84"], doc.get("crs")
+    # CRS84, and on a projected grid with an EPSG code that code's URI (API.md).
+    code = PROJECTED.get(cid, (None, None))[1]
+    want = ["CRS84"] + ([f"http://www.opengis.net/def/crs/EPSG/0/{code}"] if code else [])
+    assert doc.get("crs") == want, doc.get("crs")
     # EDR 1.1 A.13: a collection with a radius query names its distance units.
     assert doc.get("distanceunits") == ["km", "m", "mi"], doc.get("distanceunits")
     fmts = doc.get("output_formats") or []
@@ -760,8 +763,8 @@ def projected_answers(cid: str) -> None:
         assert projected[0].get("id") == f"http://www.opengis.net/def/crs/EPSG/0/{code}", projected[0]
     else:
         assert "wkt" in projected[0] or "id" in projected[0], projected[0]
-    xs = axis_values(grid, "x")
-    assert xs and max(abs(x) for x in xs) > 360, f"{cid}: x {xs[:4]} are not native metres"
+    xs, ys = axis_values(grid, "x"), axis_values(grid, "y")
+    assert xs and ys and max(abs(v) for v in xs + ys) > 360, f"{cid}: x {xs[:4]}, y {ys[:4]} are not native metres"
     text = get(f"/collections/{cid}/cube", {"bbox": bbox, "f": "CSV"}).text
     head = text.splitlines()[0].split(",")
     assert head[:5] == ["datetime", "x", "y", "lat", "lon"] or head[:4] == ["x", "y", "lat", "lon"], head
