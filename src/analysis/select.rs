@@ -157,7 +157,7 @@ impl Resolved {
 
     /// The reads of the selection, planned on `array` (one, or two across a seam).
     fn plan(&self, array: &ArrayReader) -> Result<Plan> {
-        Ok(Plan::new(&array.meta.read_grid(), &self.need(), &Limits::whole(self.picked.len()))?)
+        Ok(Plan::new(&array.meta.read_grid(), self.need(), &Limits::whole(self.picked.len()))?)
     }
 
     /// Elements in the result.

@@ -136,7 +136,7 @@ async fn open(catalog: &Catalog, dataset: &Dataset, plan: &Plan) -> Result<Vec<(
         // Reads split at chunk edges across the grid first: points far apart read only
         // their own chunks, a long series is read in steps of at most `BLOCK_CELLS`.
         let order = [Axis::Y, Axis::X, Axis::T, Axis::Z].iter().filter_map(|a| p.axes.iter().position(|b| b == a));
-        let read = reads::Plan::new(&reader.meta.read_grid(), &need, &Limits::blocks(order.collect()))?;
+        let read = reads::Plan::new(&reader.meta.read_grid(), need, &Limits::blocks(order.collect()))?;
         out.push((reader, read, shape));
     }
     Ok(out)

@@ -154,7 +154,7 @@ pub async fn read(image: &Image, lookup: &Lookup, no_data: &[f64]) -> Result<Til
     dims.push(progressions(&rows_at));
     dims.push(progressions(&cols_at));
     let need = Need { dims, pairs: Some(Pairs { dims: [rank - 2, rank - 1], at }) };
-    let plan = Plan::new(&reader.meta.read_grid(), &need, &Limits::blocks((0..rank).collect()))?;
+    let plan = Plan::new(&reader.meta.read_grid(), need, &Limits::blocks((0..rank).collect()))?;
     if plan.chunks() > u128::from(reader.max_chunks) {
         return Err(Error::TooManyChunks(format!(
             "this tile reads {} chunks of `{}`, more than limits.max_chunks_per_request ({}); ask for a deeper zoom, or write overviews with `zarrd overviews --dataset {} --array {} --out URL` so coarse zooms read a smaller level",

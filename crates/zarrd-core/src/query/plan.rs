@@ -19,7 +19,7 @@
 
 use std::ops::Range;
 
-use super::need::{Need, Progression};
+use super::need::{Need, Pairs, Progression};
 use crate::read::ReadError;
 use crate::read::selection::DimSelection;
 use crate::zarr::chunk_grid::{ChunkGrid, Dim};
@@ -224,18 +224,17 @@ pub struct Plan {
     axes: Vec<Axis>,
     blocks: Vec<Block>,
     selections: Vec<Vec<DimSelection>>,
-    /// The pair dimensions and pairs of a sparse need.
-    pairs: Option<([usize; 2], Vec<(u64, u64)>)>,
+    /// The pairs of a sparse need.
+    pairs: Option<Pairs>,
     chunks: u128,
 }
 
 impl Plan {
     /// Resolves `need` on `grid` (the array's read grid: its shards when sharded).
-    pub fn new(grid: &ChunkGrid, need: &Need, limits: &Limits) -> Result<Self, ReadError> {
+    pub fn new(grid: &ChunkGrid, need: Need, limits: &Limits) -> Result<Self, ReadError> {
         let axes = grid.dims.iter().zip(&need.dims).map(|(dim, p)| Axis::new(dim, p)).collect::<Result<Vec<_>, _>>()?;
-        let pairs = need.pairs.as_ref().map(|p| (p.dims, p.at.clone()));
-        let mut plan = Self { axes, blocks: Vec::new(), selections: Vec::new(), pairs, chunks: 0 };
-        if plan.axes.iter().any(|a| a.slabs.is_empty()) || plan.pairs.as_ref().is_some_and(|p| p.1.is_empty()) {
+        let mut plan = Self { axes, blocks: Vec::new(), selections: Vec::new(), pairs: need.pairs, chunks: 0 };
+        if plan.axes.iter().any(|a| a.slabs.is_empty()) || plan.pairs.as_ref().is_some_and(|p| p.at.is_empty()) {
             return Ok(plan);
         }
         let distinct_chunks = |a: &Axis| {
@@ -245,13 +244,13 @@ impl Plan {
             c.len() as u128
         };
         let windows: Vec<Vec<Range<usize>>> = plan.axes.iter().map(Axis::windows).collect();
-        let candidates = match &plan.pairs {
+        let candidates = match plan.pairs() {
             None => {
                 plan.chunks = plan.axes.iter().map(distinct_chunks).product();
                 product(&windows, None)?
             }
             Some((dims, at)) => {
-                let [a, b] = *dims;
+                let [a, b] = dims;
                 let cells = plan.slab_pairs(a, b, at);
                 let mut chunk_pairs: Vec<(u64, u64)> =
                     cells.iter().map(|&(i, j)| (plan.axes[a].slabs[i].chunk, plan.axes[b].slabs[j].chunk)).collect();
@@ -262,7 +261,7 @@ impl Plan {
                     .map(|d| distinct_chunks(&plan.axes[d]))
                     .product();
                 plan.chunks = chunk_pairs.len() as u128 * others;
-                product(&windows, Some(&(*dims, plan.sparse_pairs(*dims, &cells, &windows))))?
+                product(&windows, Some(&(dims, plan.sparse_pairs(dims, &cells, &windows))))?
             }
         };
         for block in candidates {
@@ -375,7 +374,7 @@ impl Plan {
 
     /// The pairs of a sparse need: their dimensions and positions.
     pub fn pairs(&self) -> Option<([usize; 2], &[(u64, u64)])> {
-        self.pairs.as_ref().map(|(d, at)| (*d, at.as_slice()))
+        self.pairs.as_ref().map(|p| (p.dims, p.at.as_slice()))
     }
 
     /// Along dimension `d` of read `b`: the needed positions it holds.
@@ -399,7 +398,7 @@ impl Plan {
     /// With pairs: per read, the pairs (indices among them) whose cell it holds — one read
     /// per pair, or several where a read was split along the other dimensions.
     pub(super) fn pairs_by_read(&self) -> Option<Vec<Vec<usize>>> {
-        let ([a, b], at) = self.pairs.as_ref().map(|(d, at)| (*d, at))?;
+        let ([a, b], at) = self.pairs()?;
         let columns = self.axes[b].slabs.len();
         // Slab pair → the reads holding it: a table over the slab pairs (a tile's are a few
         // hundred at most), else a map.

@@ -129,7 +129,7 @@ impl Reduction {
         let grouped = |d: &usize| matches!(self.fates[*d], Fate::Grouped { .. });
         let order: Vec<usize> =
             (0..self.fates.len()).filter(grouped).chain((0..self.fates.len()).filter(|d| !grouped(d))).collect();
-        let plan = Plan::new(&array.meta.read_grid(), &Need::of_indices(&stored), &Limits::blocks(order))?;
+        let plan = Plan::new(&array.meta.read_grid(), Need::of_indices(&stored), &Limits::blocks(order))?;
         Ok((visited, plan))
     }
 

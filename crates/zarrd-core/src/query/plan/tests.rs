@@ -76,7 +76,7 @@ proptest! {
         };
         let rank = needs.len();
         let limits = Limits { block_cells: budget, order: (0..rank).rev().collect() };
-        let plan = Plan::new(&grid, &need, &limits).unwrap();
+        let plan = Plan::new(&grid, need, &limits).unwrap();
         prop_assert_eq!(plan.shape(), needs.iter().map(|n| n.len() as u64).collect::<Vec<_>>());
         let cells = needed(&needs, pairs.as_deref());
         let mut chunks_needed = BTreeSet::new();
@@ -125,13 +125,13 @@ proptest! {
 #[test]
 fn a_series_of_points_in_neighbouring_chunks_is_one_strided_read() {
     let grid = ChunkGrid::regular(&[73], &[1095]).unwrap();
-    let plan = Plan::new(&grid, &Need::of_indices(&[vec![0, 100, 200]]), &Limits::whole(1)).unwrap();
+    let plan = Plan::new(&grid, Need::of_indices(&[vec![0, 100, 200]]), &Limits::whole(1)).unwrap();
     assert_eq!(plan.selections(), &[vec![DimSelection { start: 0, step: 100, count: 3, drop: false }]]);
     // A chunk skipped: two reads.
-    let plan = Plan::new(&grid, &Need::of_indices(&[vec![0, 500]]), &Limits::whole(1)).unwrap();
+    let plan = Plan::new(&grid, Need::of_indices(&[vec![0, 500]]), &Limits::whole(1)).unwrap();
     assert_eq!(plan.len(), 2);
     // Irregular indices in neighbouring chunks: every index between is read.
-    let plan = Plan::new(&grid, &Need::of_indices(&[vec![3, 5, 80]]), &Limits::whole(1)).unwrap();
+    let plan = Plan::new(&grid, Need::of_indices(&[vec![3, 5, 80]]), &Limits::whole(1)).unwrap();
     assert_eq!(plan.selections(), &[vec![DimSelection { start: 3, step: 1, count: 78, drop: false }]]);
     assert_eq!(plan.cells(0)[0][..3], [0, UNNEEDED, 1]);
     assert_eq!(plan.cells(0)[0][77], 2);
@@ -141,7 +141,7 @@ fn a_series_of_points_in_neighbouring_chunks_is_one_strided_read() {
 fn a_longitude_range_across_the_seam_is_two_reads() {
     let grid = ChunkGrid::regular(&[36], &[144]).unwrap();
     let seam: Vec<u64> = (140..144).chain(0..5).collect();
-    let plan = Plan::new(&grid, &Need::of_indices(&[seam]), &Limits::whole(1)).unwrap();
+    let plan = Plan::new(&grid, Need::of_indices(&[seam]), &Limits::whole(1)).unwrap();
     assert_eq!(
         plan.selections(),
         &[
@@ -162,15 +162,15 @@ fn points_far_apart_are_read_chunk_by_chunk_and_close_ones_together() {
         pairs: Some(Pairs { dims: [0, 1], at }),
     };
     let diagonal = vec![(0, 0), (1, 1), (2, 2)];
-    let plan = Plan::new(&grid, &need(vec![5, 15, 25], vec![5, 15, 25], diagonal), &Limits::whole(2)).unwrap();
+    let plan = Plan::new(&grid, need(vec![5, 15, 25], vec![5, 15, 25], diagonal), &Limits::whole(2)).unwrap();
     assert_eq!(plan.len(), 3);
     assert_eq!(plan.chunks(), 3);
     // Half of them: one read of the window.
-    let plan = Plan::new(&grid, &need(vec![5, 15], vec![5, 15], vec![(0, 0), (1, 1)]), &Limits::whole(2)).unwrap();
+    let plan = Plan::new(&grid, need(vec![5, 15], vec![5, 15], vec![(0, 0), (1, 1)]), &Limits::whole(2)).unwrap();
     assert_eq!(plan.len(), 1);
     // Three points in one chunk: one read.
     let plan =
-        Plan::new(&grid, &need(vec![1, 2, 3], vec![4, 5], vec![(0, 0), (1, 1), (2, 0)]), &Limits::whole(2)).unwrap();
+        Plan::new(&grid, need(vec![1, 2, 3], vec![4, 5], vec![(0, 0), (1, 1), (2, 0)]), &Limits::whole(2)).unwrap();
     assert_eq!(plan.len(), 1);
     assert_eq!(
         plan.selection(0),
@@ -186,12 +186,13 @@ fn a_whole_field_under_a_budget_is_read_in_whole_chunks() {
     let grid = ChunkGrid::regular(&[73, 24, 36], &[1095, 72, 144]).unwrap();
     let all = |n: u64| (0..n).collect::<Vec<u64>>();
     let need = Need::of_indices(&[all(1095), all(72), all(144)]);
-    let plan = Plan::new(&grid, &need, &Limits { block_cells: 2 * 73 * 72 * 144, order: vec![0, 1, 2] }).unwrap();
+    let plan =
+        Plan::new(&grid, need.clone(), &Limits { block_cells: 2 * 73 * 72 * 144, order: vec![0, 1, 2] }).unwrap();
     assert_eq!(plan.len(), 8);
     assert!(plan.selections().iter().all(|s| s[0].start % 73 == 0));
     assert_eq!(plan.cells_read(), 1095 * 72 * 144);
     // One chunk per read, split along longitude first.
-    let plan = Plan::new(&grid, &need, &Limits { block_cells: 1, order: vec![2, 1, 0] }).unwrap();
+    let plan = Plan::new(&grid, need, &Limits { block_cells: 1, order: vec![2, 1, 0] }).unwrap();
     assert_eq!(plan.len(), 15 * 3 * 4);
     assert_eq!(plan.selections()[..45].iter().map(|s| s[2].start).max(), Some(0));
 }
@@ -199,8 +200,8 @@ fn a_whole_field_under_a_budget_is_read_in_whole_chunks() {
 #[test]
 fn a_need_beyond_the_extent_is_refused() {
     let grid = ChunkGrid::regular(&[10], &[100]).unwrap();
-    assert!(Plan::new(&grid, &Need::of_indices(&[vec![100]]), &Limits::whole(1)).is_err());
-    let empty = Plan::new(&grid, &Need::of_indices(&[vec![]]), &Limits::whole(1)).unwrap();
+    assert!(Plan::new(&grid, Need::of_indices(&[vec![100]]), &Limits::whole(1)).is_err());
+    let empty = Plan::new(&grid, Need::of_indices(&[vec![]]), &Limits::whole(1)).unwrap();
     assert!(empty.is_empty());
 }
 
@@ -219,7 +220,7 @@ proptest! {
             pairs: pairs.clone().map(|at| Pairs { dims: [0, 1], at }),
         };
         let rank = needs.len();
-        let plan = Plan::new(&grid, &need, &Limits { block_cells: budget, order: (0..rank).collect() }).unwrap();
+        let plan = Plan::new(&grid, need, &Limits { block_cells: budget, order: (0..rank).collect() }).unwrap();
         let shape = plan.gathered_shape();
         let mut out = vec![0u8; shape.iter().product::<u64>() as usize * 8];
         let by_read = plan.pairs_by_read();
