@@ -47,8 +47,12 @@ function watch(page) {
   return { errors, requests };
 }
 
+// The map shown, the page's requests over (the EDR link, say, which moves the map down a
+// line when it comes: a pixel measured before it would be clicked off target) and a frame
+// drawn.
 async function mapIdle(page) {
   await page.waitForFunction(() => window.zarrdMap && !document.getElementById("map").hidden, { timeout: 20000 });
+  await page.waitForNetworkIdle({ idleTime: 250, timeout: 20000 });
   await page.evaluate(() => new Promise((r) => {
     window.zarrdMap.once("rendercomplete", () => r(true));
     window.zarrdMap.render();
@@ -68,11 +72,21 @@ function pixel(page, lon, lat) {
 // it (saved a moment after), and returns it with the plot's data, the title and the query.
 async function shown(page, kind, monthly) {
   const key = { point: "ll", area: "area", cell: "pt" }[kind];
-  await page.waitForFunction((kind, monthly, key) => {
-    const s = window.zarrdSeries;
-    const q = new URLSearchParams(location.search);
-    return s && s.kind === kind && s.monthly === monthly && window.zarrdPlot && q.has(key) && q.has("monthly") === monthly;
-  }, { timeout: 20000 }, kind, monthly, key);
+  try {
+    await page.waitForFunction((kind, monthly, key) => {
+      const s = window.zarrdSeries;
+      const q = new URLSearchParams(location.search);
+      return s && s.kind === kind && s.monthly === monthly && window.zarrdPlot && q.has(key) && q.has("monthly") === monthly;
+    }, { timeout: 20000 }, kind, monthly, key);
+  } catch (e) {
+    // What the page shows instead: the panel's message, the series it has, and the URL.
+    const seen = await page.evaluate(() => ({
+      panel: document.getElementById("series").hidden ? "hidden" : document.getElementById("series-title").textContent,
+      series: window.zarrdSeries && { kind: window.zarrdSeries.kind, monthly: window.zarrdSeries.monthly, url: window.zarrdSeries.url },
+      at: location.pathname + location.search,
+    }));
+    throw new Error(`no ${monthly ? "monthly " : ""}${kind} series shown: ${e.message}; the page has ${JSON.stringify(seen)}`);
+  }
   return page.evaluate(() => ({
     ...window.zarrdSeries,
     plotted: Array.from(window.zarrdPlot.data[1]),

@@ -170,12 +170,13 @@ def response_replays(url):
     return 0
 
 
-def series_rows(ds, clients, hot_points, rng, rows, detail, replays, r):
+def series_rows(ds, clients, hot_points, rng, rows, detail, replays, client_cpu, r):
     """The point-series rows of one round, for each layout (fewer points where xarray
     takes a third of a second per point). The lean client's two passes (the default
     server, the one with only its response cache off) take turns going first, round by
     round, so neither always follows the other; how many of the default server's
-    answers were replays is kept in `replays`."""
+    answers were replays is kept in `replays`, the lean client's CPU per answer in
+    `client_cpu`."""
     warm, cold, lean, data = clients
     for var, n in (("t2m", 24), ("t2m_map", 6)):
         da, tag, hot = ds[var], "time" if var == "t2m" else "map", hot_points[var]
@@ -185,7 +186,11 @@ def series_rows(ds, clients, hot_points, rng, rows, detail, replays, r):
 
         def lean_pass():
             before = response_replays(WARM)
+            cpu = time.thread_time()
             t_l = sum(timed(lambda p=p: lean.values(series_target(*p, var, "bin")))[0] for p in hot) / len(hot)
+            # The client's own share of each answer's time (its CPU: writing the request,
+            # parsing the head, taking the values), counted in t_l and reported apart.
+            client_cpu.setdefault(tag, []).append((time.thread_time() - cpu) / len(hot))
             replays.setdefault(tag, []).append(response_replays(WARM) - before)
             add(rows, detail, f"series_warm_lean_{tag}", t_x, t_l)
 
@@ -252,7 +257,7 @@ def main():
             if data is not None:
                 assert np.array_equal(data.values(series_target(lat, lon, var, "bin")),
                                       lean.values(series_target(lat, lon, var, "bin")))
-    rows, detail, replays = {}, {}, {}
+    rows, detail, replays, client_cpu = {}, {}, {}, {}
     four = concurrent.futures.ThreadPoolExecutor(4)
 
     def at_once(fn, args):
@@ -262,7 +267,7 @@ def main():
         return time.perf_counter() - t
 
     for r in range(ROUNDS):
-        series_rows(ds, (warm, cold, lean, data), hot_points, rng, rows, detail, replays, r)
+        series_rows(ds, (warm, cold, lean, data), hot_points, rng, rows, detail, replays, client_cpu, r)
         warm.npy(monthly_target)
         t_x = min(timed(xr_monthly)[0] for _ in range(2))
         t_z = min(timed(lambda k=k: warm.npy(moved(k)))[0] for k in (8 * r + 1, 8 * r + 2))
@@ -284,6 +289,9 @@ def main():
         xs = statistics.median(d[0] for d in detail[k]) * 1e3
         zs = statistics.median(d[1] for d in detail[k]) * 1e3
         print(f"ROW {k:<22} {xs:>10.2f} {zs:>10.3f} {statistics.median(ratios):>10.1f}x  rounds {[round(x, 1) for x in ratios]}")
+    for tag, cpu in client_cpu.items():
+        print(f"the lean client's own CPU per answer, {tag}-major (counted in its rows): "
+              f"median {statistics.median(cpu) * 1e6:.0f} us, rounds {[round(c * 1e6) for c in cpu]}")
     for tag, counts in replays.items():
         print(f"response-cache replays in the lean passes of the default server, {tag}-major, by round: {counts}")
     print(f"monthly polygon mean: xarray and zarrd agree to {worst:.1e} relative")
