@@ -255,6 +255,22 @@ mod tests {
         assert_eq!(grid_mapping(&attrs(json!({}))), None);
     }
 
+    /// CF's one standard parallel of an Albers cone is the parallel it touches, as GDAL 3.6
+    /// reads it from a NetCDF file (`gdalsrsinfo`: `+lat_1=40 +lat_2=40`); pyproj's
+    /// `CRS.from_cf` takes `lat_2=0` instead. Expected: `gdaltransform -s_srs EPSG:4326` of
+    /// 80 W 45 N into that CRS read from the file (ncgen of these attributes).
+    #[test]
+    fn one_albers_parallel_is_tangent_as_gdal_reads_it() {
+        let aea = crs(&attrs(json!({
+            "grid_mapping_name": "albers_conical_equal_area", "standard_parallel": 40.0,
+            "longitude_of_central_meridian": -96.0, "latitude_of_projection_origin": 23.0,
+            "false_easting": 0.0, "false_northing": 0.0
+        })))
+        .unwrap();
+        let (x, y) = aea.forward(-80.0, 45.0).unwrap();
+        assert!((x - 1_259_946.569_798).abs() < 1e-3 && (y - 2_529_713.785_033).abs() < 1e-3, "{x} {y}");
+    }
+
     #[test]
     fn cf_parameters_make_projections() {
         let lcc = crs(&attrs(json!({
