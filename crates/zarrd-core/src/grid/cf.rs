@@ -256,7 +256,7 @@ mod tests {
     }
 
     /// CF's one standard parallel of an Albers cone is the parallel it touches, as GDAL 3.6
-    /// reads it from a NetCDF file (`gdalsrsinfo`: `+lat_1=40 +lat_2=40`); pyproj's
+    /// reads it from a `NetCDF` file (`gdalsrsinfo`: `+lat_1=40 +lat_2=40`); pyproj's
     /// `CRS.from_cf` takes `lat_2=0` instead. Expected: `gdaltransform -s_srs EPSG:4326` of
     /// 80 W 45 N into that CRS read from the file (ncgen of these attributes).
     #[test]
