@@ -139,7 +139,8 @@ pub fn bounds(grid: &Grid) -> [f64; 4] {
 }
 
 /// `TileJSON` `maxzoom`: the smallest zoom whose pixels at the equator are no wider than
-/// the grid's finest cell (`360 / 256 / 2^z` degrees on grids in degrees, `156543.03 / 2^z`
+/// the grid's finest cell (`360 / 256 / 2^z` degrees on grids in degrees — on curvilinear
+/// ones the finest spacing of neighbouring centres in degrees of arc — `156543.03 / 2^z`
 /// metres on projected ones).
 pub fn maxzoom(grid: &Grid) -> u8 {
     let finest = match &grid.native {
@@ -148,9 +149,10 @@ pub fn maxzoom(grid: &Grid) -> u8 {
             let [a, b, _, d, e, _] = transform.coefficients;
             a.hypot(d).min(b.hypot(e))
         }
+        Native::Mesh(mesh) => mesh.finest(),
     };
     let pixel_at_z0 = match grid.kind {
-        Kind::Geographic | Kind::Rotated => 360.0 / TILE as f64,
+        Kind::Geographic | Kind::Rotated | Kind::Curvilinear => 360.0 / TILE as f64,
         _ => PIXEL_METRES_Z0,
     };
     let z = (pixel_at_z0 / finest).log2().ceil();

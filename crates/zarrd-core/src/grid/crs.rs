@@ -102,6 +102,13 @@ impl Crs {
         Self { kind: Kind::Rotated, code: None, wkt: None, definition, projection: Projection::Rotated(pole) }
     }
 
+    /// The "CRS" of a curvilinear grid: its cells' latitudes and longitudes are stored
+    /// (WGS 84), so native x/y are longitude/latitude.
+    pub fn curvilinear() -> Self {
+        let definition = "2-D latitude/longitude arrays (WGS 84)".to_owned();
+        Self { kind: Kind::Curvilinear, code: None, wkt: None, definition, projection: Projection::LonLat }
+    }
+
     /// The rotated pole of a rotated-pole CRS.
     pub fn pole(&self) -> Option<RotatedPole> {
         match self.projection {

@@ -5,7 +5,8 @@
 //!
 //! [`crs`] turns longitude/latitude into native x/y and back (proj4rs, a rotated pole of
 //! our own); [`cf`], [`wkt`] and [`geozarr`] read the conventions that name a CRS;
-//! [`native`] places cells in native x/y (1-D [`axis`] arrays or an affine transform);
+//! [`native`] places cells in native x/y (1-D [`axis`] arrays or an affine transform; on
+//! curvilinear grids the [`mesh`] of 2-D latitudes/longitudes);
 //! [`Grid`] joins them. Finding the attributes and coordinate arrays a grid needs is the
 //! caller's (they live in the catalog); what they mean is decided here.
 
@@ -13,6 +14,7 @@ pub mod axis;
 pub mod cf;
 pub mod crs;
 pub mod geozarr;
+pub mod mesh;
 pub mod native;
 pub mod sphere;
 pub mod wkt;
@@ -22,6 +24,7 @@ use serde_json::{Map, Value};
 
 pub use axis::{Axis, AxisError};
 pub use crs::{Crs, CrsError, Kind};
+pub use mesh::{Mesh, MeshError};
 pub use native::{Affine, Bilinear, Native};
 
 /// Units that say "degrees east" (CF conventions, section 4.2).
@@ -129,7 +132,11 @@ impl Grid {
     pub fn new(dims: [usize; 2], names: [String; 2], crs: Crs, native: Native) -> Result<Self, GridError> {
         let kind = crs.kind;
         let mut grid = Self { kind, dims, names, crs, native, bbox: [0.0; 4] };
-        grid.bbox = grid.footprint().ok_or_else(|| {
+        let footprint = match &grid.native {
+            Native::Mesh(mesh) => mesh.bbox(),
+            _ => grid.footprint(),
+        };
+        grid.bbox = footprint.ok_or_else(|| {
             GridError(format!("none of its cells lies on the Earth in its CRS ({})", grid.crs.definition))
         })?;
         Ok(grid)
@@ -214,8 +221,11 @@ impl Grid {
     }
 
     /// The CRS as `/v1/arrays` names it: `EPSG:NNNN`, else the WKT it was given, else WKT2
-    /// written from its parameters.
+    /// written from its parameters (none on a curvilinear grid).
     pub fn crs_name(&self) -> Option<String> {
+        if self.kind == Kind::Curvilinear {
+            return None;
+        }
         match self.crs.code {
             Some(code) => Some(format!("EPSG:{code}")),
             None => self.crs.wkt.clone().or_else(|| wkt2::wkt2(&self.crs)),

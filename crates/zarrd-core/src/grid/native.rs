@@ -1,11 +1,15 @@
 //! A grid's native coordinates: where each cell lies in the CRS's own x/y — from 1-D
 //! coordinate arrays ([`Axis`] each, cell edges midway) or from an affine transform
-//! (`GeoZarr` `spatial:transform`, GDAL `GeoTransform`), rotation terms included.
+//! (`GeoZarr` `spatial:transform`, GDAL `GeoTransform`), rotation terms included — or, on
+//! a curvilinear grid, the 2-D latitude/longitude of every cell ([`Mesh`]).
 
 // a, b, c, d, e, f: the names every affine library gives the coefficients.
 #![allow(clippy::many_single_char_names)]
 
+use std::sync::Arc;
+
 use crate::grid::axis::Axis;
+use crate::grid::mesh::Mesh;
 
 /// An affine transform in `Affine`/rasterio order: `x = a·col + b·row + c`,
 /// `y = d·col + e·row + f` at a cell's corner.
@@ -78,6 +82,9 @@ pub enum Native {
     /// An affine transform of `rows` × `cols` cells; `node` registration puts a cell's
     /// centre at (col, row) rather than (col + ½, row + ½).
     Affine { transform: Affine, rows: u64, cols: u64, node: bool },
+    /// 2-D latitude/longitude arrays: native x/y are longitude/latitude, and cells are
+    /// found by the nearest centre.
+    Mesh(Arc<Mesh>),
 }
 
 /// The four cells around a point and the weights between them (bilinear in native
@@ -97,6 +104,7 @@ impl Native {
         match self {
             Self::Axes { y, x } => (y.len() as u64, x.len() as u64),
             Self::Affine { rows, cols, .. } => (*rows, *cols),
+            Self::Mesh(mesh) => mesh.shape(),
         }
     }
 
@@ -117,6 +125,7 @@ impl Native {
                 };
                 if wrap { [x, x - 360.0, x + 360.0].into_iter().find_map(inside) } else { inside(x) }
             }
+            Self::Mesh(mesh) => mesh.cell(x, y),
         }
     }
 
@@ -128,11 +137,13 @@ impl Native {
                 let half = if *node { 0.0 } else { 0.5 };
                 transform.apply(col as f64 + half, row as f64 + half)
             }
+            Self::Mesh(mesh) => mesh.centre(row, col),
         }
     }
 
     /// The native x/y of the corner of stored edge `i` along the rows and `j` along the
-    /// columns (edges midway between coordinates; a transform's cell corners).
+    /// columns (edges midway between coordinates; a transform's cell corners; a mesh's
+    /// corners, NaN where a centre beside it is not a place).
     pub fn corner(&self, i: u64, j: u64) -> (f64, f64) {
         match self {
             Self::Axes { y, x } => (x.stored_edge(j as usize), y.stored_edge(i as usize)),
@@ -140,6 +151,7 @@ impl Native {
                 let half = if *node { 0.5 } else { 0.0 };
                 transform.apply(j as f64 - half, i as f64 - half)
             }
+            Self::Mesh(mesh) => mesh.corner(i, j).unwrap_or((f64::NAN, f64::NAN)),
         }
     }
 
@@ -172,11 +184,17 @@ impl Native {
                 let half = if *node { 0.5 } else { 0.0 };
                 transform.apply(u * *cols as f64 - half, v * *rows as f64 - half)
             }
+            // The corner nearest the fraction (a mesh has no between).
+            Self::Mesh(mesh) => {
+                let (rows, cols) = mesh.shape();
+                let at = |t: f64, n: u64| ((t * n as f64).round() as u64).min(n);
+                self.corner(at(v, rows), at(u, cols))
+            }
         }
     }
 
     /// The four cells around native `x`, `y` for bilinear weights (`None` outside the
-    /// outer cell centres).
+    /// outer cell centres, and on a mesh, which has no bilinear).
     pub fn bilinear(&self, x: f64, y: f64) -> Option<Bilinear> {
         match self {
             Self::Axes { y: ya, x: xa } => {
@@ -196,6 +214,7 @@ impl Native {
                     Bilinear { rows: [r0, r0 + 1], cols: [c0, c0 + 1], t: c - f64::from(c0), u: r - f64::from(r0) }
                 })
             }
+            Self::Mesh(_) => None,
         }
     }
 }
