@@ -186,18 +186,19 @@ async fn read_labels(coordinate: &ArrayReader) -> Result<Labels> {
     Ok(Labels::new(values, kind(&coordinate.meta, &coordinate.path)))
 }
 
-/// The values of a 1-D coordinate array, CF-decoded (NaN where missing), when it holds at
+/// The values of a coordinate array (row-major when 2-D), CF-decoded (NaN where missing), when it holds at
 /// most `limit` (else 422 saying what `purpose` reads).
 pub async fn coordinate_values(coordinate: &ArrayReader, limit: u64, purpose: &str) -> Result<Vec<f64>> {
     let meta = &coordinate.meta;
-    let n = meta.shape[0];
+    let n = meta.shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d)).unwrap_or(u64::MAX);
     if n > limit {
         return Err(Error::Unsupported(format!(
             "the coordinate array `{}` has {n} values, more than {purpose} ({limit})",
             coordinate.path
         )));
     }
-    let data = coordinate.read_whole(&[DimSelection::all(n)]).await?.data;
+    let whole: Vec<DimSelection> = meta.shape.iter().map(|&d| DimSelection::all(d)).collect();
+    let data = coordinate.read_whole(&whole).await?.data;
     let cf = CfValues::of(meta);
     Ok(data.chunks_exact(meta.data_type.size()).map(|b| cf.value(b).unwrap_or(f64::NAN)).collect())
 }

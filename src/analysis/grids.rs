@@ -1,15 +1,17 @@
 //! Where an array's grid comes from, read once per array version: the attributes and
 //! arrays the conventions of `zarrd_core::grid` name — the array's and its group's `GeoZarr`
 //! attributes, the CF grid-mapping variable, the 1-D coordinate arrays of its (Y, X)
-//! dimensions — and the grid they make. What they mean is decided in the core; this module
-//! only fetches them through the catalog.
+//! dimensions, the 2-D latitude/longitude arrays CF `coordinates` names — and the grid
+//! they make. What they mean is decided in the core; this module only fetches them
+//! through the catalog (and keeps a curvilinear grid's look-up, once per pair of arrays).
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::FutureExt;
 use serde_json::{Map, Value};
-use zarrd_core::grid::{self, Axis, Coordinate, Crs, Grid, Native};
+use zarrd_core::grid::{self, Axis, Coordinate, Crs, Grid, Measure, Mesh, Native};
+use zarrd_core::ops::budget::Reservation;
 use zarrd_core::ops::caches::{Cache, get_or_try_load, hasher};
 use zarrd_core::read::ArrayReader;
 use zarrd_core::zarr::metadata::Node;
@@ -32,6 +34,16 @@ pub struct Found {
     /// Every cell's centre in lon/lat (NaN off the Earth), row-major: made on the first
     /// query that tests them (EDR area, cube, radius) and kept with the grid.
     centres: OnceLock<Arc<Vec<(f64, f64)>>>,
+    /// A curvilinear grid's look-up and its share of the memory budget, held while any
+    /// array's grid uses it.
+    _mesh: Option<Arc<HeldMesh>>,
+}
+
+/// A curvilinear grid's look-up with the memory it is counted as.
+#[derive(Debug)]
+pub struct HeldMesh {
+    mesh: Arc<Mesh>,
+    _reservation: Reservation,
 }
 
 /// The most cells whose centres a grid keeps (16 bytes each: 64 MiB).
@@ -39,7 +51,7 @@ pub const MAX_CENTRES: u64 = 1 << 22;
 
 impl Found {
     pub fn new(grid: Grid, digest: (u128, u128)) -> Self {
-        Self { grid, digest, centres: OnceLock::new() }
+        Self { grid, digest, centres: OnceLock::new(), _mesh: None }
     }
 
     /// Every cell's centre (see [`Found`]); 413 for a grid of more than [`MAX_CENTRES`].
@@ -59,11 +71,19 @@ impl Found {
     }
 }
 
+/// `(dataset, latitude array path, longitude array path, their metadata digests)`.
+type MeshKey = (Arc<str>, String, String, u128, u128);
+
 /// Grids by array version, shared by every request.
 #[derive(Clone)]
 pub struct Grids {
     /// `(dataset, array path, metadata digest)` → the grid, or none.
     cache: Cache<(Arc<str>, String, u128), Option<Arc<Found>>>,
+    /// Curvilinear look-ups by the arrays they are made of: one per grid, however many
+    /// arrays (and requests at once) use it.
+    meshes: Cache<MeshKey, Arc<HeldMesh>>,
+    /// `limits.max_grid_cells`.
+    max_grid_cells: u64,
 }
 
 impl Grids {
@@ -72,6 +92,8 @@ impl Grids {
         let ttl = Duration::from_secs(config.cache.metadata_ttl_secs.max(1));
         Self {
             cache: moka::future::Cache::builder().max_capacity(10_000).time_to_live(ttl).build_with_hasher(hasher()),
+            meshes: moka::future::Cache::builder().max_capacity(1_000).time_to_live(ttl).build_with_hasher(hasher()),
+            max_grid_cells: config.limits.max_grid_cells,
         }
     }
 
@@ -80,7 +102,7 @@ impl Grids {
     pub async fn of(&self, catalog: &Catalog, dataset: &Dataset, reader: &ArrayReader) -> Result<Option<Arc<Found>>> {
         let key = (Arc::clone(&reader.dataset), reader.path.clone(), reader.meta.digest);
         // Boxed: finding walks the catalog (a large future), once per version.
-        let find = || find(catalog, dataset, reader).map(|r| r.map(|f| f.map(Arc::new))).boxed();
+        let find = || find(self, catalog, dataset, reader).map(|r| r.map(|f| f.map(Arc::new))).boxed();
         get_or_try_load(&self.cache, key, find).await.map_err(Arc::unwrap_or_clone)
     }
 }
@@ -99,7 +121,7 @@ async fn group_attributes(catalog: &Catalog, dataset: &Dataset, reader: &ArrayRe
     }
 }
 
-async fn find(catalog: &Catalog, dataset: &Dataset, reader: &ArrayReader) -> Result<Option<Found>> {
+async fn find(grids: &Grids, catalog: &Catalog, dataset: &Dataset, reader: &ArrayReader) -> Result<Option<Found>> {
     let meta = &reader.meta;
     let rank = meta.shape.len();
     if rank < 2 {
@@ -112,6 +134,9 @@ async fn find(catalog: &Catalog, dataset: &Dataset, reader: &ArrayReader) -> Res
     }
     if let Some(mapping) = grid::cf::grid_mapping(&meta.attributes) {
         return mapped_grid(catalog, dataset, reader, &names, &mapping).await.map(Some);
+    }
+    if let Some(found) = grids.curvilinear(catalog, dataset, reader, &names).await? {
+        return Ok(Some(found));
     }
     lonlat_grid(catalog, dataset, reader, &names).await
 }
@@ -220,6 +245,71 @@ async fn mapped_grid(
     grid_of(reader, dims, names, crs, native, digest)
 }
 
+impl Grids {
+    /// The curvilinear grid of the 2-D latitude and longitude arrays the array's CF
+    /// `coordinates` names beside it, of the shape of its last two dimensions; its look-up
+    /// built once per pair of arrays (413 beyond `limits.max_grid_cells`).
+    async fn curvilinear(
+        &self,
+        catalog: &Catalog,
+        dataset: &Dataset,
+        reader: &ArrayReader,
+        names: &[Option<String>],
+    ) -> Result<Option<Found>> {
+        let meta = &reader.meta;
+        let Some(listed) = meta.attributes.get("coordinates").and_then(Value::as_str) else { return Ok(None) };
+        let rank = meta.shape.len();
+        let dims = [rank - 2, rank - 1];
+        let (rows, cols) = (meta.shape[dims[0]], meta.shape[dims[1]]);
+        let (mut lat, mut lon) = (None, None);
+        for name in listed.split_whitespace() {
+            let path = sibling(&reader.path, name);
+            match catalog.find(dataset, &path).await {
+                Ok(Node::Array(m)) if m.shape == [rows, cols] && m.data_type.is_real_number() => {}
+                Err(e) if !e.is_unservable() => return Err(Error::from(e.as_ref())),
+                _ => continue,
+            }
+            let array = catalog.array(dataset, &path).await?;
+            match grid::measure(name, &array.meta.attributes) {
+                Measure::Latitude if lat.is_none() => lat = Some(array),
+                Measure::Longitude if lon.is_none() => lon = Some(array),
+                _ => {}
+            }
+        }
+        let (Some(lat), Some(lon)) = (lat, lon) else { return Ok(None) };
+        let cells = rows.saturating_mul(cols);
+        if cells > self.max_grid_cells {
+            return Err(Error::OverLimit(format!(
+                "the curvilinear grid of `{}` ({} and {}) has {cells} cells ({rows} × {cols}), more than limits.max_grid_cells ({})",
+                reader.path, lat.path, lon.path, self.max_grid_cells
+            )));
+        }
+        let key = (Arc::clone(&reader.dataset), lat.path.clone(), lon.path.clone(), lat.meta.digest, lon.meta.digest);
+        let build = || {
+            async {
+                let (lat_values, lon_values) = (values_of(&lat, cells).await?, values_of(&lon, cells).await?);
+                let reservation = reader
+                    .budget
+                    .reserve(cells.saturating_mul(grid::mesh::BYTES_PER_CELL))
+                    .await
+                    .map_err(|e| Error::from(&e))?;
+                let mesh = zarrd_core::ops::cpu::run(move || Mesh::new(rows, cols, lat_values, lon_values))
+                    .await
+                    .map_err(Error::internal)?
+                    .map_err(|e| {
+                        unusable(reader, format!("its 2-D coordinates `{}` and `{}` {e}", lat.path, lon.path))
+                    })?;
+                Ok::<_, Error>(Arc::new(HeldMesh { mesh: Arc::new(mesh), _reservation: reservation }))
+            }
+            .boxed()
+        };
+        let held = get_or_try_load(&self.meshes, key, build).await.map_err(Arc::unwrap_or_clone)?;
+        let native = Native::Mesh(Arc::clone(&held.mesh));
+        let found = grid_of(reader, dims, names, Crs::curvilinear(), native, (lat.meta.digest, lon.meta.digest))?;
+        Ok(Some(Found { _mesh: Some(held), ..found }))
+    }
+}
+
 /// The 1-D latitude/longitude grid of the last two dimensions, when they are latitude and
 /// longitude by the one rule of `grid::is_geographic`.
 async fn lonlat_grid(
@@ -296,6 +386,11 @@ async fn axes(
 
 async fn values(coordinate: &ArrayReader) -> Result<Vec<f64>> {
     coordinate_values(coordinate, MAX_COORDINATES, "a grid's axis may hold").await
+}
+
+/// The `cells` values of a curvilinear grid's latitude or longitude array.
+async fn values_of(coordinate: &ArrayReader, cells: u64) -> Result<Vec<f64>> {
+    coordinate_values(coordinate, cells, "its grid has cells").await
 }
 
 /// A GDAL `GeoTransform` attribute (six numbers in a string, or a list).

@@ -33,6 +33,9 @@ pub struct Resolved {
     pub zarr_selection: Option<String>,
     /// The lon/lat of the grid cell a point picked (on grids other than 1-D lat/lon).
     pub centre: Option<(f64, f64)>,
+    /// The dimensions whose picked index has no label worth naming in `point`: a
+    /// curvilinear grid's (Y, X), whose cell is named by its centre (and `Zarr-Selection`).
+    pub unnamed: Option<[usize; 2]>,
     /// The validators of the grid that point or box was found on.
     pub grid_digest: Option<(u128, u128)>,
     /// Of a latitude/longitude box on a grid: which cells of the index box it holds.
@@ -113,7 +116,8 @@ impl Resolved {
             picked[yd] = Picked::Index(u64::from(row));
             picked[xd] = Picked::Index(u64::from(col));
             let centre = grid.centre(u64::from(row), u64::from(col));
-            return Ok(Self { grid_digest: Some(found.digest), ..Self::of(picked, shape, centre) });
+            let unnamed = (grid.kind == zarrd_core::grid::Kind::Curvilinear).then_some(grid.dims);
+            return Ok(Self { grid_digest: Some(found.digest), unnamed, ..Self::of(picked, shape, centre) });
         }
         // A box: the index box of the cells whose centre it holds; the others in it missing.
         let centres = found.centres()?;
@@ -146,7 +150,16 @@ impl Resolved {
         let result_shape =
             picked.iter().filter(|p| !matches!(p, Picked::Index(_))).map(Picked::count).collect::<Vec<_>>();
         let zarr_selection = sel::as_selection(&picked).map(|s| sel::selection_text(&s, shape));
-        Self { picked, full_shape, shape: result_shape, zarr_selection, centre, grid_digest: None, mask: None }
+        Self {
+            picked,
+            full_shape,
+            shape: result_shape,
+            zarr_selection,
+            centre,
+            unnamed: None,
+            grid_digest: None,
+            mask: None,
+        }
     }
 
     /// What the selection needs of the array: each dimension's runs, in order.

@@ -62,6 +62,9 @@ pub struct Limits {
     /// Most cells one reduction (`/v1/reduce`) may visit, counted before any read (413
     /// beyond). Its reads go block by block, each within `max_chunks_per_request`.
     pub max_reduce_cells: u64,
+    /// Most cells of a curvilinear grid (2-D latitude/longitude) whose look-up zarrd
+    /// builds (80 bytes a cell, counted in the memory budget; 413 beyond).
+    pub max_grid_cells: u64,
     /// Whole-request deadline (504 beyond).
     pub request_timeout_secs: u64,
     /// Requests served at once; more are answered 503 with Retry-After.
@@ -79,6 +82,7 @@ impl Default for Limits {
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             max_chunks_per_request: DEFAULT_MAX_CHUNKS_PER_REQUEST,
             max_reduce_cells: 1 << 32,
+            max_grid_cells: 1 << 26,
             request_timeout_secs: 30,
             max_in_flight: 512,
             memory_bytes: None,
@@ -389,6 +393,7 @@ impl Config {
             ("limits.max_response_bytes", l.max_response_bytes),
             ("limits.max_chunks_per_request", l.max_chunks_per_request),
             ("limits.max_reduce_cells", l.max_reduce_cells),
+            ("limits.max_grid_cells", l.max_grid_cells),
             ("limits.request_timeout_secs", l.request_timeout_secs),
             ("limits.max_in_flight", l.max_in_flight as u64),
             ("limits.memory_bytes", l.memory_bytes.unwrap_or(1)),

@@ -194,13 +194,12 @@ async fn find(
         // is no parameter.
         let rank = reader.meta.shape.len();
         let on = grids.of(catalog, dataset, &reader).await.ok().flatten();
-        let Some(on) = on.filter(|f| f.grid.dims == [rank - 2, rank - 1] && f.grid.kind != GridKind::Curvilinear)
-        else {
+        let Some(on) = on.filter(|f| f.grid.dims == [rank - 2, rank - 1]) else {
             continue;
         };
         let projected = (on.grid.kind != GridKind::Geographic).then(|| Arc::clone(&on));
         let labels = with_offset_times(&reader.meta, &*coords.of(catalog, dataset, &reader).await?);
-        let labels = with_transform_axes(labels, &on.grid);
+        let labels = with_grid_axes(labels, &on.grid);
         let Some(axes) = axes_of(catalog, dataset, &reader.path, &labels).await else { continue };
         let name = node.path.rsplit('/').next().unwrap_or(&node.path).to_owned();
         let meta = &reader.meta;
@@ -268,23 +267,32 @@ async fn find(
     Ok(found)
 }
 
-/// `labels`, with the rows and columns of a grid placed by an unrotated affine transform
-/// (`GeoZarr` `spatial:transform`, GDAL `GeoTransform`: no coordinate arrays) labelled by
-/// their native centres, as a `Grid` domain names them.
-fn with_transform_axes(mut labels: ArrayLabels, grid: &Grid) -> ArrayLabels {
-    let Native::Affine { transform, rows, cols, .. } = &grid.native else { return labels };
-    let [_, b, _, d, _, _] = transform.coefficients;
-    if b != 0.0 || d != 0.0 || *rows > MAX_LABELS || *cols > MAX_LABELS {
+/// `labels`, with the rows and columns of a grid that has no coordinate arrays for them
+/// labelled: by their native centres under an unrotated affine transform (`GeoZarr`
+/// `spatial:transform`, GDAL `GeoTransform`), as a `Grid` domain names them; by their
+/// indices on a curvilinear grid (whose cells are named by their centres' lon/lat).
+fn with_grid_axes(mut labels: ArrayLabels, grid: &Grid) -> ArrayLabels {
+    let (rows, cols) = grid.shape();
+    if rows > MAX_LABELS || cols > MAX_LABELS {
         return labels;
     }
+    let (row_label, col_label): (Box<dyn Fn(u64) -> f64>, Box<dyn Fn(u64) -> f64>) = match &grid.native {
+        Native::Affine { transform, .. } => {
+            let [_, b, _, d, _, _] = transform.coefficients;
+            if b != 0.0 || d != 0.0 {
+                return labels;
+            }
+            (Box::new(|r| grid.native.centre(r, 0).1), Box::new(|c| grid.native.centre(0, c).0))
+        }
+        Native::Mesh(_) => (Box::new(|r| r as f64), Box::new(|c| c as f64)),
+        Native::Axes { .. } => return labels,
+    };
     let [yd, xd] = grid.dims;
     if labels.labels[yd].is_none() {
-        let values = (0..*rows).map(|r| grid.native.centre(r, 0).1).collect();
-        labels.labels[yd] = Some(Arc::new(Labels::new(values, Kind::Plain)));
+        labels.labels[yd] = Some(Arc::new(Labels::new((0..rows).map(row_label).collect(), Kind::Plain)));
     }
     if labels.labels[xd].is_none() {
-        let values = (0..*cols).map(|c| grid.native.centre(0, c).0).collect();
-        labels.labels[xd] = Some(Arc::new(Labels::new(values, Kind::Plain)));
+        labels.labels[xd] = Some(Arc::new(Labels::new((0..cols).map(col_label).collect(), Kind::Plain)));
     }
     labels
 }

@@ -57,8 +57,11 @@ fn numbers(out: &mut String, values: &[f64], decoded: DataType) {
     out.push(']');
 }
 
-/// The kind of domain of a coverage of `plan`.
-fn domain_type(plan: &Plan) -> &'static str {
+/// The kind of domain of a coverage of `plan` (`listed`: its cells listed one by one).
+fn domain_type(plan: &Plan, listed: bool) -> &'static str {
+    if listed {
+        return if plan.step_count() > 0 { "MultiPointSeries" } else { "MultiPoint" };
+    }
     if matches!(plan.places, Places::Box(_)) {
         return "Grid";
     }
@@ -72,10 +75,11 @@ fn domain_type(plan: &Plan) -> &'static str {
 }
 
 /// The CoverageJSON `referencing` of a collection's axes: x/y in CRS84, or a box on a
-/// grid other than latitude/longitude in its native `ProjectedCRS` (by EPSG URI, else WKT).
-fn referencing(collection: &Collection, plan: &Plan, domain: &Domain) -> Value {
+/// grid other than latitude/longitude in its native `ProjectedCRS` (by EPSG URI, else WKT;
+/// not the cells a curvilinear grid lists, which are at their centres in CRS84).
+fn referencing(collection: &Collection, plan: &Plan, domain: &Domain, listed: bool) -> Value {
     let system = match (&collection.grid, &plan.places) {
-        (Some(found), Places::Box(_)) => match crate::edr::query::native_uri(found) {
+        (Some(found), Places::Box(_)) if !listed => match crate::edr::query::native_uri(found) {
             Some(id) => json!({"type": "ProjectedCRS", "id": id}),
             None => json!({"type": "ProjectedCRS", "wkt": found.grid.crs_wkt()}),
         },
@@ -238,8 +242,9 @@ impl Text {
 /// CoverageJSON.
 pub fn coverage_json(collection: &Collection, answer: std::sync::Arc<Answer>) -> Text {
     let (plan, domain) = (&answer.plan, &answer.domain);
-    let kind = domain_type(plan);
-    let referencing = referencing(collection, plan, domain).to_string();
+    let listed = answer.coverages.first().is_some_and(|c| c.listed);
+    let kind = domain_type(plan, listed);
+    let referencing = referencing(collection, plan, domain, listed).to_string();
     let parameters = parameters(plan).to_string();
     let mut parts = Vec::new();
     if matches!(plan.places, Places::Points { multi: true, .. }) {
@@ -276,18 +281,22 @@ fn merged(parts: Vec<Part>) -> Vec<Part> {
 fn coverage(parts: &mut Vec<Part>, answer: &Answer, k: usize, kind: &str, referencing: &str, parameters: Option<&str>) {
     let (plan, domain, c) = (&answer.plan, &answer.domain, &answer.coverages[k]);
     let mut out = String::new();
-    let _ =
-        write!(out, r#"{{"type":"Coverage","domain":{{"type":"Domain","domainType":"{kind}","axes":{{"x":{{"values":"#);
-    numbers(&mut out, &c.x, DataType::Float64);
-    out.push_str(r#"},"y":{"values":"#);
-    numbers(&mut out, &c.y, DataType::Float64);
-    out.push('}');
+    let _ = write!(out, r#"{{"type":"Coverage","domain":{{"type":"Domain","domainType":"{kind}","axes":{{"#);
+    if c.listed {
+        composite(&mut out, c, domain.z.as_deref());
+    } else {
+        out.push_str(r#""x":{"values":"#);
+        numbers(&mut out, &c.x, DataType::Float64);
+        out.push_str(r#"},"y":{"values":"#);
+        numbers(&mut out, &c.y, DataType::Float64);
+        out.push('}');
+    }
     if let Some(t) = &domain.t {
         out.push_str(r#","t":{"values":"#);
         out.push_str(&serde_json::to_string(t).unwrap_or_default());
         out.push('}');
     }
-    if let Some(z) = &domain.z {
+    if let Some(z) = domain.z.as_ref().filter(|_| !c.listed) {
         out.push_str(r#","z":{"values":"#);
         numbers(&mut out, z, DataType::Float64);
         out.push('}');
@@ -316,12 +325,32 @@ fn coverage(parts: &mut Vec<Part>, answer: &Answer, k: usize, kind: &str, refere
     parts.push(Part::Fixed(out));
 }
 
+/// The `composite` axis of cells listed one by one: a tuple (x, y) per cell — (x, y, z)
+/// per level and cell with levels, levels outermost as the values are laid out.
+fn composite(out: &mut String, c: &Coverage, levels: Option<&[f64]>) {
+    let coordinates = if levels.is_some() { r#"["x","y","z"]"# } else { r#"["x","y"]"# };
+    let _ = write!(out, r#""composite":{{"dataType":"tuple","coordinates":{coordinates},"values":["#);
+    let mut first = true;
+    for z in levels.map_or(vec![None], |l| l.iter().copied().map(Some).collect()) {
+        for (&x, &y) in c.x.iter().zip(&c.y) {
+            if !first {
+                out.push(',');
+            }
+            first = false;
+            numbers(out, &[x, y].into_iter().chain(z).collect::<Vec<_>>(), DataType::Float64);
+        }
+    }
+    out.push_str("]}");
+}
+
 /// The axis names and shape of a coverage's ranges.
 fn range_axes(kind: &str, domain: &Domain, c: &Coverage) -> (Vec<&'static str>, Vec<usize>) {
     let nt = domain.t.as_ref().map(Vec::len);
     let nz = domain.z.as_ref().map(Vec::len);
     match kind {
         "Point" => (vec![], vec![]),
+        "MultiPoint" => (vec!["composite"], vec![nz.unwrap_or(1) * c.x.len()]),
+        "MultiPointSeries" => (vec!["t", "composite"], vec![nt.unwrap_or(1), nz.unwrap_or(1) * c.x.len()]),
         "PointSeries" => (vec!["t"], vec![nt.unwrap_or(1)]),
         "VerticalProfile" => (vec!["z"], vec![nz.unwrap_or(1)]),
         _ => {
@@ -345,7 +374,12 @@ fn json_text(s: &str) -> String {
 
 /// Positions (step, level, cell) of one coverage, listed or skipped as rows.
 fn rows_per_coverage(domain: &Domain, c: &Coverage) -> usize {
-    domain.t.as_ref().map_or(1, Vec::len) * domain.z.as_ref().map_or(1, Vec::len) * c.y.len() * c.x.len()
+    domain.t.as_ref().map_or(1, Vec::len) * domain.z.as_ref().map_or(1, Vec::len) * cells_of(c)
+}
+
+/// The cells of a coverage: those listed, else its box.
+fn cells_of(c: &Coverage) -> usize {
+    if c.listed { c.x.len() } else { c.y.len() * c.x.len() }
 }
 
 /// Row `at` of coverage `k` (in C order of step, level, cell): its step, level, the
@@ -353,7 +387,7 @@ fn rows_per_coverage(domain: &Domain, c: &Coverage) -> usize {
 /// for a cell not taken.
 fn row(answer: &Answer, k: usize, at: usize) -> Option<(usize, usize, f64, f64, Option<Place>)> {
     let c = &answer.coverages[k];
-    let cells = c.y.len() * c.x.len();
+    let cells = cells_of(c);
     let nz = answer.domain.z.as_ref().map_or(1, Vec::len);
     let cell = at % cells;
     if c.mask.as_ref().is_some_and(|m| !m[cell]) {
@@ -410,7 +444,7 @@ fn csv_row(out: &mut String, answer: &Answer, coverage: usize, at: usize) {
         number(out, levels[z], DataType::Float64, "");
         out.push(',');
     }
-    if let Some(p) = place {
+    if let Some(p) = place.filter(|_| answer.coverages[coverage].native) {
         number(out, p.x, DataType::Float64, "");
         out.push(',');
         number(out, p.y, DataType::Float64, "");
@@ -436,8 +470,8 @@ pub fn geo_json(answer: std::sync::Arc<Answer>) -> Text {
     Text::new(answer, parts)
 }
 
-/// CSV: `datetime`, `z` (with levels), `x`, `y` (native, on a grid other than
-/// latitude/longitude), `lat`, `lon`, then one column per parameter.
+/// CSV: `datetime`, `z` (with levels), `x`, `y` (native, on a projected, rotated or
+/// geostationary grid), `lat`, `lon`, then one column per parameter.
 pub fn csv(answer: std::sync::Arc<Answer>) -> Text {
     let mut header: Vec<String> = Vec::new();
     if answer.domain.t.is_some() {
@@ -446,7 +480,7 @@ pub fn csv(answer: std::sync::Arc<Answer>) -> Text {
     if answer.domain.z.is_some() {
         header.push("z".into());
     }
-    if answer.coverages.first().is_some_and(|c| c.places.is_some()) {
+    if answer.coverages.first().is_some_and(|c| c.places.is_some() && c.native) {
         header.extend(["x".into(), "y".into()]);
     }
     header.extend(["lat".into(), "lon".into()]);

@@ -7,6 +7,7 @@
 use zarrd_core::coords::cf::CfValues;
 use zarrd_core::coords::geo::{crs84_longitude, eastward_longitudes};
 use zarrd_core::coords::labels::Kind;
+use zarrd_core::grid::Kind as GridKind;
 use zarrd_core::ops::budget::Reservation;
 use zarrd_core::query::{self as reads, Limits, Need, Pairs, Progression, progressions};
 use zarrd_core::read::{ArrayReader, ObjectVersion};
@@ -35,8 +36,15 @@ pub struct Coverage {
     pub y: Vec<f64>,
     /// On a grid other than latitude/longitude, each cell's place (row-major).
     pub places: Option<Vec<Place>>,
-    /// Which cells of the box were taken (row-major), `None` for a point.
+    /// Which cells of the box were taken (row-major), `None` for a point and for cells
+    /// listed.
     pub mask: Option<Vec<bool>>,
+    /// Cells listed one by one (a curvilinear grid's `MultiPointSeries`): `x`, `y` and
+    /// `places` give each taken cell's centre, the values hold only those cells.
+    pub listed: bool,
+    /// Whether `places` carry native x/y worth naming (not on a curvilinear grid, whose
+    /// native x/y are its stored longitude/latitude).
+    pub native: bool,
     /// Per parameter, the values in C order of (t, z, y, x); NaN where missing or not taken.
     pub values: Vec<Vec<f64>>,
 }
@@ -189,28 +197,73 @@ pub async fn read(
             None => held = Some(values_held),
         }
     }
+    let coverages = coverages(collection, plan, values);
+    Ok((coverages, versions, held.unwrap_or_default()))
+}
+
+/// The coverages of `plan`'s `values` (per place, per parameter): one per point at its
+/// cell's centre, or the box (on a curvilinear grid its taken cells listed).
+fn coverages(collection: &Collection, plan: &Plan, values: Vec<Vec<Vec<f64>>>) -> Vec<Coverage> {
     let (lat, lon) = (&collection.lat.values, &collection.lon.values);
+    let curvilinear = collection.grid.as_deref().is_some_and(|f| f.grid.kind == GridKind::Curvilinear);
+    let native = collection.grid.is_some() && !curvilinear;
     let place = |r: u64, c: u64| {
         let found = collection.grid.as_deref()?;
         let (x, y) = found.grid.native.centre(r, c);
         let (lon, lat) = found.grid.centre(r, c).unwrap_or((f64::NAN, f64::NAN));
         Some(Place { lon: crs84_longitude(lon), lat, x, y })
     };
-    let coverages = match &plan.places {
+    match &plan.places {
         Places::Points { cells, .. } => cells
             .iter()
             .zip(values)
             .map(|(&(r, c), values)| match place(r, c) {
-                Some(p) => Coverage { x: vec![p.lon], y: vec![p.lat], places: Some(vec![p]), mask: None, values },
+                Some(p) => Coverage {
+                    x: vec![p.lon],
+                    y: vec![p.lat],
+                    places: Some(vec![p]),
+                    mask: None,
+                    listed: false,
+                    native,
+                    values,
+                },
                 None => Coverage {
                     x: vec![crs84_longitude(lon[c as usize])],
                     y: vec![lat[r as usize]],
                     places: None,
                     mask: None,
+                    listed: false,
+                    native,
                     values,
                 },
             })
             .collect(),
+        Places::Box(taken) if curvilinear => {
+            // Only the taken cells, each at its centre: (t, z, cell) with the others left out.
+            let values = values.into_iter().next().unwrap_or_default();
+            let cells = taken.mask.len();
+            let values = values
+                .into_iter()
+                .map(|v| v.into_iter().enumerate().filter(|(i, _)| taken.mask[i % cells]).map(|(_, v)| v).collect())
+                .collect();
+            let places: Vec<Place> = taken
+                .rows
+                .clone()
+                .flat_map(|r| taken.columns.iter().map(move |&c| (r, c)))
+                .zip(&taken.mask)
+                .filter(|(_, m)| **m)
+                .filter_map(|((r, c), _)| place(r, c))
+                .collect();
+            vec![Coverage {
+                x: places.iter().map(|p| p.lon).collect(),
+                y: places.iter().map(|p| p.lat).collect(),
+                places: Some(places),
+                mask: None,
+                listed: true,
+                native,
+                values,
+            }]
+        }
         Places::Box(taken) => {
             let mut values = values.into_iter().next().unwrap_or_default();
             let per_cell = plan.values_per_cell() as usize;
@@ -237,11 +290,12 @@ pub async fn read(
                 y: taken.rows.clone().map(|r| lat[r as usize]).collect(),
                 places,
                 mask: Some(taken.mask.clone()),
+                listed: false,
+                native,
                 values,
             }]
         }
-    };
-    Ok((coverages, versions, held.unwrap_or_default()))
+    }
 }
 
 /// `values` in C order of the array's dimensions (extents `shape`, kinds `axes`) laid out

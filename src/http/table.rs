@@ -15,6 +15,7 @@ use zarrd_core::zarr::data_type::DataType;
 use zarrd_core::zarr::metadata::ArrayMetadata;
 
 use crate::analysis::coordinates::ArrayLabels;
+use crate::analysis::select::Resolved;
 use crate::error::{Error, Result};
 use crate::http::encode::{self, Format};
 use crate::http::render::Render;
@@ -88,15 +89,17 @@ pub struct Table {
 }
 
 impl Table {
-    /// The labels of a label selection's result, when `render` writes them.
-    /// `centre`: the lon/lat of the grid cell a point picked, added to the point as `lat`, `lon`.
-    pub fn of_selection(render: &Render, labels: &ArrayLabels, picked: &[Picked], centre: Option<(f64, f64)>) -> Self {
+    /// The labels of a label selection's result, when `render` writes them; the lon/lat of
+    /// the grid cell a point picked is added to the point as `lat`, `lon`.
+    pub fn of_selection(render: &Render, labels: &ArrayLabels, resolved: &Resolved) -> Self {
         let mut table = Self::default();
         if !writes_labels(render) {
             return table;
         }
-        for (d, p) in picked.iter().enumerate() {
+        let unnamed = |d: usize| resolved.unnamed.is_some_and(|dims| dims.contains(&d));
+        for (d, p) in resolved.picked.iter().enumerate() {
             match p {
+                Picked::Index(_) if unnamed(d) => {}
                 Picked::Index(i) => table.points.push((labels.name(d), label(labels, d, *i))),
                 Picked::Runs(runs) => {
                     let values =
@@ -105,7 +108,7 @@ impl Table {
                 }
             }
         }
-        if let Some((lon, lat)) = centre {
+        if let Some((lon, lat)) = resolved.centre {
             table.points.push(("lat".to_owned(), Label::Number(lat)));
             table.points.push(("lon".to_owned(), Label::Number(lon)));
         }

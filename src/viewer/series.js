@@ -233,7 +233,8 @@ function seriesTitle(body, monthly) {
   }
   const p = body.point;
   if (s.kind === "point" && p && state.geo && state.geo.projected && typeof p.lat === "number") {
-    return `${name}, ${along} at the cell ${ydim.name} ${formatValue(p[ydim.name])}, ${xdim.name} ${formatValue(p[xdim.name])} ` +
+    const labels = ydim.name in p ? ` ${ydim.name} ${formatValue(p[ydim.name])}, ${xdim.name} ${formatValue(p[xdim.name])}` : "";
+    return `${name}, ${along} at the cell${labels} ` +
       `(centre ${formatLat(p.lat)} ${formatLon(p.lon)}), holding ${formatLat(s.lat)} ${formatLon(s.lon)}`;
   }
   if (s.kind === "point" && p && typeof p[ydim.name] === "number" && typeof p[xdim.name] === "number") {

@@ -315,12 +315,12 @@ function restoredSeries(q) {
 }
 
 // The grid of the array when the map tiles serve it: a latitude/longitude grid (its cells
-// found here from the coordinates), or a projected, rotated or geostationary one that
-// /v1/arrays names (`grid`; its cells found by the server: docs/grids.md).
+// found here from the coordinates), or a projected, rotated, geostationary or curvilinear
+// one that /v1/arrays names (`grid`; its cells found by the server: docs/grids.md).
 async function geoGrid(ticket) {
   const [y, x] = state.dims.slice(-2);
   const grid = state.meta.grid;
-  if (grid && grid.kind !== "geographic" && grid.kind !== "curvilinear" && grid.dims[0] === y.name && grid.dims[1] === x.name) {
+  if (grid && grid.kind !== "geographic" && grid.dims[0] === y.name && grid.dims[1] === x.name) {
     try {
       const tilejson = await json(`/maps/${identifier()}/tilejson.json`);
       return ticket === state.opened ? { tilejson, projected: true } : null;

@@ -269,7 +269,8 @@ function coordText(cell) {
 
 // On a projected grid: the value of the cell holding the point under the cursor, found by
 // the server (`sel=lat:~φ,lon:~λ` with the leading dimensions at their sliders by label),
-// asked once the cursor rests; its `point` names the cell's native labels and centre.
+// asked once the cursor rests; its `point` names the cell's native labels (none on a
+// curvilinear grid) and centre.
 function hoverProjected(coordinate) {
   clearTimeout(views.rest);
   const ticket = ++views.hover;
@@ -287,8 +288,10 @@ function hoverProjected(coordinate) {
       if (ticket !== views.hover) return;
       const p = v.point || {};
       const [ydim, xdim] = state.dims.slice(-2);
-      const place = typeof p.lat === "number" ? `${formatLat(p.lat)} ${formatLon(p.lon)} · ` : "";
-      $("coords").textContent = `${place}${ydim.name} ${formatValue(p[ydim.name])} · ${xdim.name} ${formatValue(p[xdim.name])}`;
+      const place = typeof p.lat === "number" ? `${formatLat(p.lat)} ${formatLon(p.lon)}` : "";
+      // A curvilinear grid's cell has no native labels: its centre names it.
+      const labels = ydim.name in p ? `${ydim.name} ${formatValue(p[ydim.name])} · ${xdim.name} ${formatValue(p[xdim.name])}` : "";
+      $("coords").textContent = [place, labels].filter(Boolean).join(" · ");
       const shown = v.data === null ? "NaN/Inf" : formatValue(v.data);
       $("value").textContent = `${shown}${units && v.data !== null ? " " + units : ""}`;
       $("value").dataset.raw = JSON.stringify(v.data);

@@ -43,7 +43,7 @@ impl Labelled<'_> {
         // A latitude/longitude box on a grid leaves cells of its index box out: NaN.
         let cf = if resolved.mask.is_some() { cf.floating() } else { cf };
         let decoded = table::typed(&array.meta, cf.decoded);
-        let table = Table::of_selection(&self.render, &labels, &resolved.picked, resolved.centre);
+        let table = Table::of_selection(&self.render, &labels, &resolved);
         let render_bytes =
             table.check(&self.render, &decoded, &resolved.shape, self.state.config.limits.max_response_bytes)?;
         if headers.contains_key(header::IF_NONE_MATCH) {

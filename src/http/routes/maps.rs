@@ -89,6 +89,7 @@ pub async fn tile(
     let (vmin, vmax) = tile.window().checked()?;
     let (colormap, resampling) = (tile.colormap, tile.resampling);
     let map = state.maps.open(&state.catalog, identifier(&text)?).await?;
+    map.resampled(resampling)?;
     // A GeoZarr multiscales level draws the level the tile's zoom chooses.
     let (map, level) = state.maps.level(&state.catalog, map, address).await?;
     let style = match format {
@@ -159,6 +160,7 @@ pub async fn tilejson(
     let (colormap, resampling) = (asked.colormap, asked.resampling);
     let format = TileFormat::parse(asked.format.as_deref().unwrap_or("png"))?;
     let map = state.maps.open(&state.catalog, identifier(&text)?).await?;
+    map.resampled(resampling)?;
     let behind = capability.map(|Extension(c)| c.public_prefix()).unwrap_or_default();
     let mut query: Vec<String> = Vec::new();
     if let Some(c) = colormap {

@@ -42,6 +42,20 @@ pub struct MapSource {
     pub pyramid: Option<Arc<Pyramid>>,
 }
 
+impl MapSource {
+    /// 422 for a resampling its grid cannot draw: bilinear needs native axes to weigh
+    /// along, which the cells of a curvilinear grid do not have.
+    pub fn resampled(&self, resampling: Resampling) -> Result<()> {
+        if resampling == Resampling::Bilinear && self.grid.grid.kind == Kind::Curvilinear {
+            return Err(Error::Unsupported(format!(
+                "`{}` is on a curvilinear grid (2-D latitude/longitude), which has no native axes to interpolate along; allowed: resampling=nearest",
+                self.image.id.path
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// The levels of a `GeoZarr` multiscales layout an array is in: per level (finest first)
 /// its asset, the same array's path in it, and its cell width.
 #[derive(Debug)]

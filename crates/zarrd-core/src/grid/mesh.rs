@@ -21,6 +21,11 @@ type Vector = [f64; 3];
 /// of a tripolar grid repeat their centres) go to the lower flat index.
 const CANDIDATES: usize = 4;
 
+/// The bytes a mesh holds per cell, for the memory budget: the stored longitude and
+/// latitude (16), the unit vector (24), the tree's copy of it with its index (28), the
+/// index of the cells kept (4), and its stems rounded up.
+pub const BYTES_PER_CELL: u64 = 80;
+
 /// Why 2-D latitude/longitude arrays do not make a grid.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MeshError {
@@ -114,12 +119,6 @@ impl Mesh {
     /// Rows and columns.
     pub fn shape(&self) -> (u64, u64) {
         (self.rows, self.cols)
-    }
-
-    /// The bytes it holds (for the memory budget): the stored values, the vectors, the tree.
-    pub fn bytes(&self) -> u64 {
-        let cells = self.rows * self.cols;
-        cells * (16 + 24 + 28) + self.items.as_ref().map_or(0, |i| i.len() as u64 * 4)
     }
 
     /// The stored longitude and latitude of cell (`row`, `col`).
