@@ -11,8 +11,13 @@
 #                  pixels' cells looked up and drawn) from warm chunks
 #   NAME@latlon    the same server on hrrr_latlon.zarr (the same values on a 1-D lat/lon grid of
 #                  the same size): a projected tile's cost against a lat/lon tile's
+#   NAME@curvilinear  the same server on hrrr_curvilinear.zarr (the same values on their 2-D
+#                  latitude/longitude only: a curvilinear grid of 1.9 million cells; docs/
+#                  performance.md "Map tiles on a curvilinear grid"). For zarrd, the first tile
+#                  after start (the look-up built) is timed and the RSS it adds reported.
 # Before the load, every tile of every set is checked against pyproj
-# (benches/datagen/verify_hrrr_tiles.py: each pixel the value of pyproj's nearest cell).
+# (benches/datagen/verify_hrrr_tiles.py: each pixel the value of pyproj's nearest cell), on
+# the curvilinear store against a brute-force oracle (verify_curvilinear_tiles.py).
 # Per run: req/s, p50/p90/p99 and the server's CPU s per 1000 tiles (its process group's
 # utime+stime). wrk and the servers share the machine's cores.
 #
@@ -45,9 +50,10 @@ mountpoint -q "$MAPS_CHROOT/proc" || mount -t proc proc "$MAPS_CHROOT/proc"
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
 
 mkdir -p "$HOSTWORK"/{data,tools,paths,logs}
-cp "$ROOT"/benches/datagen/make_hrrr.py "$ROOT"/benches/datagen/verify_hrrr_tiles.py "$MAPS_PEERS"/xpt_app.py \
+cp "$ROOT"/benches/datagen/make_hrrr.py "$ROOT"/benches/datagen/verify_hrrr_tiles.py \
+  "$ROOT"/benches/datagen/verify_curvilinear_tiles.py "$MAPS_PEERS"/xpt_app.py \
   "$MAPS_PEERS"/roundrobin.lua "$HOSTWORK/tools/"
-[ -f "$HOSTWORK/data/hrrr_latlon.zarr/zarr.json" ] || inchroot "$XPT_VENV/bin/python" "$WORK/tools/make_hrrr.py" "$WORK/data" | tee -a "$OUT"
+[ -f "$HOSTWORK/data/hrrr_curvilinear.zarr/zarr.json" ] || inchroot "$XPT_VENV/bin/python" "$WORK/tools/make_hrrr.py" "$WORK/data" | tee -a "$OUT"
 log "=== maps_grids.sh $(date -u +%FT%TZ) on $(nproc) CPUs; wrk -t2 -c$CONNS ${DURATION}s after ${WARMUP}s; zarrd $(git -C "$ROOT" rev-parse --short HEAD)"
 inchroot "$XPT_VENV/bin/python" -c 'import importlib.metadata as m
 print("    versions:", ", ".join(f"{p} {m.version(p)}" for p in ["xpublish-tiles", "xarray", "zarr", "pyproj"]))' | tee -a "$OUT"
@@ -66,9 +72,10 @@ pgrp_ticks() {  # utime+stime of every live process of process group $1
 block() {  # sets START, ENVS, TILE (with {z} {x} {y}), READY for server $1 on port $P
   local store=hrrr.zarr
   [ "${1#*@}" = latlon ] && store=hrrr_latlon.zarr
+  [ "${1#*@}" = curvilinear ] && store=hrrr_curvilinear.zarr
   case ${1%@*} in
     xpt-2w)
-      ENVS="XPT_ZARR=$WORK/data/hrrr.zarr" RUN=chroot READY=/docs
+      ENVS="XPT_ZARR=$WORK/data/$store" RUN=chroot READY=/docs
       START="$XPT_VENV/bin/uvicorn xpt_app:app --app-dir $WORK/tools --host 127.0.0.1 --port $P --workers 2"
       TILE="/tiles/WebMercatorQuad/{z}/{y}/{x}?variables=t2m&style=raster/viridis&colorscalerange=270,310&width=256&height=256&time=2024-07-01T00:00:00&f=image/png" ;;
     zarrd | zarrd-nocache | zarrd-chunks)
@@ -102,9 +109,19 @@ for NAME in $SERVERS; do
     sleep 0.5
   done
   log "=== $NAME: $ENVS $START"
-  if [ "$NAME" = zarrd ]; then
+  if [ "${NAME%@*}" = zarrd ] && [ "${NAME#*@}" = curvilinear ]; then
+    # The first tile after start builds the grid's look-up (lat/lon read whole, k-d tree).
+    rss0=$(awk '/VmRSS/ {print $2}' /proc/$PGID/status)
+    first=$(curl -g -s -o /dev/null -w '%{http_code} %{time_total}' "http://127.0.0.1:$P/maps/bench%2Ft2m[0]/5/7/12.png")
+    rss1=$(awk '/VmRSS/ {print $2}' /proc/$PGID/status)
+    second=$(curl -g -s -o /dev/null -w '%{http_code} %{time_total}' "http://127.0.0.1:$P/maps/bench%2Ft2m[0]/5/8/12.png")
+    log "FIRST server=$NAME first_tile=\"$first\" next_tile=\"$second\" rss_added_mib=$(( (rss1 - rss0) / 1024 ))"
+  fi
+  if [ "$NAME" = zarrd ] || [ "$NAME" = zarrd@curvilinear ]; then
     npy="http://127.0.0.1:$P/maps/bench%2Ft2m[0]/{z}/{x}/{y}.npy"
-    inchroot "$XPT_VENV/bin/python" "$WORK/tools/verify_hrrr_tiles.py" "$WORK/data" "$npy" 2>&1 | sed 's/^/    /' | tee -a "$OUT"
+    verify=verify_hrrr_tiles.py
+    [ "$NAME" = zarrd@curvilinear ] && verify=verify_curvilinear_tiles.py
+    inchroot "$XPT_VENV/bin/python" "$WORK/tools/$verify" "$WORK/data" "$npy" 2>&1 | sed 's/^/    /' | tee -a "$OUT"
   fi
   for z in 5 6 7; do
     first=$(head -1 "$HOSTWORK/paths/z$z")
@@ -127,10 +144,12 @@ for line in open(sys.argv[1]):
     if line.startswith("ROW "):
         kv = dict(x.split("=", 1) for x in line.split()[1:])
         rows[(kv["server"], kv["zoom"])] = kv
-peer = {z: float(r["rps"]) for (s, z), r in rows.items() if s == "xpt-2w"}
+# Each server against the peer on the same store (NAME@curvilinear against xpt-2w@curvilinear).
+peer = {(s.partition("@")[2], z): float(r["rps"]) for (s, z), r in rows.items() if s.startswith("xpt-2w")}
 print("\n| server | zoom | req/s | × xpublish-tiles | p50 ms | p99 ms | errors | CPU s/1k tiles |")
 print("|---|---|---|---|---|---|---|---|")
 for (s, z), r in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-    ratio = f"{float(r['rps']) / peer[z]:.0f}×" if z in peer and peer[z] > 0 else "–"
+    ref = peer.get((s.partition("@")[2], z)) or peer.get(("", z))
+    ratio = f"{float(r['rps']) / ref:.0f}×" if ref else "–"
     print(f"| {s} | {z} | {r['rps']} | {ratio} | {r['p50_ms']} | {r['p99_ms']} | {int(r['non2xx']) + int(r['errors'])} | {r['cpu_s_per_1k']} |")
 EOF

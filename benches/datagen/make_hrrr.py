@@ -11,6 +11,9 @@ xpublish-tiles venv of ../shared/tools/maps-peers has xarray, zarr 3.4.2 and pyp
                   metres, 2-D latitude/longitude as HRRR's files carry; 4 hourly steps.
 - OUT/hrrr_latlon.zarr  the same t2m on a 1-D latitude/longitude grid of the same size over the
                   grid's bbox (latitudes descending): the reference for a projected tile's cost.
+- OUT/hrrr_curvilinear.zarr  the same t2m with only its 2-D latitude/longitude (named by CF
+                  `coordinates`; no grid mapping, no 1-D x/y): a curvilinear grid of 1.9 million
+                  cells, as WRF output (XLAT/XLONG) or a converted model without its projection.
 - OUT/tiles.txt   the z5, z6 and z7 tiles the scenarios ask ("z x y" per line): every z5 tile
                   over the grid, and an 8 x 8 block of z6 and of z7 tiles at the grid's middle.
 The values are a smooth field plus N(0, 1 K) noise, so a wrong cell shows in the picture."""
@@ -63,6 +66,15 @@ shutil.rmtree(out / "hrrr.zarr", ignore_errors=True)
 tenc = {"units": "hours since 2024-07-01 00:00:00", "calendar": "standard", "dtype": "int64"}
 ds.to_zarr(out / "hrrr.zarr", zarr_format=3, consolidated=True,
            encoding={"t2m": {"chunks": (1, 265, 300), "shards": (1, 1060, 1800)}, "time": tenc})
+
+# The same values on their 2-D latitude/longitude only: a curvilinear grid.
+curvilinear = ds.drop_vars(["lambert_conformal_conic", "x", "y"])
+curvilinear["t2m"].attrs.pop("grid_mapping")
+curvilinear["t2m"].encoding["coordinates"] = "latitude longitude"
+shutil.rmtree(out / "hrrr_curvilinear.zarr", ignore_errors=True)
+curvilinear.to_zarr(out / "hrrr_curvilinear.zarr", zarr_format=3, consolidated=True,
+                    encoding={"t2m": {"chunks": (1, 265, 300), "shards": (1, 1060, 1800)}, "time": tenc,
+                              "latitude": {"chunks": (265, 300)}, "longitude": {"chunks": (265, 300)}})
 
 # The same values on a latitude/longitude grid of the same size over the footprint's bbox.
 w, e, s, n = lon.min(), lon.max(), lat.min(), lat.max()

@@ -21,35 +21,62 @@ fn dir() -> PathBuf {
 }
 
 fn manifest() -> Value {
-    serde_json::from_slice(&std::fs::read(dir().join("manifest.json")).unwrap()).unwrap()
+    Fixtures::at(dir()).manifest
 }
 
-/// The app serving each fixture store as a dataset named after it.
-fn app() -> axum::Router {
-    common::manifest_app(&dir(), &manifest())
+/// A directory of grid fixtures: stores, `manifest.json` and `expected/` files in the
+/// layout of `make_grids_fixtures.py` (the curvilinear fixtures share it).
+pub struct Fixtures {
+    pub dir: PathBuf,
+    pub manifest: Value,
 }
 
-/// Every (dataset, array path, its manifest entry).
-fn arrays() -> Vec<(String, String, Value)> {
-    let m = manifest();
-    let mut out = Vec::new();
-    for (name, d) in m["datasets"].as_object().unwrap() {
-        for (path, a) in d["arrays"].as_object().unwrap() {
-            out.push((name.clone(), path.clone(), a.clone()));
-        }
+impl Fixtures {
+    pub fn at(dir: PathBuf) -> Self {
+        let manifest = serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+        Self { dir, manifest }
     }
-    out
+
+    /// The app serving each fixture store as a dataset named after it.
+    pub fn app(&self) -> axum::Router {
+        common::manifest_app(&self.dir, &self.manifest)
+    }
+
+    /// Every (dataset, array path, its manifest entry).
+    pub fn arrays(&self) -> Vec<(String, String, Value)> {
+        let mut out = Vec::new();
+        for (name, d) in self.manifest["datasets"].as_object().unwrap() {
+            for (path, a) in d["arrays"].as_object().unwrap() {
+                out.push((name.clone(), path.clone(), a.clone()));
+            }
+        }
+        out
+    }
+
+    /// An expected tile: 256 × 256 float32, rows north to south.
+    pub fn tile(&self, file: &str) -> Vec<f32> {
+        common::gzipped_tile(&self.dir.join("expected").join(file))
+    }
+
+    /// An expected JSON file.
+    pub fn expected(&self, file: &str) -> Value {
+        serde_json::from_slice(&std::fs::read(self.dir.join("expected").join(file)).unwrap()).unwrap()
+    }
 }
 
-/// An expected tile: 256 × 256 float32, rows north to south.
-fn expected(file: &str) -> Vec<f32> {
-    common::gzipped_tile(&dir().join("expected").join(file))
+fn app() -> axum::Router {
+    Fixtures::at(dir()).app()
 }
 
 #[tokio::test]
 async fn arrays_describe_their_grid_as_pyproj_sees_it() {
-    let app = app();
-    for (ds, path, a) in arrays() {
+    describes_grids(&Fixtures::at(dir())).await;
+}
+
+/// `/v1/arrays` names each fixture array's grid as its manifest says.
+pub async fn describes_grids(fixtures: &Fixtures) {
+    let app = fixtures.app();
+    for (ds, path, a) in fixtures.arrays() {
         let reply = get(&app, &format!("/v1/arrays/{ds}/{path}")).await;
         assert_eq!(reply.status, 200, "{ds}/{path}: {}", reply.describe());
         let doc: Value = serde_json::from_slice(&reply.body).unwrap();
@@ -60,7 +87,9 @@ async fn arrays_describe_their_grid_as_pyproj_sees_it() {
         }
         assert_eq!(grid["kind"], a["kind"], "{ds}/{path}");
         assert_eq!(grid["dims"], a["dims"], "{ds}/{path}");
-        if a["crs"].is_null() {
+        if a["kind"] == "curvilinear" {
+            assert!(grid.get("crs").is_none(), "{ds}/{path}: {grid}");
+        } else if a["crs"].is_null() {
             // No EPSG code: WKT2 (its parameters are checked against pyproj's in grid::wkt2).
             let wkt = grid["crs"].as_str().unwrap_or_default();
             assert!(wkt.starts_with("PROJCRS[") || wkt.starts_with("GEOGCRS["), "{ds}/{path}: {grid}");
@@ -78,9 +107,15 @@ async fn arrays_describe_their_grid_as_pyproj_sees_it() {
 
 #[tokio::test]
 async fn every_tile_equals_the_pyproj_reference() {
-    let app = app();
+    let checked = tiles_equal_the_reference(&Fixtures::at(dir())).await;
+    assert!(checked >= 35, "{checked} tiles");
+}
+
+/// Every tile of the manifest equals its expected tile (bit for bit when nearest): how many.
+pub async fn tiles_equal_the_reference(fixtures: &Fixtures) -> usize {
+    let app = fixtures.app();
     let mut checked = 0;
-    for (ds, path, a) in arrays() {
+    for (ds, path, a) in fixtures.arrays() {
         for t in a["tiles"].as_array().into_iter().flatten() {
             let index = t["t"].as_u64().map_or(String::new(), |i| format!("%5B{i}%5D"));
             let id = format!("{ds}%2F{}{index}", path.replace('/', "%2F"));
@@ -94,7 +129,7 @@ async fn every_tile_equals_the_pyproj_reference() {
             let reply = get(&app, &uri).await;
             assert_eq!(reply.status, 200, "{uri}: {}", reply.describe());
             let got = common::tile_values(&reply.body);
-            let want = expected(t["file"].as_str().unwrap());
+            let want = fixtures.tile(t["file"].as_str().unwrap());
             let bilinear = t["resampling"] == "bilinear";
             let mut wrong = Vec::new();
             for (k, (g, w)) in got.iter().zip(&want).enumerate() {
@@ -120,8 +155,8 @@ async fn every_tile_equals_the_pyproj_reference() {
             checked += 1;
         }
     }
-    assert!(checked >= 35, "{checked} tiles");
     common::assert_no_panics();
+    checked
 }
 
 #[tokio::test]
@@ -151,12 +186,36 @@ async fn grids_that_cannot_be_used_are_named_and_metres_are_never_degrees() {
 
 #[tokio::test]
 async fn a_point_selects_the_cell_pyproj_finds_and_names_its_centre() {
+    let checked = points_select_their_cells(&Fixtures::at(dir())).await;
+    assert!(checked.0 >= 250 && checked.1 >= 30, "{checked:?}");
     let app = app();
+    // A point is a nearest pick with both coordinates; the grid's own dimensions cannot be named too.
+    for (sel, status) in [
+        ("lat:~40,lon:~-100", 200),
+        ("lat:40,lon:~-100", 400),
+        ("lat:~40", 400),
+        ("lat:~95,lon:~-100", 400),
+        ("lat:~40,lon:~-100,x:~0", 400),
+        ("lat:~40,lon:~-100,time:~2020-01-02", 200),
+        ("lat:~-40,lon:~-100", 404),
+    ] {
+        let reply = get(&app, &format!("/v1/slice/hrrr_lcc/t2m?sel={sel}&format=json")).await;
+        assert_eq!(reply.status, status, "{sel}: {}", reply.describe());
+    }
+    // The reduction of a point's time series on a projected grid.
+    let reply = get(&app, "/v1/reduce/hrrr_lcc/t2m?sel=lat:~40,lon:~-100&over=time&op=mean&format=json").await;
+    assert_eq!(reply.status, 200, "{}", reply.describe());
+    common::assert_no_panics();
+}
+
+/// Every point of the manifest's points files selects the expected cell (`Zarr-Selection`)
+/// and names its centre, or is 404 outside the grid: how many (inside, outside).
+pub async fn points_select_their_cells(fixtures: &Fixtures) -> (usize, usize) {
+    let app = fixtures.app();
     let mut checked = (0, 0);
-    for (ds, path, a) in arrays() {
+    for (ds, path, a) in fixtures.arrays() {
         let Some(file) = a["points"].as_str() else { continue };
-        let points: Vec<Value> =
-            serde_json::from_slice(&std::fs::read(dir().join("expected").join(file)).unwrap()).unwrap();
+        let points: Vec<Value> = serde_json::from_value(fixtures.expected(file)).unwrap();
         let leading = a["leading"].as_array().unwrap().len();
         for p in points {
             let (lon, lat) = (p["lon"].as_f64().unwrap(), p["lat"].as_f64().unwrap());
@@ -185,34 +244,28 @@ async fn a_point_selects_the_cell_pyproj_finds_and_names_its_centre() {
             assert!((point["lat"].as_f64().unwrap() - clat).abs() < 1e-6, "{uri}: {point} vs {clon} {clat}");
             let dlon = (point["lon"].as_f64().unwrap() - clon + 180.0).rem_euclid(360.0) - 180.0;
             assert!(dlon.abs() < 1e-6, "{uri}: {point} vs {clon} {clat}");
+            if a["kind"] == "curvilinear" {
+                // No native labels: the centre names the cell (its indices are in Zarr-Selection).
+                assert_eq!(point.as_object().unwrap().len(), 2, "{uri}: {point}");
+            }
             checked.0 += 1;
         }
     }
-    assert!(checked.0 >= 250 && checked.1 >= 30, "{checked:?}");
-    // A point is a nearest pick with both coordinates; the grid's own dimensions cannot be named too.
-    for (sel, status) in [
-        ("lat:~40,lon:~-100", 200),
-        ("lat:40,lon:~-100", 400),
-        ("lat:~40", 400),
-        ("lat:~95,lon:~-100", 400),
-        ("lat:~40,lon:~-100,x:~0", 400),
-        ("lat:~40,lon:~-100,time:~2020-01-02", 200),
-        ("lat:~-40,lon:~-100", 404),
-    ] {
-        let reply = get(&app, &format!("/v1/slice/hrrr_lcc/t2m?sel={sel}&format=json")).await;
-        assert_eq!(reply.status, status, "{sel}: {}", reply.describe());
-    }
-    // The reduction of a point's time series on a projected grid.
-    let reply = get(&app, "/v1/reduce/hrrr_lcc/t2m?sel=lat:~40,lon:~-100&over=time&op=mean&format=json").await;
-    assert_eq!(reply.status, 200, "{}", reply.describe());
     common::assert_no_panics();
+    checked
 }
 
 #[tokio::test]
 async fn reductions_weigh_cells_by_their_area_on_the_sphere_and_take_the_polygons_centres() {
-    let app = app();
+    let checked = reductions_equal_the_reference(&Fixtures::at(dir())).await;
+    assert!(checked >= 20, "{checked}");
+}
+
+/// Every reduction of the manifest equals its expected values: how many.
+pub async fn reductions_equal_the_reference(fixtures: &Fixtures) -> usize {
+    let app = fixtures.app();
     let mut checked = 0;
-    for (ds, path, a) in arrays() {
+    for (ds, path, a) in fixtures.arrays() {
         for case in a["reductions"].as_array().into_iter().flatten() {
             let query = case["query"].as_str().unwrap().replace(' ', "%20");
             let uri = format!("/v1/reduce/{ds}/{path}?{query}&format=json");
@@ -231,8 +284,8 @@ async fn reductions_weigh_cells_by_their_area_on_the_sphere_and_take_the_polygon
             checked += 1;
         }
     }
-    assert!(checked >= 20, "{checked}");
     common::assert_no_panics();
+    checked
 }
 
 /// The value of `ds/path` at stored indices `index`, read by index (`s=`; the read path's

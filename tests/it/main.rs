@@ -17,6 +17,7 @@ mod compat;
 mod conformance;
 mod containment;
 mod corpus;
+mod curvilinear;
 mod dtypes;
 mod edr;
 mod encodings;
