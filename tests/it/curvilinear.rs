@@ -12,8 +12,9 @@ use std::sync::Arc;
 use serde_json::Value;
 use zarrd_core::grid::Native;
 
+use crate::common::Fixtures;
 use crate::common::{self, get};
-use crate::grids::{self, Fixtures};
+use crate::grids;
 
 fn fixtures() -> Fixtures {
     Fixtures::at(common::fixtures().join("curvilinear"))

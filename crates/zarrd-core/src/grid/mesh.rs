@@ -51,6 +51,11 @@ pub struct Mesh {
     tree: ImmutableKdTree<f64, 3>,
     /// The flat index of each of the tree's items, when some cells were left out of it.
     items: Option<Vec<u32>>,
+    /// The farthest (squared chord) any corner is from its cell's centre, when every cell
+    /// with corners is convex: a point farther than that from every centre is in no cell,
+    /// which a bounded query finds out fast (an unbounded one from far outside the grid
+    /// visits most of the tree). `None`: some cell is not convex, every query unbounded.
+    reach: Option<f64>,
 }
 
 impl std::fmt::Debug for Mesh {
@@ -113,7 +118,44 @@ impl Mesh {
             return Err(MeshError::Empty);
         }
         let tree = ImmutableKdTree::new_from_slice(indexed).map_err(|e| MeshError::Tree(format!("{e:?}")))?;
-        Ok(Self { rows, cols, lon, lat, centres, tree, items })
+        let mut mesh = Self { rows, cols, lon, lat, centres, tree, items, reach: None };
+        mesh.reach = mesh.reach();
+        Ok(mesh)
+    }
+
+    /// See [`Mesh::reach`](field@Mesh::reach): the corners computed once each, then every
+    /// cell's convexity (each corner strictly on the inner side of the two edges it is not
+    /// on, all edges turning the same way) and farthest corner.
+    fn reach(&self) -> Option<f64> {
+        let (rows, cols) = (self.rows, self.cols);
+        let corners: Vec<Vector> =
+            (0..=rows).flat_map(|i| (0..=cols).map(move |j| (i, j))).map(|(i, j)| self.corner_vector(i, j)).collect();
+        let at = |i: u64, j: u64| corners[(i * (cols + 1) + j) as usize];
+        let mut reach = 0.0f64;
+        for r in 0..rows {
+            for c in 0..cols {
+                let q = [at(r, c), at(r, c + 1), at(r + 1, c + 1), at(r + 1, c)];
+                let centre = self.centres[(r * cols + c) as usize];
+                if q.iter().chain([&centre]).any(|v| v[0].is_nan()) {
+                    continue; // no cell here: never inside
+                }
+                let turns: Vec<f64> = (0..4)
+                    .flat_map(|k| {
+                        let edge = cross(q[k], q[(k + 1) % 4]);
+                        [dot(edge, q[(k + 2) % 4]), dot(edge, q[(k + 3) % 4])]
+                    })
+                    .collect();
+                if !(turns.iter().all(|&t| t > 0.0) || turns.iter().all(|&t| t < 0.0)) {
+                    return None;
+                }
+                for v in q {
+                    let d: Vector = std::array::from_fn(|k| v[k] - centre[k]);
+                    reach = reach.max(dot(d, d));
+                }
+            }
+        }
+        // A hair more, for the rounding of the distances the tree computes.
+        Some(reach * (1.0 + 1e-9) + 1e-15)
     }
 
     /// Rows and columns.
@@ -133,7 +175,11 @@ impl Mesh {
             return None;
         }
         let p = vector(lon, lat);
-        let found = self.tree.query(&p).nearest_n::<SquaredEuclidean<f64>>(NonZero::new(CANDIDATES)?).execute();
+        let candidates = NonZero::new(CANDIDATES)?;
+        let found = match self.reach {
+            Some(reach) => self.tree.query(&p).nearest_n::<SquaredEuclidean<f64>>(candidates).within(reach).execute(),
+            None => self.tree.query(&p).nearest_n::<SquaredEuclidean<f64>>(candidates).execute(),
+        };
         let flat = |item: u32| self.items.as_ref().map_or(item, |items| items[item as usize]);
         let (_, k) =
             found.iter().map(|f| (f.distance, flat(f.item))).min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)))?;
@@ -283,6 +329,9 @@ mod tests {
         assert_eq!(m.cell(19.4, 10.0), None);
         assert_eq!(m.cell(24.4, 13.4), Some((3, 4)));
         assert_eq!(m.cell(-160.0, -10.0), None);
+        // Convex cells: queries are bounded by the farthest corner (half a diagonal of 1°).
+        let reach = m.reach.unwrap().sqrt().to_degrees();
+        assert!((0.70..0.72).contains(&reach), "{reach}");
         assert_eq!(m.cell(f64::NAN, 10.0), None);
         let (lon, lat) = m.corner(0, 0).unwrap();
         assert!((lon - 19.5).abs() < 1e-2 && (lat - 9.5).abs() < 1e-2, "{lon} {lat}");
