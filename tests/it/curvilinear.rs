@@ -197,3 +197,70 @@ async fn value_at(app: &axum::Router, ds: &str, path: &str, index: &[u64]) -> Op
     assert_eq!(reply.status, 200, "{}", reply.describe());
     reply.json()["data"].as_f64().map(|v| v as f32)
 }
+
+/// The stored 2-D `name` of `ds` (row-major), as written by xarray.
+async fn stored(app: &axum::Router, ds: &str, name: &str) -> Vec<Vec<f64>> {
+    let doc = get(app, &format!("/v1/slice/{ds}/{name}?format=json")).await.json();
+    let rows = doc["data"].as_array().unwrap().iter();
+    rows.map(|row| row.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect()).collect()
+}
+
+/// Boxes and circles take the cells whose stored centre they hold: a slice's index box
+/// with the others missing, EDR's cube and radius as the cells listed.
+#[tokio::test]
+async fn boxes_and_circles_take_the_cells_whose_stored_centre_they_hold() {
+    let app = fixtures().app();
+    let (lat, lon) = (stored(&app, "coastal", "lat_rho").await, stored(&app, "coastal", "lon_rho").await);
+    let cells = |inside: &dyn Fn(f64, f64) -> bool| -> Vec<(usize, usize)> {
+        (0..lat.len())
+            .flat_map(|r| (0..lat[0].len()).map(move |c| (r, c)))
+            .filter(|&(r, c)| inside(lon[r][c], lat[r][c]))
+            .collect()
+    };
+    let (south, north, west, east) = (41.0, 42.0, -69.0, -68.0);
+    let boxed = cells(&|x, y| (south..=north).contains(&y) && (west..=east).contains(&x));
+    assert!(boxed.len() > 20, "{}", boxed.len());
+    // sel= box: the index bounding box, cells of it not taken null.
+    let uri =
+        format!("/v1/slice/coastal/temp?sel=ocean_time:2020-01-01,lat:{south}..{north},lon:{west}..{east}&format=json");
+    let reply = get(&app, &uri).await;
+    assert_eq!(reply.status, 200, "{}", reply.describe());
+    let (r0, r1) = (boxed.iter().map(|c| c.0).min().unwrap(), boxed.iter().map(|c| c.0).max().unwrap());
+    let (c0, c1) = (boxed.iter().map(|c| c.1).min().unwrap(), boxed.iter().map(|c| c.1).max().unwrap());
+    assert_eq!(reply.header("zarr-selection"), format!("0,{r0}:{},{c0}:{}", r1 + 1, c1 + 1));
+    let data = reply.json()["data"].clone();
+    for (i, row) in data.as_array().unwrap().iter().enumerate() {
+        for (j, v) in row.as_array().unwrap().iter().enumerate() {
+            let (r, c) = (r0 + i, c0 + j);
+            if !boxed.contains(&(r, c)) {
+                assert!(v.is_null(), "cell ({r}, {c}) is not in the box: {v}");
+            }
+        }
+    }
+    // EDR cube: the same cells, listed.
+    let cube =
+        get(&app, &format!("/edr/collections/coastal/cube?bbox={west},{south},{east},{north}&parameter-name=temp"))
+            .await;
+    assert_eq!(cube.status, 200, "{}", cube.describe());
+    let listed = cube.json()["domain"]["axes"]["composite"]["values"].as_array().unwrap().len();
+    assert_eq!(listed, boxed.len());
+    // EDR radius: great-circle distance (R = 6371.0088 km, as EDR's km) from first principles.
+    let (x0, y0, km) = (-68.5f64, 41.5f64, 20.0);
+    let circle = cells(&|x, y| {
+        let (p0, p1, dl) = (y0.to_radians(), y.to_radians(), (x - x0).to_radians());
+        let h = ((p1 - p0) / 2.0).sin().powi(2) + p0.cos() * p1.cos() * (dl / 2.0).sin().powi(2);
+        2.0 * 6371.0088 * h.sqrt().asin() <= km
+    });
+    let uri = format!(
+        "/edr/collections/coastal/radius?coords=POINT({x0}%20{y0})&within={km}&within-units=km&parameter-name=temp"
+    );
+    let radius = get(&app, &uri).await;
+    assert_eq!(radius.status, 200, "{}", radius.describe());
+    let doc = radius.json();
+    assert_eq!(doc["domain"]["domainType"], "MultiPointSeries");
+    assert_eq!(doc["domain"]["axes"]["composite"]["values"].as_array().unwrap().len(), circle.len());
+    // GeoJSON: a feature per taken cell and step.
+    let geojson = get(&app, &format!("{uri}&f=GeoJSON")).await.json();
+    assert_eq!(geojson["features"].as_array().unwrap().len(), 2 * circle.len());
+    common::assert_no_panics();
+}
