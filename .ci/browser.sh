@@ -282,7 +282,7 @@ PORT=$(free_port)
 "$BIN" serve --listen "127.0.0.1:$PORT" --dataset sample=data/sample.zarr \
     --dataset ic=tests/fixtures/virtual/icechunk/native.icechunk --dataset climate="$MAPS" \
     --dataset conf=tests/fixtures/conformance/data.zarr --dataset analysis="$ANALYSIS" \
-    --dataset edr=tests/fixtures/edr/edr.zarr --dataset hrrr=tests/fixtures/grids/hrrr_lcc.zarr \
+    --dataset edr=tests/fixtures/edr/edr.zarr --dataset hrrr=tests/fixtures/grids/hrrr_lcc.zarr --dataset coastal=tests/fixtures/curvilinear/coastal.zarr \
     >"${TMPDIR:-/tmp}/zarrd-browser.log" 2>&1 &
 SERVER=$!
 trap 'kill "$SERVER" 2>/dev/null || true; rm -rf "$SERIES_DIR"' EXIT

@@ -1,7 +1,8 @@
 // The viewer for people, in Debian's chromium through puppeteer-core (see browser.sh), at
 // 1280x800: the map of a climate grid (tests/fixtures/maps/global_0360.zarr, served as
 // `climate`), an HRRR-like Lambert conformal grid (`hrrr`: the cell under the cursor is the
-// one pyproj finds) and the deep-zoom view of the sample's terrain. All draw (non-blank canvas);
+// one pyproj finds), a curvilinear one (`coastal`: the one a brute-force oracle finds) and
+// the deep-zoom view of the sample's terrain. All draw (non-blank canvas);
 // the readout under the cursor names the cell under it and shows its stored value (equal to
 // zarr-python's and to /v1/slice's); the colorbar shows the window, long_name and units; the
 // time slider shows the CF dates NumPy decodes; a click plots the values along time
@@ -51,7 +52,8 @@ main(async (browser) => {
   // Each view on its own: a failure in one still runs the other.
   await part("the deep-zoom view", () => deepZoom(browser));
   await part("the map", () => mapView(browser));
-  await part("the map of a projected grid", () => projectedMap(browser));
+  await part("the map of a projected grid", () => gridMap(browser, PROJECTED));
+  await part("the map of a curvilinear grid", () => gridMap(browser, CURVILINEAR));
   if (process.env.LANDING) await part("the landing page of `zarrd serve`", () => landing(browser, process.env.LANDING));
 });
 
@@ -202,18 +204,31 @@ async function mapView(browser) {
 }
 
 // An HRRR-like Lambert conformal grid (tests/fixtures/grids/hrrr_lcc.zarr, served as
-// `hrrr`): drawn as a map, the value under the cursor is that of the cell pyproj puts the
-// point in (the fixture's points), and a click plots that cell's values along time.
-async function projectedMap(browser) {
-  const points = JSON.parse(require("fs").readFileSync("tests/fixtures/grids/expected/hrrr_lcc__t2m__points.json", "utf8"));
-  const p = points.find((q) => q.cell && q.centre && q.lon > -110 && q.lon < -85 && q.lat > 30 && q.lat < 45);
+// `hrrr`), whose cells pyproj places, and a ROMS-like curvilinear grid (tests/fixtures/
+// curvilinear/coastal.zarr, served as `coastal`), whose cells a brute-force oracle places:
+// drawn as a map, the value under the cursor is that of the fixture's cell for the point,
+// and a click plots that cell's values along time.
+const PROJECTED = {
+  ds: "hrrr", path: "t2m", what: "a Lambert conformal array", native: true,
+  points: "tests/fixtures/grids/expected/hrrr_lcc__t2m__points.json",
+  pick: (q) => q.cell && q.centre && q.lon > -110 && q.lon < -85 && q.lat > 30 && q.lat < 45,
+};
+const CURVILINEAR = {
+  ds: "coastal", path: "temp", what: "an array on 2-D latitude/longitude", native: false,
+  points: "tests/fixtures/curvilinear/expected/coastal__temp__points.json",
+  pick: (q) => q.cell && q.value && q.value[0] !== null,
+};
+async function gridMap(browser, grid) {
+  const points = JSON.parse(require("fs").readFileSync(grid.points, "utf8"));
+  const p = points.find(grid.pick);
+  const { ds, path } = grid;
   const page = await browser.newPage();
   await page.setViewport({ width: 1280, height: 800, deviceScaleFactor: 1 });
   const { errors, requests } = watch(page);
-  await page.goto(`${base}/view/hrrr/t2m`, { waitUntil: "networkidle0" });
+  await page.goto(`${base}/view/${ds}/${path}`, { waitUntil: "networkidle0" });
   await mapIdle(page);
-  check(await page.$eval("#map", (e) => !e.hidden), "a Lambert conformal array opens as a map");
-  check(requests.some((u) => new URL(u).pathname.startsWith("/maps/hrrr%2Ft2m%5B0%5D/")), "its tiles come from /maps/");
+  check(await page.$eval("#map", (e) => !e.hidden), `${grid.what} opens as a map`);
+  check(requests.some((u) => new URL(u).pathname.startsWith(`/maps/${ds}%2F${path}%5B0%5D/`)), "its tiles come from /maps/");
   const m = await drawn(page, "#map");
   check(m.opaque > 0.2 * m.total && m.colours > 30, `the map canvas is drawn (${m.opaque}/${m.total} opaque pixels, ${m.colours} colours)`);
   const at = await page.evaluate(({ lat, lon }) => {
@@ -225,13 +240,14 @@ async function projectedMap(browser) {
   await page.waitForFunction(() => document.getElementById("value").dataset.raw !== undefined && /^lat|^\d/.test(document.getElementById("coords").textContent), { timeout: 10000 });
   const got = await page.evaluate(() => ({ raw: JSON.parse(document.getElementById("value").dataset.raw), coords: document.getElementById("coords").textContent }));
   const index = [0, ...p.cell].join(",");
-  const slice = await (await fetch(`${base}/v1/slice/hrrr/t2m?s=${index}&format=json`)).json();
-  check(f32(got.raw) === f32(slice.data), `the readout at ${p.lat.toFixed(3)}, ${p.lon.toFixed(3)} is cell [${index}] pyproj finds = ${got.raw} (/v1/slice ${slice.data})`);
-  check(/y -?[\d.]+/.test(got.coords) && /x -?[\d.]+/.test(got.coords), `the readout names the cell's native y and x (${got.coords})`);
+  const slice = await (await fetch(`${base}/v1/slice/${ds}/${path}?s=${index}&format=json`)).json();
+  check(f32(got.raw) === f32(slice.data), `the readout at ${p.lat.toFixed(3)}, ${p.lon.toFixed(3)} is the fixture's cell [${index}] = ${got.raw} (/v1/slice ${slice.data})`);
+  const named = /y -?[\d.]+/.test(got.coords) && /x -?[\d.]+/.test(got.coords);
+  check(named === grid.native, `the readout names the cell's native y and x only where it has them (${got.coords})`);
   await page.mouse.click(at.x, at.y);
   await page.waitForFunction(() => window.zarrdSeries && window.zarrdPlot, { timeout: 10000 });
   const plotted = await page.evaluate(() => Array.from(window.zarrdPlot.data[1]));
-  const series = await (await fetch(`${base}/v1/slice/hrrr/t2m?s=:,${p.cell.join(",")}&format=json`)).json();
+  const series = await (await fetch(`${base}/v1/slice/${ds}/${path}?s=:,${p.cell.join(",")}&format=json`)).json();
   check(plotted.length === series.data.length && plotted.every((v, i) => f32(v) === f32(series.data[i])),
     `a click plots that cell's ${plotted.length} values along time`);
   const title = await page.$eval("#series-title", (e) => e.textContent);
