@@ -12,6 +12,7 @@ pub mod auth;
 pub mod catalog;
 pub mod compat;
 pub mod config;
+pub mod downloads;
 pub mod edr;
 pub mod error;
 pub mod http;

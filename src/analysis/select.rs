@@ -55,16 +55,18 @@ impl BoxMask {
     /// Sets the elements of `data` (float32 or float64, C order over `shape`, whose Y and X
     /// span the box) that lie outside it to NaN.
     pub fn blank(&self, data: &mut [u8], data_type: DataType, shape: &[u64]) {
-        let item = data_type.size();
+        let nan = if data_type.size() == 4 { f32::NAN.to_le_bytes().to_vec() } else { f64::NAN.to_le_bytes().to_vec() };
+        self.fill(data, data_type.size(), &nan, shape);
+    }
+
+    /// Sets the elements of `data` (of `item` bytes, C order over `shape`, whose Y and X
+    /// span the box) that lie outside it to `fill`.
+    pub fn fill(&self, data: &mut [u8], item: usize, fill: &[u8], shape: &[u64]) {
         let mut index = vec![0u64; shape.len()];
         for element in data.chunks_exact_mut(item) {
             let at = index[self.dims[0]] as usize * self.width + index[self.dims[1]] as usize;
             if !self.inside[at] {
-                if item == 4 {
-                    element.copy_from_slice(&f32::NAN.to_le_bytes());
-                } else {
-                    element.copy_from_slice(&f64::NAN.to_le_bytes());
-                }
+                element.copy_from_slice(fill);
             }
             for d in (0..shape.len()).rev() {
                 index[d] += 1;

@@ -6,6 +6,7 @@ pub mod arrays;
 pub mod chunks;
 pub mod compat;
 pub mod datasets;
+pub mod download;
 pub mod edr;
 pub mod iiif;
 pub mod labelled;

@@ -12,6 +12,7 @@ use crate::http::conditional::{EtagBuilder, Validators};
 use crate::http::extract::NodePath;
 use crate::http::query::{Query, SliceQuery};
 use crate::http::render::Render;
+use crate::http::routes::download::Download;
 use crate::http::routes::labelled::Labelled;
 use crate::http::state::AppState;
 use zarrd_core::read::ObjectVersion;
@@ -25,9 +26,14 @@ pub async fn slice(
     Query(query): Query<SliceQuery>,
     headers: HeaderMap,
 ) -> Result<Response> {
-    let render = Render::from_request(&query.render(), &headers)?;
+    // A NetCDF download is a file of its own (`format=nc`), not a rendering of the values.
+    let netcdf = query.format.as_deref() == Some("nc");
+    let render = if netcdf { None } else { Some(Render::from_request(&query.render(), &headers)?) };
     let dataset = &state.catalog.dataset(&ds).await?;
     let array = state.catalog.array(dataset, &path).await?;
+    let Some(render) = render else {
+        return Download { state: &state, ds: &ds, dataset, array: &array }.respond(&query, &headers).await;
+    };
     if let Some(sel) = query.sel.as_deref() {
         if query.s.is_some() {
             return Err(Error::BadRequest("give either s= (indices) or sel= (labels), not both".into()));

@@ -165,7 +165,7 @@ pub fn cf_no_data(meta: &ArrayMetadata) -> Vec<f64> {
 /// An attribute's number: a JSON number, a float named as Zarr names them (`"NaN"`), or
 /// base64 of its bytes (xarray's v3 encoding of a float `_FillValue` is the float64's; of
 /// others, the element's).
-fn number(v: &Value, data_type: DataType) -> Option<f64> {
+pub fn number(v: &Value, data_type: DataType) -> Option<f64> {
     match v {
         Value::Number(n) => n.as_f64(),
         Value::String(s) if matches!(s.as_str(), "NaN" | "Infinity" | "-Infinity") => s.parse().ok(),

@@ -42,8 +42,8 @@ const LON_POLE: Param = ("Longitude of origin", Unit::Angle, Some(8833));
 const HEIGHT: Param = ("Satellite height", Unit::Length, None);
 
 /// The numeric keys of a PROJ string read here.
-const NUMBERS: [&str; 14] =
-    ["lat_0", "lat_1", "lat_2", "lat_ts", "lon_0", "k", "k_0", "x_0", "y_0", "h", "R", "a", "b", "rf"];
+const NUMBERS: [&str; 15] =
+    ["lat_0", "lat_1", "lat_2", "lat_ts", "lon_0", "k", "k_0", "x_0", "y_0", "h", "R", "a", "b", "rf", "zone"];
 
 /// A conversion: method name, its EPSG code, its parameters and their values.
 type Conversion = (String, Option<u32>, Vec<(Param, f64)>);
@@ -94,6 +94,7 @@ pub fn wkt2(crs: &Crs) -> Option<String> {
         match key {
             "proj" | "sweep" | "ellps" | "datum" | "units" | "type" => _ = def.text.insert(key, value),
             "no_defs" | "wktext" => {}
+            "south" => _ = def.text.insert(key, ""),
             _ if NUMBERS.contains(&key) => _ = def.numbers.insert(key, value.parse().ok()?),
             _ => return None,
         }
@@ -119,7 +120,7 @@ pub fn wkt2(crs: &Crs) -> Option<String> {
         };
         let _ = write!(out, r#",PARAMETER["{name}",{value},{unit}{}]"#, id(code));
     }
-    let _ = write!(out, "],{CARTESIAN}]");
+    let _ = write!(out, "],{CARTESIAN}{}]", id(crs.code));
     Some(out)
 }
 
@@ -184,6 +185,19 @@ fn conversion(proj: &str, def: &Definition, rf: f64) -> Option<Conversion> {
         },
         "stere" if def.num("lat_ts").is_none() => method("Stereographic", None, natural),
         "tmerc" | "etmerc" => method("Transverse Mercator", Some(9807), natural),
+        // UTM: a transverse Mercator of its zone's central meridian (PROJ's `utm`).
+        "utm" => {
+            let zone = def.num("zone").filter(|z| (1.0..=60.0).contains(z) && z.fract() == 0.0)?;
+            let northing = if def.text.contains_key("south") { 10_000_000.0 } else { 0.0 };
+            let params = vec![
+                (LAT_ORIGIN, 0.0),
+                (LON_ORIGIN, zone * 6.0 - 183.0),
+                (SCALE, 0.9996),
+                (EASTING, 500_000.0),
+                (NORTHING, northing),
+            ];
+            method("Transverse Mercator", Some(9807), params)
+        }
         "merc" => match def.num("lat_ts") {
             Some(ts) => {
                 method("Mercator (variant B)", Some(9805), falsely(vec![(PARALLEL_1, ts), (LON_ORIGIN, lon_0)]))
@@ -316,6 +330,29 @@ mod tests {
                 wrong[3].0.push('x');
             }
             assert!(wrong.iter().all(|w| !same(w, &b)), "{ours}");
+        }
+    }
+
+    #[test]
+    fn utm_zones_are_transverse_mercators_of_their_meridian_with_their_code() {
+        // EPSG's definitions of UTM 33N and 33S (WGS 84): central meridian 15°E, k 0.9996,
+        // false easting 500 km, false northing 0 (north) or 10,000 km (south).
+        for (code, northing) in [(32633, 0.0), (32733, 10_000_000.0)] {
+            let wkt = wkt2(&Crs::from_epsg(code).unwrap()).unwrap();
+            let (keyword, method, params, _) = summary(&wkt);
+            assert_eq!((keyword.as_str(), method.as_str()), ("PROJCRS", "Transverse Mercator"));
+            let want = [
+                ("Latitude of natural origin", 0.0),
+                ("Longitude of natural origin", 15.0),
+                ("Scale factor at natural origin", 0.9996),
+                ("False easting", 500_000.0),
+                ("False northing", northing),
+            ];
+            assert_eq!(params.len(), want.len(), "{wkt}");
+            for (name, value) in want {
+                assert!(close(params[name], value) || (params[name] - value).abs() < 1e-9, "{code} {name}: {wkt}");
+            }
+            assert!(wkt.ends_with(&format!(r#"ID["EPSG",{code}]]"#)), "{wkt}");
         }
     }
 

@@ -1,0 +1,6 @@
+//! Region downloads in the files science and GIS tools open (`../shared/design/API.md`,
+//! "Region downloads"): a selection of an array as a NetCDF classic file
+//! ([`netcdf`], described by [`cf_file`]), streamed from the planned read.
+
+pub mod cf_file;
+pub mod netcdf;

@@ -1,0 +1,172 @@
+//! `GET /v1/slice/{ds}/{*path}?s=|sel=…&format=nc`: a region as a NetCDF classic file
+//! ([`crate::downloads`]), its coordinates read first and its data variable streamed band
+//! by band from the planned read, big-endian as NetCDF stores it.
+
+use axum::body::Bytes;
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+
+use crate::analysis::coordinates::ArrayLabels;
+use crate::analysis::select::Resolved;
+use crate::catalog::Dataset;
+use crate::downloads::cf_file::{self, Described, Region};
+use crate::downloads::netcdf::{self, Layout};
+use crate::error::{Error, Result};
+use crate::http::body;
+use crate::http::budget_body;
+use crate::http::conditional::{EtagBuilder, Validators, Varies};
+use crate::http::query::SliceQuery;
+use crate::http::routes::labelled::with_selection;
+use crate::http::state::AppState;
+use zarrd_core::read::selection::{DimSelection, Selection};
+use zarrd_core::read::{ArrayReader, Decoded, ReadError};
+
+pub const MEDIA_TYPE: &str = "application/x-netcdf";
+
+/// What the data variable is read by.
+enum Read {
+    Indices(Vec<DimSelection>),
+    Labels(Box<Resolved>),
+}
+
+/// One NetCDF download.
+pub struct Download<'a> {
+    pub state: &'a AppState,
+    pub ds: &'a str,
+    pub dataset: &'a Dataset,
+    pub array: &'a ArrayReader,
+}
+
+impl Download<'_> {
+    pub async fn respond(&self, query: &SliceQuery, headers: &HeaderMap) -> Result<Response> {
+        if query.vmin.is_some() || query.vmax.is_some() || query.colormap.is_some() {
+            return Err(Error::BadRequest("`vmin`, `vmax` and `colormap` apply only to format=png".into()));
+        }
+        let array = self.array;
+        let meta = &array.meta;
+        if cf_file::nc_type(meta.data_type).is_none() {
+            return Err(Error::Unsupported(format!(
+                "NetCDF cannot hold {} values (`{}`); use format=npy or format=json",
+                meta.data_type.name(),
+                array.path
+            )));
+        }
+        let (catalog, config) = (&self.state.catalog, &self.state.config);
+        let labels = self.state.coords.of(catalog, self.dataset, array).await?;
+        // A grid the model cannot use only leaves its mapping out of the file.
+        let grid = match self.state.grids.of(catalog, self.dataset, array).await {
+            Ok(grid) => grid,
+            Err(Error::Unsupported(_)) => None,
+            Err(e) => return Err(e),
+        };
+        let (region, read, request) = match (query.s.as_deref(), query.sel.as_deref()) {
+            (Some(_), Some(_)) => {
+                return Err(Error::BadRequest("give either s= (indices) or sel= (labels), not both".into()));
+            }
+            (_, Some(sel)) => {
+                let found = grid.clone();
+                let resolved = Resolved::new(sel, &meta.shape, &labels, || async { Ok(found) }).await?;
+                (Region::of_picked(&resolved.picked), Read::Labels(Box::new(resolved)), format!("sel={sel}"))
+            }
+            (s, None) => {
+                let selection = Selection::parse(s.unwrap_or(""))?.resolve(&meta.shape)?;
+                (Region::of_selection(&selection), Read::Indices(selection), format!("s={}", s.unwrap_or("")))
+            }
+        };
+        let source = format!("{}/{}", self.ds, array.path);
+        let described =
+            cf_file::describe(catalog, self.dataset, array, &labels, grid.as_deref(), &region, (&source, &request))
+                .await?;
+        let layout = described.file.layout().map_err(|e| Error::Unsupported(e.to_string()))?;
+        let limit = config.limits.max_response_bytes;
+        if layout.length > limit {
+            return Err(Error::TooLarge { what: "NetCDF", size: u128::from(layout.length), limit });
+        }
+        let zarr_selection = match &read {
+            Read::Labels(resolved) => resolved.zarr_selection.clone(),
+            Read::Indices(_) => None,
+        };
+        let tag = self.tag(&labels, &described, &request);
+        if headers.contains_key(header::IF_NONE_MATCH) {
+            let mut versions = described.versions.clone();
+            versions.extend(match &read {
+                Read::Indices(selection) => array.validation_object_versions(selection).await?,
+                Read::Labels(resolved) => resolved.validation_versions(array).await?,
+            });
+            let validators = Validators::of_objects(tag.clone(), &versions, config).varying(VARIES);
+            if validators.current(headers) {
+                return Ok(with_selection(validators.unchanged(), zarr_selection.as_deref()));
+            }
+        }
+        let item = meta.data_type.size();
+        let (data, mut versions, reservation) = match read {
+            Read::Indices(selection) => {
+                let output = array.read(&selection, 0, true).await?;
+                (output.data, output.object_versions, output.reservation)
+            }
+            Read::Labels(resolved) => {
+                let (mut stored, versions, reservation) = resolved.read(array).await?;
+                if let Some(mask) = &resolved.mask {
+                    // Cells of the index box outside the latitude/longitude box: missing.
+                    let nan = if item == 4 { f32::NAN.to_le_bytes().to_vec() } else { f64::NAN.to_le_bytes().to_vec() };
+                    let fill = described.fill.clone().unwrap_or(nan);
+                    mask.fill(&mut stored, item, &fill, &resolved.full_shape);
+                }
+                (Decoded::Whole(stored), versions, reservation)
+            }
+        };
+        versions.extend(described.versions.iter().cloned());
+        let name = array.path.rsplit('/').next().unwrap_or("data").to_owned();
+        let build = async move {
+            let response = respond(&layout, described, data, item, &name);
+            Ok(with_selection(budget_body::holding(response, reservation), zarr_selection.as_deref()))
+        };
+        Validators::of_objects(tag, &versions, config).varying(VARIES).respond(headers, build).await
+    }
+
+    /// What the file depends on besides the objects read: the array's metadata, its
+    /// coordinates' and grid mapping's, and the request (which `history` names).
+    fn tag(&self, labels: &ArrayLabels, described: &Described, request: &str) -> EtagBuilder {
+        let mut tag = EtagBuilder::new("nc");
+        tag.text(self.ds).text(&self.array.path).digest(self.array.meta.digest).text(request);
+        for digest in labels.digests.iter().chain(&described.digests) {
+            tag.digest(*digest);
+        }
+        tag
+    }
+}
+
+/// A download is one media type whatever the client accepts, compressed on the way.
+const VARIES: Varies = Varies { accept: false, encoding: true };
+
+/// The file: the header and the coordinates, then the data variable as it arrives, made
+/// big-endian, then its padding.
+fn respond(layout: &Layout, described: Described, data: Decoded, item: usize, name: &str) -> Response {
+    let head = [layout.header.clone(), described.leading].concat();
+    let padding = vec![0u8; Layout::padding(described.file.data_bytes(described.file.variables.len() - 1) as u64)];
+    let swap = move |bytes: Bytes| -> Bytes {
+        let mut owned = bytes.try_into_mut().map_or_else(|shared| shared.to_vec(), Into::into);
+        netcdf::to_big_endian(&mut owned, item);
+        Bytes::from(owned)
+    };
+    let data: futures::stream::BoxStream<'static, std::result::Result<Bytes, ReadError>> = match data {
+        Decoded::Whole(v) => futures::stream::iter([Ok(swap(Bytes::from(v)))]).boxed(),
+        Decoded::Elements(b) => futures::stream::iter([Ok(swap(b))]).boxed(),
+        Decoded::Bands(mut bands) => {
+            futures::stream::poll_fn(move |cx| bands.poll_recv(cx)).map(move |band| band.map(swap)).boxed()
+        }
+    };
+    let stream = futures::stream::iter([Ok(Bytes::from(head))])
+        .chain(data)
+        .chain(futures::stream::iter((!padding.is_empty()).then(|| Ok(Bytes::from(padding)))));
+    let mut response = body::streamed(stream, layout.length).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(MEDIA_TYPE));
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(layout.length));
+    let file = netcdf::name(name).replace(['"', '\\'], "_");
+    if let Ok(value) = HeaderValue::from_str(&format!("attachment; filename=\"{file}.nc\"")) {
+        headers.insert(header::CONTENT_DISPOSITION, value);
+    }
+    response
+}

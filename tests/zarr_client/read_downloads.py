@@ -1,0 +1,219 @@
+"""Opens zarrd's region downloads (`/v1/slice/...&format=nc`) with real readers and compares
+them with the fixtures read directly: xarray with the netCDF4 engine (and scipy's, for every
+CDF-2 file), `ncdump -h`, and GDAL (`gdalinfo -json`) for the CRS and transform of projected
+grids. The expected side is xarray's own read of the fixture store (`open_zarr(...).isel(...)`)
+or, for a GeoZarr grid without coordinate arrays, the cell centres computed here from its
+`spatial:transform` — never zarrd's output.
+
+    python read_downloads.py BASE FIXTURES      (FIXTURES = tests/fixtures)
+
+BASE serves the datasets of .ci/fixture_zarrd.sh plus those .ci/downloads.sh adds. Prints a
+line per case and exits 1 when anything differs.
+"""
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import urllib.request
+import warnings
+
+import numpy as np
+import pyproj
+import xarray as xr
+import zarr
+
+warnings.simplefilter("ignore")
+BASE, FIX = sys.argv[1], sys.argv[2]
+TIMES = xr.coders.CFDatetimeCoder(use_cftime=True)
+ENCODED = ("dtype", "scale_factor", "add_offset", "_FillValue", "units", "calendar")
+
+# (name, dataset, path, query, store (under FIXTURES), group, variable, isel or {"sel": …},
+#  what GDAL's CRS of a projected grid must say)
+CASES = [
+    ("float32, noleap time, descending lat, 0..360 lon", "analysis", "daily/tas",
+     "s=0:40,::7,100:120", "analysis/analysis.zarr", "daily", "tas",
+     {"time": slice(0, 40), "lat": slice(None, None, 7), "lon": slice(100, 120)}, None),
+    ("packed int16 by labels", "analysis", "daily/pr",
+     "sel=time:2001-02-01..2001-03-01,lat:60..30,lon:280..300", "analysis/analysis.zarr", "daily", "pr",
+     {"sel": {"time": slice("2001-02-01", "2001-03-01"), "lat": slice(60, 30), "lon": slice(280, 300)}}, None),
+    ("a dropped time: a scalar coordinate", "analysis", "daily/tas",
+     "s=500,10:20,:", "analysis/analysis.zarr", "daily", "tas", {"time": 500, "lat": slice(10, 20)}, None),
+    ("360_day", "analysis", "calendars/c360/v", "s=20:40", "analysis/analysis.zarr", "calendars/c360", "v",
+     {"time": slice(20, 40)}, None),
+    ("julian", "analysis", "calendars/julian/v", "s=50:90", "analysis/analysis.zarr", "calendars/julian", "v",
+     {"time": slice(50, 90)}, None),
+    ("all_leap", "analysis", "calendars/all_leap/v", "s=:", "analysis/analysis.zarr", "calendars/all_leap", "v", {}, None),
+    ("standard, hours", "analysis", "calendars/standard_hours/v", "s=100:140,1:4", "analysis/analysis.zarr",
+     "calendars/standard_hours", "v", {"time": slice(100, 140), "lat": slice(1, 4)}, None),
+    ("Zarr v2 (the fill is _FillValue)", "anav2", "daily/tas", "s=0:30,0:10,0:10", "analysis/variants/v2.zarr",
+     "daily", "tas",
+     {"time": slice(0, 30), "lat": slice(0, 10), "lon": slice(0, 10)}, None),
+    ("Lambert conformal: x/y, 2-D lat/lon, its grid mapping", "hrrr", "t2m", "s=1,5:30,10:50",
+     "grids/hrrr_lcc.zarr", None, "t2m", {"time": 1, "y": slice(5, 30), "x": slice(10, 50)}, "Lambert Conic Conformal"),
+    ("polar stereographic (spatial_ref)", "seaice", "ice", "s=:,::3,10:60", "grids/seaice_3413.zarr", None, "ice",
+     {"y": slice(None, None, 3), "x": slice(10, 60)}, "Polar Stereographic"),
+    ("rotated pole", "cordex", "tas", "s=0,:,:", "grids/cordex_rotated.zarr", None, "tas", {"time": 0}, None),
+    ("curvilinear: 2-D lat/lon", "coastal", "temp", "s=:,10:30,5:40", "curvilinear/coastal.zarr", None, "temp",
+     {"eta_rho": slice(10, 30), "xi_rho": slice(5, 40)}, None),
+]
+
+# GeoZarr without coordinate arrays: x/y from the transform, the CRS by its EPSG code.
+GEOZARR = [
+    ("GeoZarr UTM, uint16 (CDF-5)", "s2", "r60m/b04", "s=10:50,20:90", "grids/s2_utm.zarr", "r60m", "b04",
+     (slice(10, 50), slice(20, 90)), 32633),
+]
+
+bad = 0
+
+
+def report(name, problems):
+    global bad
+    print(f"{'ok ' if not problems else 'BAD'} {name}" + "".join(f"\n    {p}" for p in problems))
+    bad += bool(problems)
+
+
+def download(dataset, path, query, into):
+    url = f"{BASE}/v1/slice/{dataset}/{path}?{query}&format=nc".replace(" ", "%20")
+    # Compressed on the way as a client asking for gzip gets it (Python has no zstd).
+    request = urllib.request.Request(url, headers={"Accept-Encoding": "gzip"})
+    with urllib.request.urlopen(request) as response:
+        body = response.read()
+        if response.headers.get("Content-Encoding") == "gzip":
+            body = gzip.decompress(body)
+        disposition = response.headers.get("Content-Disposition", "")
+        kind = response.headers.get("Content-Type")
+    with open(into, "wb") as f:
+        f.write(body)
+    problems = []
+    if kind != "application/x-netcdf":
+        problems.append(f"Content-Type {kind}")
+    if f'filename="{path.rsplit("/", 1)[-1]}.nc"' not in disposition:
+        problems.append(f"Content-Disposition {disposition!r}")
+    second = urllib.request.urlopen(url).read()
+    if second != body:
+        problems.append("the same request gave different bytes")
+    return body, problems
+
+
+def same(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return False
+    if a.dtype.kind in "fc" or b.dtype.kind in "fc":
+        return bool(np.array_equal(a.astype("f8"), b.astype("f8"), equal_nan=True))
+    return bool(np.array_equal(a, b))
+
+
+def compare(got, want, problems, where):
+    if not same(got.values, want.values):
+        problems.append(f"{where}: values differ (dtype {got.dtype} vs {want.dtype}, shape {got.shape} vs {want.shape})")
+    if got.dims != want.dims:
+        problems.append(f"{where}: dims {got.dims} vs {want.dims}")
+    for key, value in want.attrs.items():
+        if key not in got.attrs or not same(got.attrs[key], value):
+            problems.append(f"{where}: attribute {key} = {got.attrs.get(key)!r}, want {value!r}")
+
+
+def ncdump_ok(path, problems):
+    if shutil.which("ncdump") is None:
+        problems.append("ncdump is not installed")
+        return
+    run = subprocess.run(["ncdump", "-h", path], capture_output=True, text=True)
+    if run.returncode != 0:
+        problems.append(f"ncdump -h failed: {run.stderr.strip()}")
+
+
+def gdal_info(path, variable):
+    run = subprocess.run(["gdalinfo", "-json", f"NETCDF:{path}:{variable}"], capture_output=True, text=True)
+    return json.loads(run.stdout) if run.returncode == 0 else None
+
+
+def gdal_check(file, var, want_ds, want, crs, problems):
+    """GDAL (3.6, Debian's) opens a CDF-2 file and reads its CRS and transform; its driver
+    has no CDF-5."""
+    info = gdal_info(file, var)
+    if info is None:
+        problems.append("gdalinfo cannot open it")
+        return
+    wkt = info.get("coordinateSystem", {}).get("wkt", "")
+    if crs not in wkt:
+        problems.append(f"GDAL's CRS lacks {crs!r}: {wkt[:100]!r}")
+    x, y = want["x"].values, want["y"].values
+    dx, dy = x[1] - x[0], y[1] - y[0]
+    # GDAL sets north up: the top edge is the largest y.
+    top = max(y[0], y[-1]) + abs(dy) / 2
+    expected = [x[0] - dx / 2, dx, 0.0, top, 0.0, -abs(dy)]
+    if not np.allclose(info.get("geoTransform", []), expected, rtol=1e-9, atol=1e-3):
+        problems.append(f"GDAL's transform {info.get('geoTransform')} vs {expected}")
+
+
+def main():
+    work = tempfile.mkdtemp()
+    for name, dataset, path, query, store, group, var, isel, projected in CASES:
+        file = os.path.join(work, "case.nc")
+        body, problems = download(dataset, path, query, file)
+        cdf2 = body[:4] == b"CDF\x02"
+        want_ds = xr.open_zarr(os.path.join(FIX, store), group=group, consolidated=False, decode_times=TIMES)
+        # Label selections are made by xarray's own `sel`.
+        want = want_ds[var].sel(isel["sel"]) if "sel" in isel else want_ds[var].isel(isel)
+        ncdump_ok(file, problems)
+        for engine in ["netcdf4"] + (["scipy"] if cdf2 else []):
+            with xr.open_dataset(file, engine=engine, decode_times=TIMES) as got_ds:
+                got = got_ds[var]
+                compare(got, want, problems, engine)
+                for key in ENCODED:
+                    if key in want.encoding and not same(got.encoding.get(key), want.encoding[key]):
+                        problems.append(f"{engine}: encoding {key} {got.encoding.get(key)!r}, want {want.encoding[key]!r}")
+                for coord in want.coords:
+                    if coord not in got.coords:
+                        problems.append(f"{engine}: coordinate {coord} missing (has {list(got.coords)})")
+                    else:
+                        compare(got.coords[coord], want.coords[coord], problems, f"{engine} {coord}")
+                mapping = want.attrs.get("grid_mapping")
+                if mapping:
+                    if mapping not in got_ds.variables:
+                        problems.append(f"{engine}: grid mapping {mapping} missing")
+                    else:
+                        for key, value in want_ds[mapping].attrs.items():
+                            if not same(got_ds[mapping].attrs.get(key), value):
+                                problems.append(f"{engine}: {mapping}.{key} differs")
+                if got_ds.attrs.get("Conventions") != "CF-1.10":
+                    problems.append(f"{engine}: Conventions {got_ds.attrs.get('Conventions')!r}")
+        if cdf2 and projected:
+            # GDAL's netCDF driver: the CRS and the transform of the cell edges.
+            gdal_check(file, var, want_ds, want, projected, problems)
+        if not cdf2 and body[:4] != b"CDF\x05":
+            problems.append(f"not a classic file: {body[:4]!r}")
+        report(f"{name} ({body[:4].decode(errors='replace')!r}, {len(body)} bytes)", problems)
+    for name, dataset, path, query, store, group, var, (ys, xs), epsg in GEOZARR:
+        file = os.path.join(work, "case.nc")
+        body, problems = download(dataset, path, query, file)
+        ncdump_ok(file, problems)
+        attrs = json.load(open(os.path.join(FIX, store, group, "zarr.json")))["attributes"]
+        a, b, c, d, e, f = attrs["spatial:transform"]
+        want_x = c + a * (np.arange(xs.start, xs.stop) + 0.5)
+        want_y = f + e * (np.arange(ys.start, ys.stop) + 0.5)
+        # The group's bands have other resolutions (dimensions of other sizes): read by zarr.
+        stored = zarr.open_array(os.path.join(FIX, store, group, var), mode="r")
+        with xr.open_dataset(file, engine="netcdf4", mask_and_scale=False) as got_ds:
+            if not same(got_ds[var].values, stored[ys, xs]) or got_ds[var].dtype != stored.dtype:
+                problems.append(f"values differ ({got_ds[var].dtype} vs {stored.dtype})")
+            for key, value in stored.attrs.items():
+                if not same(got_ds[var].attrs.get(key), value):
+                    problems.append(f"attribute {key} = {got_ds[var].attrs.get(key)!r}, want {value!r}")
+            if not same(got_ds["x"].values, want_x) or not same(got_ds["y"].values, want_y):
+                problems.append("x/y are not the cell centres of the transform")
+            # pyproj (PROJ) reads the CRS from the grid mapping as CF readers do.
+            crs = pyproj.CRS.from_cf(got_ds[got_ds[var].attrs["grid_mapping"]].attrs)
+            if crs.to_epsg() != epsg:
+                problems.append(f"pyproj reads the grid mapping as {crs.to_epsg()}, not EPSG:{epsg}")
+        report(f"{name} ({body[:4].decode(errors='replace')!r}, {len(body)} bytes)", problems)
+    print(f"bad {bad}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
