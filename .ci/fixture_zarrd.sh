@@ -19,7 +19,8 @@ source "$REPO_ROOT/.ci/ports.sh"
 
 # zarr 3.1.6 (the newest 3.1, no rectilinear grid; needs Python >= 3.11) with fsspec +
 # aiohttp (its HTTP path), TensorStore and xarray; the EDR clients OWSLib, edr-pydantic and
-# covjson-pydantic (.ci/edr_clients.sh); and what they resolved to, pinned so runs are
+# covjson-pydantic (.ci/edr_clients.sh); the NetCDF readers netCDF4 and scipy and pyproj
+# (.ci/downloads.sh); and what they resolved to, pinned so runs are
 # reproducible.
 PINS=(
     zarr==3.1.6
@@ -58,6 +59,10 @@ PINS=(
     pydantic_core==2.50.5
     annotated-types==0.8.0
     typing-inspection==0.4.5
+    netCDF4==1.7.5.1.post1
+    cftime==1.6.6.1
+    scipy==1.17.1
+    pyproj==3.7.2
 )
 
 log() { printf '[%s] %s\n' "$LOG_TAG" "$*"; }

@@ -66,8 +66,10 @@ fi
 
 # --- the deployment checks' tools (Debian packages) ------------------------------------
 # dockerd for .ci/docker.sh, debootstrap for its base-image stand-in, wrk for the load of
-# .ci/fleet.sh, haproxy to check deploy/haproxy/haproxy.cfg.
-declare -A DEPLOY_TOOLS=([dockerd]=docker.io [debootstrap]=debootstrap [wrk]=wrk [haproxy]=haproxy)
+# .ci/fleet.sh, haproxy to check deploy/haproxy/haproxy.cfg; ncdump and gdalinfo, the
+# readers of .ci/downloads.sh.
+declare -A DEPLOY_TOOLS=([dockerd]=docker.io [debootstrap]=debootstrap [wrk]=wrk [haproxy]=haproxy
+    [ncdump]=netcdf-bin [gdalinfo]=gdal-bin)
 missing=()
 for tool in "${!DEPLOY_TOOLS[@]}"; do
     if command -v "$tool" >/dev/null 2>&1 || [[ -x /usr/sbin/$tool ]]; then
