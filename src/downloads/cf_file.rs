@@ -22,7 +22,7 @@ use zarrd_core::zarr::metadata::Node;
 use crate::analysis::coordinates::{ArrayLabels, coordinate_array, sibling};
 use crate::analysis::grids::Found;
 use crate::catalog::{Catalog, Dataset};
-use crate::downloads::netcdf::{self, Dimension, File, NcType, Values, Variable};
+use crate::downloads::netcdf::{self, Dimension, File, Leading, NcType, Values, Variable};
 use crate::error::{Error, Result};
 use zarrd_core::coords::sel::Picked;
 use zarrd_core::grid::Kind;
@@ -138,8 +138,8 @@ pub async fn describe(
     // The file's dimensions: the array's kept ones, in order.
     let mut nc_dim = vec![None; rank];
     for d in (0..rank).filter(|&d| !region.dropped[d]) {
-        nc_dim[d] = Some(builder.file.dims.len());
-        builder.file.dims.push(Dimension { name: netcdf::name(&labels.name(d)), len: region.count(d) });
+        nc_dim[d] = Some(builder.out.file.dims.len());
+        builder.out.file.dims.push(Dimension { name: netcdf::name(&labels.name(d)), len: region.count(d) });
     }
     // The variables the data variable's `coordinates` names: scalar and auxiliary ones.
     let mut scalars = Vec::new();
@@ -167,7 +167,7 @@ pub async fn describe(
     let listed = meta.attributes.get("coordinates").and_then(Value::as_str).unwrap_or("");
     for aux in listed.split_whitespace() {
         let nc = netcdf::name(aux);
-        if builder.file.variables.iter().any(|v| v.name == nc) {
+        if builder.out.file.variables.iter().any(|v| v.name == nc) {
             continue;
         }
         let path = sibling(&array.path, aux);
@@ -213,7 +213,7 @@ pub async fn describe(
         attributes.push(("grid_mapping".into(), Values::text(&mapping)));
     }
     let name = array.path.rsplit('/').next().unwrap_or(&array.path);
-    builder.file.variables.push(Variable {
+    builder.out.file.variables.push(Variable {
         name: netcdf::name(if name.is_empty() { "data" } else { name }),
         dims: nc_dim.iter().flatten().copied().collect(),
         nc_type: data_type,
@@ -221,8 +221,8 @@ pub async fn describe(
     });
     builder.globals(catalog, dataset, array, source, request).await;
     Ok(Described {
-        file: builder.file,
-        leading: builder.leading,
+        file: builder.out.file,
+        leading: builder.out.bytes,
         versions: builder.versions,
         digests: builder.digests,
         reservation: builder.reservation,
@@ -327,8 +327,7 @@ fn plain(value: &Value) -> Option<Values> {
 
 #[derive(Default)]
 struct Builder {
-    file: File,
-    leading: Vec<u8>,
+    out: Leading,
     versions: Vec<(String, ObjectVersion)>,
     digests: Vec<u128>,
     reservation: Option<Reservation>,
@@ -382,12 +381,8 @@ impl Builder {
         Ok(())
     }
 
-    /// Adds a variable with its values (big-endian), padded.
     fn push(&mut self, variable: Variable, values: &[u8]) {
-        self.file.variables.push(variable);
-        self.leading.extend_from_slice(values);
-        let padding = netcdf::Layout::padding(values.len() as u64);
-        self.leading.resize(self.leading.len() + padding, 0);
+        self.out.push(variable, values);
     }
 
     /// x/y of a grid whose cells lie on an unrotated transform, for its dimensions without
@@ -469,7 +464,7 @@ impl Builder {
         }
         let Some(found) = grid.filter(|f| f.grid.kind != Kind::Curvilinear) else { return Ok(None) };
         let mut name = "spatial_ref".to_owned();
-        while self.file.variables.iter().any(|v| v.name == name) {
+        while self.out.file.variables.iter().any(|v| v.name == name) {
             name.push('_');
         }
         let wkt = found.grid.crs_wkt();
@@ -505,14 +500,14 @@ impl Builder {
                     continue;
                 }
                 if let Some(v) = plain(value) {
-                    self.file.attributes.push((netcdf::name(name), v));
+                    self.out.file.attributes.push((netcdf::name(name), v));
                 }
             }
         }
         let ours = format!("zarrd {}: {source} {request}", env!("CARGO_PKG_VERSION"));
         let history = if history.is_empty() { ours } else { format!("{history}\n{ours}") };
-        self.file.attributes.push(("Conventions".into(), Values::text("CF-1.10")));
-        self.file.attributes.push(("source".into(), Values::text(source)));
-        self.file.attributes.push(("history".into(), Values::text(&history)));
+        self.out.file.attributes.push(("Conventions".into(), Values::text("CF-1.10")));
+        self.out.file.attributes.push(("source".into(), Values::text(source)));
+        self.out.file.attributes.push(("history".into(), Values::text(&history)));
     }
 }

@@ -127,6 +127,23 @@ pub struct File {
     pub variables: Vec<Variable>,
 }
 
+/// A file being described, with the values of the variables given so far (written before
+/// the ones whose values stream later), each padded to 4 bytes.
+#[derive(Debug, Clone, Default)]
+pub struct Leading {
+    pub file: File,
+    pub bytes: Vec<u8>,
+}
+
+impl Leading {
+    /// Adds `variable` with its big-endian `values`.
+    pub fn push(&mut self, variable: Variable, values: &[u8]) {
+        self.file.variables.push(variable);
+        self.bytes.extend_from_slice(values);
+        self.bytes.resize(self.bytes.len() + Layout::padding(values.len() as u64), 0);
+    }
+}
+
 /// Why a file cannot be written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NcError {

@@ -26,6 +26,9 @@ pub const CONFORMANCE: [&str; 8] = [
 /// The output formats of every query.
 pub const OUTPUT_FORMATS: [&str; 3] = ["CoverageJSON", "GeoJSON", "CSV"];
 
+/// Those of an area or cube query, and of a collection (which offers both).
+pub const GRID_OUTPUT_FORMATS: [&str; 4] = ["CoverageJSON", "GeoJSON", "CSV", "NetCDF"];
+
 /// The media type of the OpenAPI document, as OWSLib looks for it.
 pub const OPENAPI_TYPE: &str = "application/vnd.oai.openapi+json;version=3.0";
 
@@ -70,7 +73,7 @@ pub fn collection(c: &Collection, instance: Option<&str>, href: &str) -> Value {
         let mut variables = json!({
             "title": format!("{} query", q.name()),
             "query_type": q.name(),
-            "output_formats": OUTPUT_FORMATS,
+            "output_formats": if matches!(q, QueryType::Area | QueryType::Cube) { &GRID_OUTPUT_FORMATS[..] } else { &OUTPUT_FORMATS[..] },
             "default_output_format": "CoverageJSON",
             "crs_details": [{"crs": "CRS84", "wkt": CRS84_WKT}],
         });
@@ -97,7 +100,7 @@ pub fn collection(c: &Collection, instance: Option<&str>, href: &str) -> Value {
         "extent": extent(c),
         "data_queries": queries,
         "crs": crs_list(c),
-        "output_formats": OUTPUT_FORMATS,
+        "output_formats": GRID_OUTPUT_FORMATS,
         "parameter_names": parameter_names(c),
         // EDR 1.1 (A.13): a collection offering `radius` says which `within-units` it takes.
         "distanceunits": DISTANCE_UNITS,
@@ -207,14 +210,15 @@ pub fn openapi(base: &str) -> Value {
         text("z", "a level (the nearest), an interval a/b, or a list a,b,c"),
         text("parameter-name", "a comma list of parameters (default: all)"),
         text("crs", "CRS84 or EPSG:4326"),
-        text("f", "CoverageJSON (default), GeoJSON or CSV"),
+        text("f", "CoverageJSON (default), GeoJSON, CSV, or NetCDF (area and cube)"),
     ];
     let cid = json!({"name": "collectionId", "in": "path", "required": true, "schema": {"type": "string"}});
     let answers = json!({
         "200": {"description": "the data", "content": {
             "application/prs.coverage+json": {"schema": {"type": "object"}},
             "application/geo+json": {"schema": {"type": "object"}},
-            "text/csv": {"schema": {"type": "string"}}}},
+            "text/csv": {"schema": {"type": "string"}},
+            "application/x-netcdf": {"schema": {"type": "string", "format": "binary"}}}},
         "400": {"description": "a bad parameter", "content": {"application/problem+json": {"schema": {"type": "object"}}}},
         "404": {"description": "no such collection", "content": {"application/problem+json": {"schema": {"type": "object"}}}},
         "413": {"description": "too large an answer", "content": {"application/problem+json": {"schema": {"type": "object"}}}},

@@ -29,6 +29,8 @@ pub fn size_bound(plan: &Plan, format: Format) -> u128 {
         Format::CoverageJson { .. } => plan.values() * u128::from(VALUE_BYTES) + axes + 4096 * (1 + n),
         Format::GeoJson => u128::from(plan.cells_taken()) * steps * (u128::from(FEATURE_BYTES) + n * 64),
         Format::Csv => u128::from(plan.cells_taken()) * steps * (u128::from(ROW_BYTES) + n * u128::from(VALUE_BYTES)),
+        // Every value as a double, the axes (2-D lat/lon on a projected grid) and the header.
+        Format::NetCdf => plan.values() * 8 + u128::from(plan.cells()) * 16 + axes + 4096 * (1 + n),
     }
 }
 

@@ -5,12 +5,13 @@
 //!
 //! [`collection`] finds the collections and their parameters (cached per version),
 //! [`params`] is a query's parameters typed, [`query`] plans a query before any read ([`places`]: the cells it takes), [`read`] reads it, [`encode`]
-//! writes CoverageJSON, GeoJSON or CSV, [`documents`] the discovery documents. No axum
+//! writes CoverageJSON, GeoJSON or CSV, [`netcdf`] an area or cube as a NetCDF file, [`documents`] the discovery documents. No axum
 //! here: the HTTP edge is `http::routes::edr`.
 
 pub mod collection;
 pub mod documents;
 pub mod encode;
+pub mod netcdf;
 pub mod params;
 pub mod places;
 pub mod query;

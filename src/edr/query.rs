@@ -21,6 +21,8 @@ pub enum Format {
     },
     GeoJson,
     Csv,
+    /// Area and cube only: a NetCDF classic file of the Grid coverage.
+    NetCdf,
 }
 
 impl Format {
@@ -34,8 +36,9 @@ impl Format {
                 "application/vnd.cov+json" => Ok(Self::CoverageJson { vnd: true }),
                 "geojson" | "application/geo+json" => Ok(Self::GeoJson),
                 "csv" | "text/csv" => Ok(Self::Csv),
+                "netcdf" | "nc" | "application/x-netcdf" => Ok(Self::NetCdf),
                 _ => Err(Error::BadRequest(format!(
-                    "f `{f}` is not an output format; allowed: CoverageJSON, GeoJSON, CSV"
+                    "f `{f}` is not an output format; allowed: CoverageJSON, GeoJSON, CSV, NetCDF (area and cube)"
                 ))),
             };
         }
@@ -46,6 +49,7 @@ impl Format {
                 "application/vnd.cov+json" => return Ok(Self::CoverageJson { vnd: true }),
                 "application/geo+json" => return Ok(Self::GeoJson),
                 "text/csv" => return Ok(Self::Csv),
+                "application/x-netcdf" => return Ok(Self::NetCdf),
                 _ => {}
             }
         }
@@ -58,6 +62,7 @@ impl Format {
             Self::CoverageJson { vnd: true } => "application/vnd.cov+json",
             Self::GeoJson => "application/geo+json",
             Self::Csv => "text/csv; charset=utf-8",
+            Self::NetCdf => crate::http::routes::download::MEDIA_TYPE,
         }
     }
 }

@@ -42,11 +42,9 @@ impl Format {
     }
 
     pub fn from_name(name: &str) -> Result<Self> {
-        Self::ALL
-            .into_iter()
-            .chain([Self::Csv])
-            .find(|f| f.name() == name)
-            .ok_or_else(|| Error::BadRequest(format!("unknown format `{name}`; allowed: npy, bin, json, png, csv")))
+        Self::ALL.into_iter().chain([Self::Csv]).find(|f| f.name() == name).ok_or_else(|| {
+            Error::BadRequest(format!("unknown format `{name}`; allowed: npy, bin, json, png, csv, nc (on /v1/slice)"))
+        })
     }
 
     /// The format named by `format`, else the first acceptable one in `Accept`, else npy.

@@ -182,3 +182,79 @@ async fn bad_downloads_get_problem_documents() {
     let doc = common::get(&small, "/v1/slice/analysis/daily/tas?format=nc").await.assert_problem(413);
     assert!(doc["detail"].as_str().unwrap().contains("NetCDF"), "{doc}");
 }
+
+fn edr_app() -> axum::Router {
+    let f = common::fixtures();
+    common::app_with(
+        vec![
+            ("edr", common::local_store(&f.join("edr/edr.zarr"))),
+            ("analysis", common::local_store(&f.join("analysis/analysis.zarr"))),
+            ("coastal", common::local_store(&f.join("curvilinear/coastal.zarr"))),
+        ],
+        common::config(""),
+    )
+}
+
+/// Every area and cube case of `tests/fixtures/edr/cases.json` (answers xarray computed),
+/// asked as `f=NetCDF`: each parameter's values as float64 (NaN where the answer has
+/// null), the x/y axes the CoverageJSON domain has, the levels, one step per time.
+#[tokio::test]
+async fn edr_area_and_cube_download_as_xarray_answered_them() {
+    let app = edr_app();
+    let cases: Vec<Value> =
+        serde_json::from_slice(&std::fs::read(common::fixtures().join("edr/cases.json")).unwrap()).unwrap();
+    let mut checked = 0;
+    for case in cases.iter().filter(|c| c["status"] == 200 && c["covjson"]["domainType"] == "Grid") {
+        let url = case["url"].as_str().unwrap();
+        if !(url.contains("/area?") || url.contains("/cube?")) {
+            continue;
+        }
+        let name = case["name"].as_str().unwrap();
+        let (reply, mut file, _dir) = open(&app, &format!("{url}&f=NetCDF")).await;
+        assert_eq!(&reply.body[..4], b"CDF\x02", "{name}");
+        let cov = &case["covjson"];
+        let axes = &cov["axes"];
+        for (axis, var) in [("x", "lon"), ("y", "lat")] {
+            let want: Vec<f64> = axes[axis].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+            assert_eq!(doubles(file.read_var(var).unwrap()), want, "{name}: {var}");
+        }
+        if let Some(z) = axes["z"].as_array() {
+            let want: Vec<f64> = z.iter().map(|v| v.as_f64().unwrap()).collect();
+            let dims: Vec<String> = file.data_set().get_dims().iter().map(|d| d.name().clone()).collect();
+            let vertical = dims.iter().find(|n| !["time", "lat", "lon"].contains(&n.as_str())).unwrap();
+            assert_eq!(doubles(file.read_var(vertical).unwrap()), want, "{name}: levels");
+        }
+        if let Some(t) = axes["t"].as_array() {
+            assert_eq!(file.data_set().dim_size("time"), Some(t.len()), "{name}: steps");
+        }
+        for (parameter, range) in cov["ranges"].as_object().unwrap() {
+            let got = file.read_var_f64(parameter).unwrap();
+            let want = flat(&range["values"]);
+            assert_eq!(got.len(), want.len(), "{name}: {parameter}");
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                match w {
+                    Some(w) => assert!(*g == *w || (*g as f32) == (*w as f32), "{name} {parameter}[{i}]: {g} vs {w}"),
+                    None => assert!(g.is_nan(), "{name} {parameter}[{i}]: {g}, want missing"),
+                }
+            }
+        }
+        checked += 1;
+    }
+    assert!(checked >= 10, "{checked} cases");
+}
+
+#[tokio::test]
+async fn edr_netcdf_is_for_grid_coverages() {
+    let app = edr_app();
+    let doc = common::get(&app, "/edr/collections/edr/position?coords=POINT(0%200)&f=NetCDF").await.assert_problem(400);
+    assert!(doc["detail"].as_str().unwrap().contains("area and cube"), "{doc}");
+    let curvilinear = "/edr/collections/coastal/cube?bbox=-70,40,-69,41&parameter-name=temp&f=NetCDF";
+    let doc = common::get(&app, curvilinear).await.assert_problem(422);
+    assert!(doc["detail"].as_str().unwrap().contains("curvilinear"), "{doc}");
+    let collection = common::get(&app, "/edr/collections/edr").await.json();
+    assert!(collection["output_formats"].as_array().unwrap().contains(&Value::from("NetCDF")));
+    let cube = &collection["data_queries"]["cube"]["link"]["variables"]["output_formats"];
+    assert!(cube.as_array().unwrap().contains(&Value::from("NetCDF")), "{cube}");
+    let position = &collection["data_queries"]["position"]["link"]["variables"]["output_formats"];
+    assert!(!position.as_array().unwrap().contains(&Value::from("NetCDF")), "{position}");
+}

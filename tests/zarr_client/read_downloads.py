@@ -66,6 +66,16 @@ GEOZARR = [
      (slice(10, 50), slice(20, 90)), 32633),
 ]
 
+# EDR `f=NetCDF`: (name, collection, query, store, group, parameters, selection by xarray)
+EDR = [
+    ("EDR cube: two parameters, levels, a time range", "edr", "cube?bbox=10,20,40,50&z=850,500"
+     "&datetime=2000-01-02T00:00:00Z/2000-01-04T00:00:00Z&parameter-name=ta,ua", "edr/edr.zarr", None, ["ta", "ua"],
+     {"time": slice("2000-01-02T00:00:00", "2000-01-04T00:00:00"), "plev": [850.0, 500.0], "lat": slice(20, 50), "lon": slice(10, 40)}),
+    ("EDR area: a rectangle of centres", "edr:surface",
+     "area?coords=POLYGON((5 15,45 15,45 55,5 55,5 15))", "edr/edr.zarr", "surface", ["t2m", "tp"],
+     {"lat": slice(15, 55), "lon": slice(5, 45)}),
+]
+
 bad = 0
 
 
@@ -75,8 +85,8 @@ def report(name, problems):
     bad += bool(problems)
 
 
-def download(dataset, path, query, into):
-    url = f"{BASE}/v1/slice/{dataset}/{path}?{query}&format=nc".replace(" ", "%20")
+def download(dataset, path, query, into, url=None):
+    url = url or f"{BASE}/v1/slice/{dataset}/{path}?{query}&format=nc".replace(" ", "%20")
     # Compressed on the way as a client asking for gzip gets it (Python has no zstd).
     request = urllib.request.Request(url, headers={"Accept-Encoding": "gzip"})
     with urllib.request.urlopen(request) as response:
@@ -90,7 +100,7 @@ def download(dataset, path, query, into):
     problems = []
     if kind != "application/x-netcdf":
         problems.append(f"Content-Type {kind}")
-    if f'filename="{path.rsplit("/", 1)[-1]}.nc"' not in disposition:
+    if f'filename="{path.rsplit("/", 1)[-1]}.nc"' not in disposition or not disposition.startswith("attachment"):
         problems.append(f"Content-Disposition {disposition!r}")
     second = urllib.request.urlopen(url).read()
     if second != body:
@@ -105,6 +115,14 @@ def same(a, b):
     if a.dtype.kind in "fc" or b.dtype.kind in "fc":
         return bool(np.array_equal(a.astype("f8"), b.astype("f8"), equal_nan=True))
     return bool(np.array_equal(a, b))
+
+
+def same_labels(a, b):
+    """Labels: numbers as numbers, dates (cftime objects) by equality."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype == object or b.dtype == object:
+        return a.shape == b.shape and all(x == y for x, y in zip(a.ravel(), b.ravel()))
+    return same(a, b)
 
 
 def compare(got, want, problems, where):
@@ -148,6 +166,36 @@ def gdal_check(file, var, want_ds, want, crs, problems):
     expected = [x[0] - dx / 2, dx, 0.0, top, 0.0, -abs(dy)]
     if not np.allclose(info.get("geoTransform", []), expected, rtol=1e-9, atol=1e-3):
         problems.append(f"GDAL's transform {info.get('geoTransform')} vs {expected}")
+
+
+def edr_projected(work):
+    """An EDR cube on a Lambert conformal grid: the native box of the cells whose centre
+    (the store's own 2-D latitude/longitude) lies in the CRS84 box, the others NaN; x/y,
+    latitude/longitude and a grid mapping pyproj reads as the store's."""
+    file = os.path.join(work, "case.nc")
+    url = f"{BASE}/edr/collections/hrrr/cube?bbox=-100,35,-90,40&f=NetCDF"
+    body, problems = download("hrrr", "cube", None, file, url)
+    ncdump_ok(file, problems)
+    ds = xr.open_zarr(os.path.join(FIX, "grids/hrrr_lcc.zarr"), consolidated=False)
+    lat, lon = ds["latitude"].values, (ds["longitude"].values + 180) % 360 - 180
+    inside = (lat >= 35) & (lat <= 40) & (lon >= -100) & (lon <= -90)
+    rows, cols = np.nonzero(inside)
+    box = (slice(rows.min(), rows.max() + 1), slice(cols.min(), cols.max() + 1))
+    want = ds["t2m"].values[:, box[0], box[1]].astype("f8")
+    want[:, ~inside[box]] = np.nan
+    with xr.open_dataset(file, engine="netcdf4") as got:
+        if not same(got["t2m"].values, want):
+            problems.append(f"t2m differs ({got['t2m'].shape} vs {want.shape})")
+        for name, values in [("lat", lat[box]), ("lon", lon[box]), ("x", ds["x"].values[box[1]]),
+                             ("y", ds["y"].values[box[0]])]:
+            if not np.allclose(got[name].values, values, rtol=0, atol=1e-9):
+                problems.append(f"{name} differs")
+        theirs = pyproj.CRS.from_cf(ds["lambert_conformal_conic"].attrs)
+        ours = pyproj.CRS.from_cf(got[got["t2m"].attrs["grid_mapping"]].attrs)
+        probe = pyproj.Transformer.from_crs(ours, theirs, always_xy=True).transform(123456.0, -654321.0)
+        if not np.allclose(probe, (123456.0, -654321.0), atol=1e-3):
+            problems.append(f"the grid mapping is another projection: {ours.to_proj4()}")
+    report(f"EDR cube on Lambert conformal ({body[:4].decode(errors='replace')!r}, {len(body)} bytes)", problems)
 
 
 def main():
@@ -211,6 +259,27 @@ def main():
             if crs.to_epsg() != epsg:
                 problems.append(f"pyproj reads the grid mapping as {crs.to_epsg()}, not EPSG:{epsg}")
         report(f"{name} ({body[:4].decode(errors='replace')!r}, {len(body)} bytes)", problems)
+    for name, cid, query, store, group, parameters, selection in EDR:
+        file = os.path.join(work, "case.nc")
+        url = f"{BASE}/edr/collections/{cid}/{query}&f=NetCDF".replace(" ", "%20")
+        body, problems = download(cid, query.split("?")[0], None, file, url)
+        ncdump_ok(file, problems)
+        want_ds = xr.open_zarr(os.path.join(FIX, store), group=group, consolidated=False, decode_times=TIMES)
+        want_ds = want_ds[parameters].sel(selection)
+        for engine in ["netcdf4", "scipy"]:
+            with xr.open_dataset(file, engine=engine, decode_times=TIMES) as got_ds:
+                for p in parameters:
+                    got, want = got_ds[p], want_ds[p].astype("f8")
+                    if got.dtype != np.float64 or not same(got.values, want.values):
+                        problems.append(f"{engine} {p}: values differ ({got.dtype}, {got.shape} vs {want.shape})")
+                    for attr in ("units", "long_name"):
+                        if attr in want.attrs and got.attrs.get(attr) != want.attrs[attr]:
+                            problems.append(f"{engine} {p}: {attr} {got.attrs.get(attr)!r}")
+                for coord in want_ds.coords:
+                    if coord not in got_ds.coords or not same_labels(got_ds[coord].values, want_ds[coord].values):
+                        problems.append(f"{engine}: coordinate {coord} differs")
+        report(f"{name} ({body[:4].decode(errors='replace')!r}, {len(body)} bytes)", problems)
+    edr_projected(work)
     print(f"bad {bad}")
     return 1 if bad else 0
 

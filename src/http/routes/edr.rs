@@ -165,6 +165,12 @@ impl Answer<'_> {
         let params: EdrQuery = crate::http::query::parse(raw)?;
         let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
         let format = Format::choose(params.f.as_deref(), accept)?;
+        if format == Format::NetCdf && !matches!(self.query, QueryType::Area | QueryType::Cube) {
+            return Err(Error::BadRequest(format!(
+                "f=NetCDF answers area and cube queries (a Grid coverage); a {} query answers CoverageJSON, GeoJSON or CSV",
+                self.query.name()
+            )));
+        }
         let plan = query::plan(collection, self.query, &params)?;
         let limits = &state.config.limits;
         if plan.values() > u128::from(limits.max_reduce_cells) {
@@ -199,6 +205,23 @@ impl Answer<'_> {
             Format::CoverageJson { .. } => encode::coverage_json(collection, answer),
             Format::GeoJson => encode::geo_json(answer),
             Format::Csv => encode::csv(answer),
+            Format::NetCdf => {
+                let mut file = crate::edr::netcdf::file(collection, answer)?;
+                let body = async move {
+                    let length = file.length;
+                    let response = (
+                        [
+                            (header::CONTENT_TYPE, format.media_type().to_owned()),
+                            (header::CONTENT_LENGTH, length.to_string()),
+                            (header::CONTENT_DISPOSITION, format!("attachment; filename=\"{}.nc\"", self.query.name())),
+                        ],
+                        body::pieces(move || file.next_piece()),
+                    )
+                        .into_response();
+                    Ok(budget_body::holding(response, held))
+                };
+                return validators(&versions).respond(headers, body).await;
+            }
         };
         let body = async move {
             // Small answers whole (with a length, and kept by the response cache).
