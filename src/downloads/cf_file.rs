@@ -120,19 +120,17 @@ pub async fn describe(
     catalog: &Catalog,
     dataset: &Dataset,
     array: &ArrayReader,
-    labels: &ArrayLabels,
-    grid: Option<&Found>,
+    (labels, grid): (&ArrayLabels, Option<&Found>),
     region: &Region,
     (source, request): (&str, &str),
+    text_width: Option<u64>,
 ) -> Result<Described> {
     let meta = &array.meta;
-    let data_type = nc_type(meta.data_type).ok_or_else(|| {
-        Error::Unsupported(format!(
-            "NetCDF cannot hold {} values (`{}`); use format=npy or format=json",
-            meta.data_type.name(),
-            array.path
-        ))
-    })?;
+    // Text is `char` with a last dimension of the longest element's bytes.
+    let data_type = match text_width {
+        Some(_) => NcType::Char,
+        None => nc_type(meta.data_type).ok_or_else(|| unsupported(array))?,
+    };
     let rank = meta.shape.len();
     let mut builder = Builder::default();
     // The file's dimensions: the array's kept ones, in order.
@@ -143,6 +141,11 @@ pub async fn describe(
     }
     // The variables the data variable's `coordinates` names: scalar and auxiliary ones.
     let mut scalars = Vec::new();
+    let mut data_dims: Vec<usize> = nc_dim.iter().flatten().copied().collect();
+    if let Some(width) = text_width {
+        data_dims.push(builder.out.file.dims.len());
+        builder.out.file.dims.push(Dimension { name: format!("string{width}"), len: width });
+    }
     // Coordinate variables, from the arrays named as the dimensions.
     let mut covered = vec![false; rank];
     for d in 0..rank {
@@ -206,6 +209,10 @@ pub async fn describe(
             attributes.push(("missing_value".into(), typed(&values, data_type)));
         }
     }
+    if meta.data_type == DataType::String {
+        // How CF readers (xarray, netCDF4) learn that the characters are UTF-8 text.
+        attributes.push(("_Encoding".into(), Values::text("utf-8")));
+    }
     if !scalars.is_empty() {
         attributes.push(("coordinates".into(), Values::text(&scalars.join(" "))));
     }
@@ -215,7 +222,7 @@ pub async fn describe(
     let name = array.path.rsplit('/').next().unwrap_or(&array.path);
     builder.out.file.variables.push(Variable {
         name: netcdf::name(if name.is_empty() { "data" } else { name }),
-        dims: nc_dim.iter().flatten().copied().collect(),
+        dims: data_dims,
         nc_type: data_type,
         attributes,
     });
@@ -228,6 +235,20 @@ pub async fn describe(
         reservation: builder.reservation,
         fill: fill.map(|f| element_bytes(f, meta.data_type)),
     })
+}
+
+/// The 422 for an array of a type NetCDF cannot hold.
+pub fn unsupported(array: &ArrayReader) -> Error {
+    Error::Unsupported(format!(
+        "NetCDF cannot hold {} values (`{}`); use format=npy or format=json",
+        array.meta.data_type.name(),
+        array.path
+    ))
+}
+
+/// Whether the array's elements are text or bytes of any length (written as `char`).
+pub fn is_text(data_type: DataType) -> bool {
+    matches!(data_type, DataType::String | DataType::Bytes)
 }
 
 /// The data variable's missing value as xarray reads it: `_FillValue`, else (in Zarr v2,

@@ -280,6 +280,17 @@ def main():
                         problems.append(f"{engine}: coordinate {coord} differs")
         report(f"{name} ({body[:4].decode(errors='replace')!r}, {len(body)} bytes)", problems)
     edr_projected(work)
+    for array in ("grid_2d_missing", "plain_1d", "scalar"):
+        file = os.path.join(work, "case.nc")
+        body, problems = download("strings", array, "s=", file)
+        ncdump_ok(file, problems)
+        want = np.asarray(zarr.open_array(os.path.join(FIX, "strings/data.zarr", array), mode="r")[...])
+        for engine in ["netcdf4", "scipy"]:
+            with xr.open_dataset(file, engine=engine) as got:
+                values = np.asarray(got[array].values)
+                if values.shape != want.shape or not all(str(g) == str(w) for g, w in zip(values.ravel(), want.ravel())):
+                    problems.append(f"{engine}: the text differs")
+        report(f"text as char: {array} ({body[:4].decode(errors='replace')!r}, {len(body)} bytes)", problems)
     print(f"bad {bad}")
     return 1 if bad else 0
 

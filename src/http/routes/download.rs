@@ -45,12 +45,9 @@ impl Download<'_> {
         }
         let array = self.array;
         let meta = &array.meta;
-        if cf_file::nc_type(meta.data_type).is_none() {
-            return Err(Error::Unsupported(format!(
-                "NetCDF cannot hold {} values (`{}`); use format=npy or format=json",
-                meta.data_type.name(),
-                array.path
-            )));
+        let text = cf_file::is_text(meta.data_type);
+        if !text && cf_file::nc_type(meta.data_type).is_none() {
+            return Err(cf_file::unsupported(array));
         }
         let (catalog, config) = (&self.state.catalog, &self.state.config);
         let labels = self.state.coords.of(catalog, self.dataset, array).await?;
@@ -74,12 +71,28 @@ impl Download<'_> {
                 (Region::of_selection(&selection), Read::Indices(selection), format!("s={}", s.unwrap_or("")))
             }
         };
-        let source = format!("{}/{}", self.ds, array.path);
-        let described =
-            cf_file::describe(catalog, self.dataset, array, &labels, grid.as_deref(), &region, (&source, &request))
-                .await?;
-        let layout = described.file.layout().map_err(|e| Error::Unsupported(e.to_string()))?;
         let limit = config.limits.max_response_bytes;
+        // Text is read first: the file's string dimension is its longest element.
+        let strings = match (&read, text) {
+            (_, false) => None,
+            (Read::Indices(selection), true) => Some(array.read_strings(selection, limit).await?),
+            (Read::Labels(_), true) => {
+                return Err(Error::BadRequest(format!("sel= selects numbers; `{}` holds text: use s=", array.path)));
+            }
+        };
+        let width = strings.as_ref().map(|t| t.elements.iter().map(|e| e.len()).max().unwrap_or(0).max(1) as u64);
+        let source = format!("{}/{}", self.ds, array.path);
+        let described = cf_file::describe(
+            catalog,
+            self.dataset,
+            array,
+            (&labels, grid.as_deref()),
+            &region,
+            (&source, &request),
+            width,
+        )
+        .await?;
+        let layout = described.file.layout().map_err(|e| Error::Unsupported(e.to_string()))?;
         if layout.length > limit {
             return Err(Error::TooLarge { what: "NetCDF", size: u128::from(layout.length), limit });
         }
@@ -100,12 +113,20 @@ impl Download<'_> {
             }
         }
         let item = meta.data_type.size();
-        let (data, mut versions, reservation) = match read {
-            Read::Indices(selection) => {
+        let (data, mut versions, reservation) = match (read, strings, width) {
+            (_, Some(strings), Some(width)) => {
+                let mut chars = Vec::with_capacity(strings.elements.len() * width as usize);
+                for element in &strings.elements {
+                    chars.extend_from_slice(element);
+                    chars.resize(chars.len() + width as usize - element.len(), 0);
+                }
+                (Decoded::Whole(chars), strings.object_versions, strings.reservation)
+            }
+            (Read::Indices(selection), ..) => {
                 let output = array.read(&selection, 0, true).await?;
                 (output.data, output.object_versions, output.reservation)
             }
-            Read::Labels(resolved) => {
+            (Read::Labels(resolved), ..) => {
                 let (mut stored, versions, reservation) = resolved.read(array).await?;
                 if let Some(mask) = &resolved.mask {
                     // Cells of the index box outside the latitude/longitude box: missing.
