@@ -195,24 +195,8 @@ pub async fn describe(
         scalars.push(name.clone());
     }
     // The data variable, last.
-    let mut attributes = copied(&meta.attributes, data_type, meta.data_type);
     let fill = fill_value(meta);
-    if let Some(fill) = fill {
-        attributes.push(("_FillValue".into(), typed(&[fill], data_type)));
-    }
-    if let Some(missing) = meta.attributes.get("missing_value") {
-        let values: Vec<f64> = match missing {
-            Value::Array(list) => list.iter().filter_map(|v| cf::number(v, meta.data_type)).collect(),
-            v => cf::number(v, meta.data_type).into_iter().collect(),
-        };
-        if !values.is_empty() {
-            attributes.push(("missing_value".into(), typed(&values, data_type)));
-        }
-    }
-    if meta.data_type == DataType::String {
-        // How CF readers (xarray, netCDF4) learn that the characters are UTF-8 text.
-        attributes.push(("_Encoding".into(), Values::text("utf-8")));
-    }
+    let mut attributes = data_attributes(meta, data_type, fill);
     if !scalars.is_empty() {
         attributes.push(("coordinates".into(), Values::text(&scalars.join(" "))));
     }
@@ -235,6 +219,32 @@ pub async fn describe(
         reservation: builder.reservation,
         fill: fill.map(|f| element_bytes(f, meta.data_type)),
     })
+}
+
+/// The data variable's own attributes, its missing values typed as it is.
+fn data_attributes(
+    meta: &zarrd_core::zarr::metadata::ArrayMetadata,
+    data_type: NcType,
+    fill: Option<f64>,
+) -> Vec<(String, Values)> {
+    let mut attributes = copied(&meta.attributes, data_type, meta.data_type);
+    if let Some(fill) = fill {
+        attributes.push(("_FillValue".into(), typed(&[fill], data_type)));
+    }
+    if let Some(missing) = meta.attributes.get("missing_value") {
+        let values: Vec<f64> = match missing {
+            Value::Array(list) => list.iter().filter_map(|v| cf::number(v, meta.data_type)).collect(),
+            v => cf::number(v, meta.data_type).into_iter().collect(),
+        };
+        if !values.is_empty() {
+            attributes.push(("missing_value".into(), typed(&values, data_type)));
+        }
+    }
+    if meta.data_type == DataType::String {
+        // How CF readers (xarray, netCDF4) learn that the characters are UTF-8 text.
+        attributes.push(("_Encoding".into(), Values::text("utf-8")));
+    }
+    attributes
 }
 
 /// The 422 for an array of a type NetCDF cannot hold.

@@ -19,8 +19,10 @@ use crate::http::conditional::{EtagBuilder, Validators, Varies};
 use crate::http::query::SliceQuery;
 use crate::http::routes::labelled::with_selection;
 use crate::http::state::AppState;
+use zarrd_core::ops::budget::Reservation;
 use zarrd_core::read::selection::{DimSelection, Selection};
-use zarrd_core::read::{ArrayReader, Decoded, ReadError};
+use zarrd_core::read::strings::TextOutput;
+use zarrd_core::read::{ArrayReader, Decoded, ObjectVersion, ReadError};
 
 pub const MEDIA_TYPE: &str = "application/x-netcdf";
 
@@ -113,30 +115,7 @@ impl Download<'_> {
             }
         }
         let item = meta.data_type.size();
-        let (data, mut versions, reservation) = match (read, strings, width) {
-            (_, Some(strings), Some(width)) => {
-                let mut chars = Vec::with_capacity(strings.elements.len() * width as usize);
-                for element in &strings.elements {
-                    chars.extend_from_slice(element);
-                    chars.resize(chars.len() + width as usize - element.len(), 0);
-                }
-                (Decoded::Whole(chars), strings.object_versions, strings.reservation)
-            }
-            (Read::Indices(selection), ..) => {
-                let output = array.read(&selection, 0, true).await?;
-                (output.data, output.object_versions, output.reservation)
-            }
-            (Read::Labels(resolved), ..) => {
-                let (mut stored, versions, reservation) = resolved.read(array).await?;
-                if let Some(mask) = &resolved.mask {
-                    // Cells of the index box outside the latitude/longitude box: missing.
-                    let nan = if item == 4 { f32::NAN.to_le_bytes().to_vec() } else { f64::NAN.to_le_bytes().to_vec() };
-                    let fill = described.fill.clone().unwrap_or(nan);
-                    mask.fill(&mut stored, item, &fill, &resolved.full_shape);
-                }
-                (Decoded::Whole(stored), versions, reservation)
-            }
-        };
+        let (data, mut versions, reservation) = read_data(array, read, strings, described.fill.clone()).await?;
         versions.extend(described.versions.iter().cloned());
         let name = array.path.rsplit('/').next().unwrap_or("data").to_owned();
         let build = async move {
@@ -156,6 +135,41 @@ impl Download<'_> {
         }
         tag
     }
+}
+
+/// The data variable's values as read: text padded to the string dimension, a label
+/// selection gathered (cells of its index box outside a latitude/longitude box set to the
+/// fill), an index selection streamed.
+async fn read_data(
+    array: &ArrayReader,
+    read: Read,
+    strings: Option<TextOutput>,
+    fill: Option<Vec<u8>>,
+) -> Result<(Decoded, Vec<(String, ObjectVersion)>, Reservation)> {
+    let item = array.meta.data_type.size();
+    Ok(match (read, strings) {
+        (_, Some(strings)) => {
+            let width = strings.elements.iter().map(|e| e.len()).max().unwrap_or(0).max(1);
+            let mut chars = Vec::with_capacity(strings.elements.len() * width);
+            for element in &strings.elements {
+                chars.extend_from_slice(element);
+                chars.resize(chars.len() + width - element.len(), 0);
+            }
+            (Decoded::Whole(chars), strings.object_versions, strings.reservation)
+        }
+        (Read::Indices(selection), None) => {
+            let output = array.read(&selection, 0, true).await?;
+            (output.data, output.object_versions, output.reservation)
+        }
+        (Read::Labels(resolved), None) => {
+            let (mut stored, versions, reservation) = resolved.read(array).await?;
+            if let Some(mask) = &resolved.mask {
+                let nan = if item == 4 { f32::NAN.to_le_bytes().to_vec() } else { f64::NAN.to_le_bytes().to_vec() };
+                mask.fill(&mut stored, item, &fill.unwrap_or(nan), &resolved.full_shape);
+            }
+            (Decoded::Whole(stored), versions, reservation)
+        }
+    })
 }
 
 /// A download is one media type whatever the client accepts, compressed on the way.
