@@ -217,7 +217,7 @@ pub async fn describe(
         versions: builder.versions,
         digests: builder.digests,
         reservation: builder.reservation,
-        fill: fill.map(|f| element_bytes(f, meta.data_type)),
+        fill: fill.and_then(|f| element_bytes(f, meta.data_type)),
     })
 }
 
@@ -274,20 +274,11 @@ fn fill_value(meta: &zarrd_core::zarr::metadata::ArrayMetadata) -> Option<f64> {
     None
 }
 
-/// `value` as one little-endian element of `data_type` (a real number type).
-fn element_bytes(value: f64, data_type: DataType) -> Vec<u8> {
-    match data_type {
-        DataType::Bool | DataType::UInt8 => vec![value as u8],
-        DataType::Int8 => (value as i8).to_le_bytes().to_vec(),
-        DataType::Int16 => (value as i16).to_le_bytes().to_vec(),
-        DataType::UInt16 => (value as u16).to_le_bytes().to_vec(),
-        DataType::Int32 => (value as i32).to_le_bytes().to_vec(),
-        DataType::UInt32 => (value as u32).to_le_bytes().to_vec(),
-        DataType::Int64 => (value as i64).to_le_bytes().to_vec(),
-        DataType::UInt64 => (value as u64).to_le_bytes().to_vec(),
-        DataType::Float32 => (value as f32).to_le_bytes().to_vec(),
-        _ => value.to_le_bytes().to_vec(),
-    }
+/// `value` as one little-endian element of `data_type` (a type NetCDF holds).
+fn element_bytes(value: f64, data_type: DataType) -> Option<Vec<u8>> {
+    let mut bytes = typed(&[value], nc_type(data_type)?).bytes;
+    bytes.reverse();
+    Some(bytes)
 }
 
 /// `values` as attribute values of `nc_type` (CF: `_FillValue` and the valid range have

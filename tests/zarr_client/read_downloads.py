@@ -168,13 +168,13 @@ def gdal_check(file, var, want_ds, want, crs, problems):
         problems.append(f"GDAL's transform {info.get('geoTransform')} vs {expected}")
 
 
-def edr_projected(work):
-    """An EDR cube on a Lambert conformal grid: the native box of the cells whose centre
-    (the store's own 2-D latitude/longitude) lies in the CRS84 box, the others NaN; x/y,
-    latitude/longitude and a grid mapping pyproj reads as the store's."""
+def edr_projected(work, url, name, kind):
+    """A latitude/longitude box on a Lambert conformal grid (an EDR cube, or `sel=` of a
+    slice): the native box of the cells whose centre (the store's own 2-D latitude/longitude)
+    lies in it, the others NaN; x/y, latitude/longitude and a grid mapping pyproj reads as
+    the store's."""
     file = os.path.join(work, "case.nc")
-    url = f"{BASE}/edr/collections/hrrr/cube?bbox=-100,35,-90,40&f=NetCDF"
-    body, problems = download("hrrr", "cube", None, file, url)
+    body, problems = download("hrrr", name, None, file, url)
     ncdump_ok(file, problems)
     ds = xr.open_zarr(os.path.join(FIX, "grids/hrrr_lcc.zarr"), consolidated=False)
     lat, lon = ds["latitude"].values, (ds["longitude"].values + 180) % 360 - 180
@@ -186,16 +186,20 @@ def edr_projected(work):
     with xr.open_dataset(file, engine="netcdf4") as got:
         if not same(got["t2m"].values, want):
             problems.append(f"t2m differs ({got['t2m'].shape} vs {want.shape})")
-        for name, values in [("lat", lat[box]), ("lon", lon[box]), ("x", ds["x"].values[box[1]]),
-                             ("y", ds["y"].values[box[0]])]:
-            if not np.allclose(got[name].values, values, rtol=0, atol=1e-9):
-                problems.append(f"{name} differs")
+        names = {"lat": "lat", "lon": "lon"} if kind == "EDR" else {"lat": "latitude", "lon": "longitude"}
+        for key, values in [("lat", lat[box]), ("lon", lon[box]), ("x", ds["x"].values[box[1]]),
+                            ("y", ds["y"].values[box[0]])]:
+            got_values = got[names.get(key, key)].values
+            if key == "lon":
+                got_values = (got_values + 180) % 360 - 180
+            if not np.allclose(got_values, values, rtol=0, atol=1e-9):
+                problems.append(f"{key} differs")
         theirs = pyproj.CRS.from_cf(ds["lambert_conformal_conic"].attrs)
         ours = pyproj.CRS.from_cf(got[got["t2m"].attrs["grid_mapping"]].attrs)
         probe = pyproj.Transformer.from_crs(ours, theirs, always_xy=True).transform(123456.0, -654321.0)
         if not np.allclose(probe, (123456.0, -654321.0), atol=1e-3):
             problems.append(f"the grid mapping is another projection: {ours.to_proj4()}")
-    report(f"EDR cube on Lambert conformal ({body[:4].decode(errors='replace')!r}, {len(body)} bytes)", problems)
+    report(f"{kind} box on Lambert conformal ({body[:4].decode(errors='replace')!r}, {len(body)} bytes)", problems)
 
 
 def main():
@@ -279,7 +283,8 @@ def main():
                     if coord not in got_ds.coords or not same_labels(got_ds[coord].values, want_ds[coord].values):
                         problems.append(f"{engine}: coordinate {coord} differs")
         report(f"{name} ({body[:4].decode(errors='replace')!r}, {len(body)} bytes)", problems)
-    edr_projected(work)
+    edr_projected(work, f"{BASE}/edr/collections/hrrr/cube?bbox=-100,35,-90,40&f=NetCDF", "cube", "EDR")
+    edr_projected(work, f"{BASE}/v1/slice/hrrr/t2m?sel=lat:35..40,lon:-100..-90&format=nc", "t2m", "sel=")
     for array in ("grid_2d_missing", "plain_1d", "scalar"):
         file = os.path.join(work, "case.nc")
         body, problems = download("strings", array, "s=", file)
