@@ -95,12 +95,20 @@ impl Values {
     }
 }
 
-/// Turns little-endian elements of `size` bytes into big-endian ones, in place.
+/// Turns little-endian elements of `size` bytes into big-endian ones, in place: a loop
+/// per width the compiler turns into vector byte shuffles (a download's data passes here).
 pub fn to_big_endian(bytes: &mut [u8], size: usize) {
-    if size > 1 {
-        for element in bytes.chunks_exact_mut(size) {
-            element.reverse();
-        }
+    match size {
+        2 => swap_each::<2>(bytes, |b| u16::from_le_bytes(b).to_be_bytes()),
+        4 => swap_each::<4>(bytes, |b| u32::from_le_bytes(b).to_be_bytes()),
+        8 => swap_each::<8>(bytes, |b| u64::from_le_bytes(b).to_be_bytes()),
+        _ => {}
+    }
+}
+
+fn swap_each<const N: usize>(bytes: &mut [u8], swap: impl Fn([u8; N]) -> [u8; N]) {
+    for element in bytes.as_chunks_mut::<N>().0 {
+        *element = swap(*element);
     }
 }
 
@@ -401,5 +409,9 @@ mod tests {
         let v = Values::from_le(NcType::Int, [1i32, -2].iter().flat_map(|v| v.to_le_bytes()).collect());
         assert_eq!(v.bytes, [0, 0, 0, 1, 0xff, 0xff, 0xff, 0xfe]);
         assert_eq!(v.len(), 2);
+        let short = Values::from_le(NcType::Short, 0x0102i16.to_le_bytes().to_vec());
+        assert_eq!(short.bytes, [1, 2]);
+        let double = Values::from_le(NcType::Double, 1.5f64.to_le_bytes().to_vec());
+        assert_eq!(double.bytes, 1.5f64.to_be_bytes());
     }
 }
