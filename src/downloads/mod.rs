@@ -2,5 +2,6 @@
 //! "Region downloads"): a selection of an array as a NetCDF classic file
 //! ([`netcdf`], described by [`cf_file`]), streamed from the planned read.
 
+pub mod attributes;
 pub mod cf_file;
 pub mod netcdf;

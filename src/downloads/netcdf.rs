@@ -9,6 +9,9 @@
 //! in the header is 8 bytes. No record (unlimited) dimension is written, so `numrecs` is 0
 //! and every variable's data is contiguous.
 
+/// The media type of a NetCDF file.
+pub const MEDIA_TYPE: &str = "application/x-netcdf";
+
 /// The external types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NcType {

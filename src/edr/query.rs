@@ -62,7 +62,7 @@ impl Format {
             Self::CoverageJson { vnd: true } => "application/vnd.cov+json",
             Self::GeoJson => "application/geo+json",
             Self::Csv => "text/csv; charset=utf-8",
-            Self::NetCdf => crate::http::routes::download::MEDIA_TYPE,
+            Self::NetCdf => crate::downloads::netcdf::MEDIA_TYPE,
         }
     }
 }

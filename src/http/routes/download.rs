@@ -24,7 +24,7 @@ use zarrd_core::read::selection::{DimSelection, Selection};
 use zarrd_core::read::strings::TextOutput;
 use zarrd_core::read::{ArrayReader, Decoded, ObjectVersion, ReadError};
 
-pub const MEDIA_TYPE: &str = "application/x-netcdf";
+pub use crate::downloads::netcdf::MEDIA_TYPE;
 
 /// What the data variable is read by.
 enum Read {
