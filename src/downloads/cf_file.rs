@@ -60,6 +60,11 @@ impl Region {
         }
     }
 
+    /// The data variable's shape: the extents kept (dropped dimensions left out).
+    pub fn shape(&self) -> Vec<u64> {
+        (0..self.dims.len()).filter(|&d| !self.dropped[d]).map(|d| self.count(d)).collect()
+    }
+
     fn count(&self, d: usize) -> u64 {
         self.dims[d].iter().map(|p| p.count).sum()
     }

@@ -103,6 +103,7 @@ async fn packed_values_stay_packed_with_their_attributes_and_dropped_time_is_a_s
     let (reply, mut file, _dir) = open(&app(), uri).await;
     assert_eq!(&reply.body[..4], b"CDF\x02", "only classic types: CDF-2");
     assert_eq!(reply.header("content-disposition"), "attachment; filename=\"pr.nc\"");
+    assert_eq!((reply.header("zarr-shape"), reply.header("zarr-data-type")), ("5,11", "int16"));
     let data = file.data_set();
     assert_eq!(data.var_data_type("pr"), Some(netcdf3::DataType::I16));
     assert_eq!(data.get_var_attr_f64("pr", "scale_factor"), Some(&[0.01][..]));

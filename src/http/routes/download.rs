@@ -53,10 +53,11 @@ impl Download<'_> {
         }
         let (catalog, config) = (&self.state.catalog, &self.state.config);
         let labels = self.state.coords.of(catalog, self.dataset, array).await?;
-        // A grid the model cannot use only leaves its mapping out of the file.
+        // A grid the model cannot use (or a curvilinear one too large to index) only leaves
+        // its mapping out of the file.
         let grid = match self.state.grids.of(catalog, self.dataset, array).await {
             Ok(grid) => grid,
-            Err(Error::Unsupported(_)) => None,
+            Err(Error::Unsupported(_) | Error::OverLimit(_)) => None,
             Err(e) => return Err(e),
         };
         let (region, read, request) = match (query.s.as_deref(), query.sel.as_deref()) {
@@ -118,8 +119,14 @@ impl Download<'_> {
         let (data, mut versions, reservation) = read_data(array, read, strings, described.fill.clone()).await?;
         versions.extend(described.versions.iter().cloned());
         let name = array.path.rsplit('/').next().unwrap_or("data").to_owned();
+        let (shape, data_type) = (region.shape(), meta.data_type);
         let build = async move {
-            let response = respond(&layout, described, data, item, &name);
+            let mut response = respond(&layout, described, data, item, &name);
+            // As every data response: the result's shape and stored type.
+            let shape = shape.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
+            let headers = response.headers_mut();
+            headers.insert("zarr-shape", HeaderValue::from_str(&shape).unwrap_or(HeaderValue::from_static("")));
+            headers.insert("zarr-data-type", HeaderValue::from_static(data_type.name()));
             Ok(with_selection(budget_body::holding(response, reservation), zarr_selection.as_deref()))
         };
         Validators::of_objects(tag, &versions, config).varying(VARIES).respond(headers, build).await
