@@ -129,7 +129,9 @@ async fn downloads_are_deterministic_and_revalidate_before_reading() {
             .unwrap(),
     ));
     let store = zarrd_core::store::Store::new(counting.clone(), object_store::path::Path::default());
-    let app = common::app_with(vec![("analysis", store)], common::config(""));
+    // The data caches off: a download that read its data would be seen reading the store.
+    let caches_off = "[cache]\nchunk_bytes = 0\nresponse_bytes = 0\n";
+    let app = common::app_with(vec![("analysis", store)], common::config(caches_off));
     let uri = "/v1/slice/analysis/daily/tas?s=0:100,::4,::4&format=nc";
     let first = common::browser_get(&app, uri).await;
     let second = common::browser_get(&app, uri).await;

@@ -105,11 +105,13 @@ impl Download<'_> {
         };
         let tag = self.tag(&labels, &described, &request);
         if headers.contains_key(header::IF_NONE_MATCH) {
-            let mut versions = described.versions.clone();
-            versions.extend(match &read {
+            // In the order the 200's validators take them: the data's objects, then the
+            // coordinates'.
+            let mut versions = match &read {
                 Read::Indices(selection) => array.validation_object_versions(selection).await?,
                 Read::Labels(resolved) => resolved.validation_versions(array).await?,
-            });
+            };
+            versions.extend(described.versions.iter().cloned());
             let validators = Validators::of_objects(tag.clone(), &versions, config).varying(VARIES);
             if validators.current(headers) {
                 return Ok(with_selection(validators.unchanged(), zarr_selection.as_deref()));
