@@ -20,6 +20,7 @@ use zarrd_core::zarr::metadata::Node;
 
 use crate::analysis::coordinates::{ArrayLabels, coordinate_array, sibling};
 use crate::analysis::grids::Found;
+use crate::analysis::select::Resolved;
 use crate::catalog::{Catalog, Dataset};
 pub use crate::downloads::attributes::nc_type;
 use crate::downloads::attributes::{copied, data_attributes, element_bytes, fill_value, is_layout, plain, typed};
@@ -49,14 +50,11 @@ impl Region {
         }
     }
 
-    /// A label selection (`sel=`), resolved.
-    pub fn of_picked(picked: &[Picked]) -> Self {
+    /// A label selection (`sel=`), resolved: its need of the plan, one dimension at a time.
+    pub fn of_resolved(resolved: &Resolved) -> Self {
         Self {
-            dims: picked
-                .iter()
-                .map(|p| p.runs().iter().map(|r| Progression::run(r.start, r.count)).collect())
-                .collect(),
-            dropped: picked.iter().map(|p| matches!(p, Picked::Index(_))).collect(),
+            dims: resolved.need().dims,
+            dropped: resolved.picked.iter().map(|p| matches!(p, Picked::Index(_))).collect(),
         }
     }
 
@@ -245,31 +243,25 @@ impl Builder {
         // Integers classic NetCDF lacks become doubles when every value is exact, so that
         // only a data variable's own type asks for CDF-5.
         let exact = |v: f64| v.abs() < 9_007_199_254_740_992.0;
-        let widened = !stored_type.is_classic() && meta.data_type.is_real_number() && {
-            gathered.data.chunks_exact(meta.data_type.size()).all(|e| element_f64(e, meta.data_type).is_some_and(exact))
-        };
-        let (nc, values) = if widened {
-            let doubles: Vec<f64> = gathered
-                .data
-                .chunks_exact(meta.data_type.size())
-                .map(|e| element_f64(e, meta.data_type).unwrap_or(f64::NAN))
-                .collect();
-            (NcType::Double, Values::doubles(&doubles))
-        } else if meta.data_type == DataType::Bool {
-            (NcType::Byte, Values { nc_type: NcType::Byte, bytes: gathered.data.to_vec() })
-        } else {
-            (stored_type, Values::from_le(stored_type, gathered.data.to_vec()))
+        let widened: Option<Vec<f64>> = (!stored_type.is_classic() && meta.data_type.is_real_number())
+            .then(|| {
+                let elements = gathered.data.chunks_exact(meta.data_type.size());
+                elements.map(|e| element_f64(e, meta.data_type).filter(|&v| exact(v))).collect()
+            })
+            .flatten();
+        let (nc, values) = match widened {
+            Some(doubles) => (NcType::Double, Values::doubles(&doubles)),
+            None if meta.data_type == DataType::Bool => {
+                (NcType::Byte, Values { nc_type: NcType::Byte, bytes: gathered.data.to_vec() })
+            }
+            None => (stored_type, Values::from_le(stored_type, gathered.data.to_vec())),
         };
         let mut attributes = copied(&meta.attributes, nc, meta.data_type);
         if let Some(fill) = fill_value(meta).filter(|f| !f.is_nan() || meta.data_type.is_float()) {
             attributes.push(("_FillValue".into(), typed(&[fill], nc)));
         }
-        self.push(Variable { name, dims, nc_type: nc, attributes }, &values.bytes);
+        self.out.push(Variable { name, dims, nc_type: nc, attributes }, &values.bytes);
         Ok(())
-    }
-
-    fn push(&mut self, variable: Variable, values: &[u8]) {
-        self.out.push(variable, values);
     }
 
     /// x/y of a grid whose cells lie on an unrotated transform, for its dimensions without
@@ -322,7 +314,8 @@ impl Builder {
             if dims.is_empty() {
                 scalars.push(name.clone());
             }
-            self.push(Variable { name, dims, nc_type: NcType::Double, attributes }, &Values::doubles(&centres).bytes);
+            self.out
+                .push(Variable { name, dims, nc_type: NcType::Double, attributes }, &Values::doubles(&centres).bytes);
             covered[dim] = true;
         }
     }
@@ -345,7 +338,7 @@ impl Builder {
                 self.digests.push(meta.digest);
                 let attributes = copied(&meta.attributes, NcType::Int, meta.data_type);
                 let nc = netcdf::name(name);
-                self.push(Variable { name: nc.clone(), dims: vec![], nc_type: NcType::Int, attributes }, &[0; 4]);
+                self.out.push(Variable { name: nc.clone(), dims: vec![], nc_type: NcType::Int, attributes }, &[0; 4]);
                 return Ok(Some(nc));
             }
         }
@@ -361,7 +354,7 @@ impl Builder {
         }
         attributes.push(("crs_wkt".into(), Values::text(&wkt)));
         attributes.push(("spatial_ref".into(), Values::text(&wkt)));
-        self.push(Variable { name: name.clone(), dims: vec![], nc_type: NcType::Int, attributes }, &[0; 4]);
+        self.out.push(Variable { name: name.clone(), dims: vec![], nc_type: NcType::Int, attributes }, &[0; 4]);
         Ok(Some(name))
     }
 

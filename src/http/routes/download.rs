@@ -24,7 +24,7 @@ use zarrd_core::read::selection::{DimSelection, Selection};
 use zarrd_core::read::strings::TextOutput;
 use zarrd_core::read::{ArrayReader, Decoded, ObjectVersion, ReadError};
 
-pub use crate::downloads::netcdf::MEDIA_TYPE;
+use crate::downloads::netcdf::MEDIA_TYPE;
 
 /// What the data variable is read by.
 enum Read {
@@ -67,7 +67,7 @@ impl Download<'_> {
             (_, Some(sel)) => {
                 let found = grid.clone();
                 let resolved = Resolved::new(sel, &meta.shape, &labels, || async { Ok(found) }).await?;
-                (Region::of_picked(&resolved.picked), Read::Labels(Box::new(resolved)), format!("sel={sel}"))
+                (Region::of_resolved(&resolved), Read::Labels(Box::new(resolved)), format!("sel={sel}"))
             }
             (s, None) => {
                 let selection = Selection::parse(s.unwrap_or(""))?.resolve(&meta.shape)?;
@@ -85,7 +85,7 @@ impl Download<'_> {
         };
         let width = strings.as_ref().map(|t| t.elements.iter().map(|e| e.len()).max().unwrap_or(0).max(1) as u64);
         let source = format!("{}/{}", self.ds, array.path);
-        let described = cf_file::describe(
+        let mut described = cf_file::describe(
             catalog,
             self.dataset,
             array,
@@ -118,7 +118,12 @@ impl Download<'_> {
             }
         }
         let item = meta.data_type.size();
-        let (data, mut versions, reservation) = read_data(array, read, strings, described.fill.clone()).await?;
+        let (data, mut versions, mut reservation) =
+            read_data(array, read, strings.zip(width), described.fill.clone()).await?;
+        // The coordinates' memory stays held with the data's until the file is sent.
+        if let Some(coordinates) = described.reservation.take() {
+            reservation.merge(coordinates);
+        }
         versions.extend(described.versions.iter().cloned());
         let name = array.path.rsplit('/').next().unwrap_or("data").to_owned();
         let (shape, data_type) = (region.shape(), meta.data_type);
@@ -152,13 +157,13 @@ impl Download<'_> {
 async fn read_data(
     array: &ArrayReader,
     read: Read,
-    strings: Option<TextOutput>,
+    strings: Option<(TextOutput, u64)>,
     fill: Option<Vec<u8>>,
 ) -> Result<(Decoded, Vec<(String, ObjectVersion)>, Reservation)> {
     let item = array.meta.data_type.size();
     Ok(match (read, strings) {
-        (_, Some(strings)) => {
-            let width = strings.elements.iter().map(|e| e.len()).max().unwrap_or(0).max(1);
+        (_, Some((strings, width))) => {
+            let width = width as usize;
             let mut chars = Vec::with_capacity(strings.elements.len() * width);
             for element in &strings.elements {
                 chars.extend_from_slice(element);
