@@ -68,7 +68,7 @@ impl Region {
     }
 
     /// The stored indices kept of dimension `d`, in order.
-    fn indices(&self, d: usize) -> Vec<u64> {
+    pub fn indices(&self, d: usize) -> Vec<u64> {
         self.dims[d].iter().flat_map(|p| (0..p.count).map(move |i| p.start + i * p.step)).collect()
     }
 }

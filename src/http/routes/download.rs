@@ -1,6 +1,9 @@
 //! `GET /v1/slice/{ds}/{*path}?s=|sel=…&format=nc`: a region as a NetCDF classic file
 //! ([`crate::downloads`]), its coordinates read first and its data variable streamed band
-//! by band from the planned read, big-endian as NetCDF stores it.
+//! by band from the planned read, big-endian as NetCDF stores it. `format=tif` (a Cloud
+//! Optimized GeoTIFF) is [`super::geotiff`]'s, on the same selection and read.
+
+use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderValue, header};
@@ -8,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 
 use crate::analysis::coordinates::ArrayLabels;
+use crate::analysis::grids::Found;
 use crate::analysis::select::Resolved;
 use crate::catalog::Dataset;
 use crate::downloads::cf_file::{self, Described, Region};
@@ -27,7 +31,7 @@ use zarrd_core::read::{ArrayReader, Decoded, ObjectVersion, ReadError};
 use crate::downloads::netcdf::MEDIA_TYPE;
 
 /// What the data variable is read by.
-enum Read {
+pub(super) enum Read {
     Indices(Vec<DimSelection>),
     Labels(Box<Resolved>),
 }
@@ -42,9 +46,7 @@ pub struct Download<'a> {
 
 impl Download<'_> {
     pub async fn respond(&self, query: &SliceQuery, headers: &HeaderMap) -> Result<Response> {
-        if query.vmin.is_some() || query.vmax.is_some() || query.colormap.is_some() {
-            return Err(Error::BadRequest("`vmin`, `vmax` and `colormap` apply only to format=png".into()));
-        }
+        no_rendering(query)?;
         let array = self.array;
         let meta = &array.meta;
         let text = cf_file::is_text(meta.data_type);
@@ -60,20 +62,7 @@ impl Download<'_> {
             Err(Error::Unsupported(_) | Error::OverLimit(_)) => None,
             Err(e) => return Err(e),
         };
-        let (region, read, request) = match (query.s.as_deref(), query.sel.as_deref()) {
-            (Some(_), Some(_)) => {
-                return Err(Error::BadRequest("give either s= (indices) or sel= (labels), not both".into()));
-            }
-            (_, Some(sel)) => {
-                let found = grid.clone();
-                let resolved = Resolved::new(sel, &meta.shape, &labels, || async { Ok(found) }).await?;
-                (Region::of_resolved(&resolved), Read::Labels(Box::new(resolved)), format!("sel={sel}"))
-            }
-            (s, None) => {
-                let selection = Selection::parse(s.unwrap_or(""))?.resolve(&meta.shape)?;
-                (Region::of_selection(&selection), Read::Indices(selection), format!("s={}", s.unwrap_or("")))
-            }
-        };
+        let (region, read, request) = self.selection(query, &labels, grid.clone()).await?;
         let limit = config.limits.max_response_bytes;
         // Text is read first: the file's string dimension is its longest element.
         let strings = match (&read, text) {
@@ -139,6 +128,30 @@ impl Download<'_> {
         Validators::of_objects(tag, &versions, config).varying(VARIES).respond(headers, build).await
     }
 
+    /// The region `query` selects (by indices or labels), what reads it, and the
+    /// selection as the request gave it.
+    pub(super) async fn selection(
+        &self,
+        query: &SliceQuery,
+        labels: &ArrayLabels,
+        grid: Option<Arc<Found>>,
+    ) -> Result<(Region, Read, String)> {
+        let meta = &self.array.meta;
+        Ok(match (query.s.as_deref(), query.sel.as_deref()) {
+            (Some(_), Some(_)) => {
+                return Err(Error::BadRequest("give either s= (indices) or sel= (labels), not both".into()));
+            }
+            (_, Some(sel)) => {
+                let resolved = Resolved::new(sel, &meta.shape, labels, || async { Ok(grid) }).await?;
+                (Region::of_resolved(&resolved), Read::Labels(Box::new(resolved)), format!("sel={sel}"))
+            }
+            (s, None) => {
+                let selection = Selection::parse(s.unwrap_or(""))?.resolve(&meta.shape)?;
+                (Region::of_selection(&selection), Read::Indices(selection), format!("s={}", s.unwrap_or("")))
+            }
+        })
+    }
+
     /// What the file depends on besides the objects read: the array's metadata, its
     /// coordinates' and grid mapping's, and the request (which `history` names).
     fn tag(&self, labels: &ArrayLabels, described: &Described, request: &str) -> EtagBuilder {
@@ -151,10 +164,18 @@ impl Download<'_> {
     }
 }
 
+/// A download is a file, not a picture: the png rendering parameters are refused.
+pub(super) fn no_rendering(query: &SliceQuery) -> Result<()> {
+    if query.vmin.is_some() || query.vmax.is_some() || query.colormap.is_some() {
+        return Err(Error::BadRequest("`vmin`, `vmax` and `colormap` apply only to format=png".into()));
+    }
+    Ok(())
+}
+
 /// The data variable's values as read: text padded to the string dimension, a label
 /// selection gathered (cells of its index box outside a latitude/longitude box set to the
 /// fill), an index selection streamed.
-async fn read_data(
+pub(super) async fn read_data(
     array: &ArrayReader,
     read: Read,
     strings: Option<(TextOutput, u64)>,

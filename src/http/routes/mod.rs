@@ -7,6 +7,7 @@ pub mod chunks;
 pub mod compat;
 pub mod datasets;
 pub mod download;
+pub mod geotiff;
 pub mod edr;
 pub mod iiif;
 pub mod labelled;

@@ -26,13 +26,19 @@ pub async fn slice(
     Query(query): Query<SliceQuery>,
     headers: HeaderMap,
 ) -> Result<Response> {
-    // A NetCDF download is a file of its own (`format=nc`), not a rendering of the values.
-    let netcdf = query.format.as_deref() == Some("nc");
-    let render = if netcdf { None } else { Some(Render::from_request(&query.render(), &headers)?) };
+    // A download is a file of its own (`format=nc`, `format=tif`), not a rendering of
+    // the values.
+    let file = matches!(query.format.as_deref(), Some("nc" | "tif"));
+    let render = if file { None } else { Some(Render::from_request(&query.render(), &headers)?) };
     let dataset = &state.catalog.dataset(&ds).await?;
     let array = state.catalog.array(dataset, &path).await?;
     let Some(render) = render else {
-        return Download { state: &state, ds: &ds, dataset, array: &array }.respond(&query, &headers).await;
+        let download = Download { state: &state, ds: &ds, dataset, array: &array };
+        return if query.format.as_deref() == Some("tif") {
+            download.geotiff(&query, &headers).await
+        } else {
+            download.respond(&query, &headers).await
+        };
     };
     if let Some(sel) = query.sel.as_deref() {
         if query.s.is_some() {

@@ -13,6 +13,7 @@
 pub mod axis;
 pub mod cf;
 pub mod crs;
+pub mod geokeys;
 pub mod geozarr;
 pub mod mesh;
 pub mod native;

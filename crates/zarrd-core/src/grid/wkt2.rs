@@ -13,18 +13,18 @@ const DEGREE: &str = r#"ANGLEUNIT["degree",0.0174532925199433]"#;
 const PRIMEM: &str = r#"PRIMEM["Greenwich",0,ANGLEUNIT["degree",0.0174532925199433]]"#;
 const ELLIPSOIDAL: &str = r#"CS[ellipsoidal,2],AXIS["longitude",east,ORDER[1],ANGLEUNIT["degree",0.0174532925199433]],AXIS["latitude",north,ORDER[2],ANGLEUNIT["degree",0.0174532925199433]]"#;
 const CARTESIAN: &str = r#"CS[Cartesian,2],AXIS["easting (X)",east,ORDER[1],LENGTHUNIT["metre",1]],AXIS["northing (Y)",north,ORDER[2],LENGTHUNIT["metre",1]]"#;
-const WGS84: &str = r#"DATUM["World Geodetic System 1984",ELLIPSOID["WGS 84",6378137,298.257223563,LENGTHUNIT["metre",1]],ID["EPSG",6326]]"#;
+pub(crate) const WGS84: &str = r#"DATUM["World Geodetic System 1984",ELLIPSOID["WGS 84",6378137,298.257223563,LENGTHUNIT["metre",1]],ID["EPSG",6326]]"#;
 
 /// What a parameter's value is measured in.
 #[derive(Debug, Clone, Copy)]
-enum Unit {
+pub(crate) enum Unit {
     Angle,
     Scale,
     Length,
 }
 
 /// A conversion parameter: its name, unit and EPSG code (none for PROJ's own).
-type Param = (&'static str, Unit, Option<u32>);
+pub(crate) type Param = (&'static str, Unit, Option<u32>);
 
 const LAT_ORIGIN: Param = ("Latitude of natural origin", Unit::Angle, Some(8801));
 const LON_ORIGIN: Param = ("Longitude of natural origin", Unit::Angle, Some(8802));
@@ -46,15 +46,20 @@ const NUMBERS: [&str; 15] =
     ["lat_0", "lat_1", "lat_2", "lat_ts", "lon_0", "k", "k_0", "x_0", "y_0", "h", "R", "a", "b", "rf", "zone"];
 
 /// A conversion: method name, its EPSG code, its parameters and their values.
-type Conversion = (String, Option<u32>, Vec<(Param, f64)>);
+pub(crate) type Conversion = (String, Option<u32>, Vec<(Param, f64)>);
 
 /// The `+key=value` pairs of a PROJ string.
-struct Definition<'a> {
+pub(crate) struct Definition<'a> {
     text: HashMap<&'a str, &'a str>,
     numbers: HashMap<&'a str, f64>,
 }
 
 impl Definition<'_> {
+    /// The projection's PROJ name.
+    pub(crate) fn proj(&self) -> Option<&str> {
+        self.text.get("proj").copied()
+    }
+
     fn num(&self, key: &str) -> Option<f64> {
         self.numbers.get(key).copied()
     }
@@ -64,7 +69,7 @@ impl Definition<'_> {
     }
 
     /// Semi-major axis, inverse flattening (0 on a sphere) and the datum as WKT.
-    fn ellipsoid(&self) -> Option<(f64, f64, String)> {
+    pub(crate) fn ellipsoid(&self) -> Option<(f64, f64, String)> {
         let (name, a, rf) = match (self.num("R"), self.num("a"), self.num("rf"), self.num("b")) {
             (Some(radius), ..) => ("unknown", radius, 0.0),
             (None, Some(a), Some(rf), _) => ("unknown", a, rf),
@@ -82,11 +87,9 @@ impl Definition<'_> {
     }
 }
 
-/// The CRS as WKT2:2019, when it is one this module knows how to write.
-pub fn wkt2(crs: &Crs) -> Option<String> {
-    if let Some(pole) = crs.pole() {
-        return Some(rotated(pole));
-    }
+/// The `+key=value` pairs of a CRS's PROJ string, when every key is one read here and its
+/// units are metres on WGS 84 or an ellipsoid without a datum shift.
+pub(crate) fn definition(crs: &Crs) -> Option<Definition<'_>> {
     let mut def = Definition { text: HashMap::new(), numbers: HashMap::new() };
     for token in crs.definition.split_whitespace() {
         let token = token.strip_prefix('+')?;
@@ -102,8 +105,17 @@ pub fn wkt2(crs: &Crs) -> Option<String> {
     if def.text.get("units").is_some_and(|u| *u != "m") || def.text.get("datum").is_some_and(|d| *d != "WGS84") {
         return None;
     }
+    Some(def)
+}
+
+/// The CRS as WKT2:2019, when it is one this module knows how to write.
+pub fn wkt2(crs: &Crs) -> Option<String> {
+    if let Some(pole) = crs.pole() {
+        return Some(rotated(pole));
+    }
+    let def = definition(crs)?;
     let (_, rf, datum) = def.ellipsoid()?;
-    let proj = *def.text.get("proj")?;
+    let proj = def.proj()?;
     if matches!(proj, "longlat" | "latlong") {
         return Some(format!(r#"GEOGCRS["unknown",{datum},{PRIMEM},{ELLIPSOIDAL}]"#));
     }
@@ -131,7 +143,7 @@ fn id(code: Option<u32>) -> String {
 
 /// The method and parameters of PROJ projection `proj` (`rf` the ellipsoid's inverse
 /// flattening), as PROJ names them.
-fn conversion(proj: &str, def: &Definition, rf: f64) -> Option<Conversion> {
+pub(crate) fn conversion(proj: &str, def: &Definition, rf: f64) -> Option<Conversion> {
     let (lat_0, lon_0) = (def.or("lat_0", 0.0), def.or("lon_0", 0.0));
     let k = def.num("k_0").or(def.num("k")).unwrap_or(1.0);
     let (easting, northing) = (def.or("x_0", 0.0), def.or("y_0", 0.0));

@@ -1,0 +1,158 @@
+//! `GET /v1/slice/{ds}/{*path}?s=|sel=…&format=tif`: a region as a Cloud Optimized
+//! GeoTIFF ([`crate::downloads::tiff`]): the selection's last two dimensions the array's
+//! grid, one more (if any) the bands; placed by the grid model, read whole (bounded by
+//! `limits.max_response_bytes`), then tiled, overviewed and compressed on the CPU pool.
+
+use axum::body::Bytes;
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::analysis::coordinates::ArrayLabels;
+use crate::downloads::attributes::fill_value;
+use crate::downloads::cf_file::Region;
+use crate::downloads::geotiff::{self, Metadata};
+use crate::downloads::netcdf;
+use crate::downloads::tiff::{self, MEDIA_TYPE, Raster};
+use crate::downloads::tiles::{self, Sample};
+use crate::error::{Error, Result};
+use crate::http::body;
+use crate::http::budget_body;
+use crate::http::conditional::{EtagBuilder, Validators, Varies};
+use crate::http::query::SliceQuery;
+use crate::http::routes::download::{Download, Read, no_rendering, read_data};
+use crate::http::routes::labelled::with_selection;
+use zarrd_core::ops::cpu;
+use zarrd_core::read::{Decoded, ReadError};
+use zarrd_core::zarr::data_type::element_f64;
+
+/// A GeoTIFF is an image: never compressed on the way, one media type.
+const VARIES: Varies = Varies { accept: false, encoding: false };
+
+impl Download<'_> {
+    pub async fn geotiff(&self, query: &SliceQuery, headers: &HeaderMap) -> Result<Response> {
+        no_rendering(query)?;
+        let array = self.array;
+        let meta = &array.meta;
+        let refuse = |why: String| Error::Unsupported(format!("`{}` cannot be written as a GeoTIFF: {why}", array.path));
+        let sample = Sample::of(meta.data_type).ok_or_else(|| {
+            refuse(format!("it holds {}; a GeoTIFF holds integers and floats (format=nc holds more)", meta.data_type.name()))
+        })?;
+        let (catalog, config) = (&self.state.catalog, &self.state.config);
+        let labels = self.state.coords.of(catalog, self.dataset, array).await?;
+        let grid = match self.state.grids.of(catalog, self.dataset, array).await {
+            Ok(Some(grid)) => grid,
+            Ok(None) => return Err(refuse("it has no grid (coordinate arrays, a grid mapping or a GeoZarr CRS place its cells on the Earth)".into())),
+            Err(Error::Unsupported(why) | Error::OverLimit(why)) => return Err(refuse(why)),
+            Err(e) => return Err(e),
+        };
+        let (region, read, request) = self.selection(query, &labels, Some(grid.clone())).await?;
+        let placement = geotiff::on_grid(&grid.grid, &region).map_err(refuse)?;
+        let shape = region.shape();
+        let (bands, rows, cols) = match shape.as_slice() {
+            [b, r, c] => (*b, *r, *c),
+            [r, c] => (1, *r, *c),
+            _ => return Err(Error::Internal { detail: "a placed region of neither 2 nor 3 dimensions".into(), source: None }),
+        };
+        let limit = config.limits.max_response_bytes;
+        let size = u128::from(bands) * u128::from(rows) * u128::from(cols) * sample.bytes() as u128;
+        if size > u128::from(limit) {
+            return Err(Error::TooLarge { what: "GeoTIFF", size, limit });
+        }
+        let nodata = fill_value(meta).or_else(|| element_f64(&meta.fill_value, meta.data_type));
+        let zarr_selection = match &read {
+            Read::Labels(resolved) => resolved.zarr_selection.clone(),
+            Read::Indices(_) => None,
+        };
+        let mut tag = EtagBuilder::new("tif");
+        tag.text(self.ds).text(&array.path).digest(meta.digest).text(&request);
+        for digest in labels.digests.iter().chain([&grid.digest.0, &grid.digest.1]) {
+            tag.digest(*digest);
+        }
+        if headers.contains_key(header::IF_NONE_MATCH) {
+            let versions = match &read {
+                Read::Indices(selection) => array.validation_object_versions(selection).await?,
+                Read::Labels(resolved) => resolved.validation_versions(array).await?,
+            };
+            let validators = Validators::of_objects(tag.clone(), &versions, config).varying(VARIES);
+            if validators.current(headers) {
+                return Ok(with_selection(validators.unchanged(), zarr_selection.as_deref()));
+            }
+        }
+        let metadata = metadata(&labels, &region).xml(&meta.attributes, bands as usize);
+        let fill = nodata.map(|v| sample.encode(v));
+        let (data, versions, mut reservation) = read_data(array, read, None, fill).await?;
+        let data = whole(data).await?;
+        // The overviews (a third of the image at most) and the compressed tiles.
+        reservation.merge(array.budget.reserve(data.len() as u64 / 3 + data.len() as u64).await?);
+        let dims = (bands as usize, rows as usize, cols as usize, sample.bytes());
+        let name = array.path.rsplit('/').next().unwrap_or("data").to_owned();
+        let data_type = meta.data_type;
+        let build = async move {
+            let cog = cpu::run(move || {
+                let mut data = data;
+                tiles::flip(&mut data, dims, (placement.flip_rows, placement.flip_cols));
+                let raster = Raster { sample, bands: dims.0, rows: dims.1, cols: dims.2, data, nodata, metadata: Some(metadata) };
+                tiff::cog(raster, &placement.georef)
+            })
+            .await
+            .map_err(|panic| Error::Internal { detail: panic, source: None })?
+            .map_err(|e| Error::Unsupported(e.to_string()))?;
+            let mut response = respond(cog, &name);
+            let shape = shape.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
+            let headers = response.headers_mut();
+            headers.insert("zarr-shape", HeaderValue::from_str(&shape).unwrap_or(HeaderValue::from_static("")));
+            headers.insert("zarr-data-type", HeaderValue::from_static(data_type.name()));
+            Ok(with_selection(budget_body::holding(response, reservation), zarr_selection.as_deref()))
+        };
+        Validators::of_objects(tag, &versions, config).varying(VARIES).respond(headers, build).await
+    }
+}
+
+/// The read's elements in one buffer (a streamed read's bands gathered).
+async fn whole(data: Decoded) -> Result<Vec<u8>> {
+    Ok(match data {
+        Decoded::Whole(v) => v,
+        Decoded::Elements(b) => b.to_vec(),
+        Decoded::Bands(mut bands) => {
+            let mut out = Vec::new();
+            while let Some(band) = bands.recv().await {
+                out.extend_from_slice(&band.map_err(|e: ReadError| Error::from(e))?);
+            }
+            out
+        }
+    })
+}
+
+/// The bands' labels (the first kept dimension's, when three are kept) and the labels of
+/// dimensions selected by one index.
+fn metadata(labels: &ArrayLabels, region: &Region) -> Metadata {
+    let text = |d: usize, i: u64| {
+        labels.labels[d].as_ref().and_then(|l| l.text(i as usize)).unwrap_or_else(|| i.to_string())
+    };
+    let kept: Vec<usize> = (0..region.dims.len()).filter(|&d| !region.dropped[d]).collect();
+    let bands = (kept.len() == 3).then(|| {
+        let d = kept[0];
+        (labels.name(d), region.indices(d).into_iter().map(|i| text(d, i)).collect())
+    });
+    let items = (0..region.dims.len())
+        .filter(|&d| region.dropped[d])
+        .filter_map(|d| region.indices(d).first().map(|&i| (labels.name(d), text(d, i))))
+        .collect();
+    Metadata { bands, items }
+}
+
+/// The file's response: the head, then the tiles as they are.
+fn respond(cog: tiff::Cog, name: &str) -> Response {
+    let stream = futures::stream::iter(
+        std::iter::once(Bytes::from(cog.head)).chain(cog.tiles).map(Ok::<_, std::convert::Infallible>),
+    );
+    let mut response = body::streamed(stream, cog.length).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(MEDIA_TYPE));
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(cog.length));
+    let file = netcdf::name(name).replace(['"', '\\'], "_");
+    if let Ok(value) = HeaderValue::from_str(&format!("attachment; filename=\"{file}.tif\"")) {
+        headers.insert(header::CONTENT_DISPOSITION, value);
+    }
+    response
+}
