@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Region downloads opened by real readers (tests/zarr_client/read_downloads.py): every
-# `format=nc` case read by xarray with the netCDF4 engine (and scipy's for CDF-2 files),
-# `ncdump -h`, GDAL's netCDF driver (`gdalinfo`) for the CRS and transform of projected
-# grids and pyproj for a GeoZarr grid's CRS, compared with xarray's and zarr-python's own
-# reads of the fixture stores.
+# Region downloads opened by real readers: every `format=nc` case
+# (tests/zarr_client/read_downloads.py) read by xarray with the netCDF4 engine (and scipy's
+# for CDF-2 files), `ncdump -h`, GDAL's netCDF driver (`gdalinfo`) for the CRS and transform
+# of projected grids and pyproj for a GeoZarr grid's CRS; every `format=tif` case
+# (tests/zarr_client/read_geotiffs.py) checked by `rio cogeo validate`, read by rasterio and
+# `gdalinfo`; both compared with xarray's and zarr-python's own reads of the fixture stores.
 #
 # Usage: .ci/downloads.sh [ZARRD_BINARY]     (default: target/release/zarrd)
 #
@@ -32,12 +33,15 @@ url = \"$F/grids/s2_utm.zarr\"
 [datasets.cordex]
 url = \"$F/grids/cordex_rotated.zarr\"
 [datasets.coastal]
-url = \"$F/curvilinear/coastal.zarr\""
+url = \"$F/curvilinear/coastal.zarr\"
+[datasets.proj]
+url = \"$F/downloads/projections.zarr\""
 
 make_work downloads
 start_zarrd "$ZARRD" "$WORK"
 log "xarray (netCDF4, scipy), ncdump $(ncdump 2>&1 | grep -o 'netcdf library version [0-9.]*' || true), $(gdalinfo --version)"
 run_client "$VENV/bin/python" -W ignore "$REPO_ROOT/tests/zarr_client/read_downloads.py" "$BASE" "$F"
+run_client "$VENV/bin/python" -W ignore "$REPO_ROOT/tests/zarr_client/read_geotiffs.py" "$BASE" "$F"
 if [[ $STATUS -ne 0 ]]; then
     log "a reader failed; last lines of the zarrd log:"
     zarrd_log_tail

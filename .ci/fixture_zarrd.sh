@@ -19,8 +19,8 @@ source "$REPO_ROOT/.ci/ports.sh"
 
 # zarr 3.1.6 (the newest 3.1, no rectilinear grid; needs Python >= 3.11) with fsspec +
 # aiohttp (its HTTP path), TensorStore and xarray; the EDR clients OWSLib, edr-pydantic and
-# covjson-pydantic (.ci/edr_clients.sh); the NetCDF readers netCDF4 and scipy and pyproj
-# (.ci/downloads.sh); and what they resolved to, pinned so runs are
+# covjson-pydantic (.ci/edr_clients.sh); the NetCDF readers netCDF4 and scipy, pyproj, and
+# the GeoTIFF readers rasterio and rio-cogeo (.ci/downloads.sh); and what they resolved to, pinned so runs are
 # reproducible.
 PINS=(
     zarr==3.1.6
@@ -63,6 +63,14 @@ PINS=(
     cftime==1.6.6.1
     scipy==1.17.1
     pyproj==3.7.2
+    rasterio==1.4.4
+    rio-cogeo==7.0.4
+    affine==3.0.1
+    click==8.5.1
+    click-plugins==1.1.1.2
+    cligj==0.7.2
+    morecantile==7.1.0
+    pyparsing==3.3.3
 )
 
 log() { printf '[%s] %s\n' "$LOG_TAG" "$*"; }
