@@ -63,7 +63,7 @@ impl Region {
         (0..self.dims.len()).filter(|&d| !self.dropped[d]).map(|d| self.count(d)).collect()
     }
 
-    fn count(&self, d: usize) -> u64 {
+    pub fn count(&self, d: usize) -> u64 {
         self.dims[d].iter().map(|p| p.count).sum()
     }
 

@@ -82,6 +82,9 @@ pub fn on_grid(grid: &Grid, region: &Region) -> Result<Placement, String> {
             return Err("its transform is rotated or sheared; a GeoTIFF's pixel scale holds grids aligned with their CRS".into());
         }
     }
+    if let Some(d) = kept.iter().find(|&&d| region.count(d) == 0) {
+        return Err(format!("dimension {d} has length 0 in this selection: an image needs a cell"));
+    }
     let (rows, cols) = (region.indices(grid.dims[0]), region.indices(grid.dims[1]));
     let (r0, c0) = (rows[0], cols[0]);
     let native = &grid.native;

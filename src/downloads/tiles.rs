@@ -13,7 +13,7 @@ pub const TILE: usize = 512;
 
 /// The deflate level: the fastest that still shrinks predicted samples (level 6 took
 /// three times as long for 5% fewer bytes on float32 fields: docs/performance.md).
-const LEVEL: u32 = 2;
+const LEVEL: u32 = 1;
 
 /// A sample type of TIFF (`SampleFormat` × `BitsPerSample`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

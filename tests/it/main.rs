@@ -23,6 +23,7 @@ mod dtypes;
 mod edr;
 mod encodings;
 mod etags;
+mod geotiffs;
 mod grids;
 mod hot_responses;
 mod http;

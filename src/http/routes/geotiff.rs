@@ -46,18 +46,19 @@ impl Download<'_> {
             Err(e) => return Err(e),
         };
         let (region, read, request) = self.selection(query, &labels, Some(grid.clone())).await?;
-        let placement = geotiff::on_grid(&grid.grid, &region).map_err(refuse)?;
         let shape = region.shape();
+        // The dimensions are checked by the placement; until then, a size to check.
         let (bands, rows, cols) = match shape.as_slice() {
             [b, r, c] => (*b, *r, *c),
             [r, c] => (1, *r, *c),
-            _ => return Err(Error::Internal { detail: "a placed region of neither 2 nor 3 dimensions".into(), source: None }),
+            _ => (shape.iter().fold(1u64, |a, &b| a.saturating_mul(b)), 1, 1),
         };
         let limit = config.limits.max_response_bytes;
         let size = u128::from(bands) * u128::from(rows) * u128::from(cols) * sample.bytes() as u128;
         if size > u128::from(limit) {
             return Err(Error::TooLarge { what: "GeoTIFF", size, limit });
         }
+        let placement = geotiff::on_grid(&grid.grid, &region).map_err(refuse)?;
         let nodata = fill_value(meta).or_else(|| element_f64(&meta.fill_value, meta.data_type));
         let zarr_selection = match &read {
             Read::Labels(resolved) => resolved.zarr_selection.clone(),
