@@ -26,8 +26,10 @@ pub const CONFORMANCE: [&str; 8] = [
 /// The output formats of every query.
 pub const OUTPUT_FORMATS: [&str; 3] = ["CoverageJSON", "GeoJSON", "CSV"];
 
-/// Those of an area or cube query, and of a collection (which offers both).
+/// Those of an area query.
 pub const GRID_OUTPUT_FORMATS: [&str; 4] = ["CoverageJSON", "GeoJSON", "CSV", "NetCDF"];
+/// Those of a cube query, and of a collection (which offers them all).
+pub const CUBE_OUTPUT_FORMATS: [&str; 5] = ["CoverageJSON", "GeoJSON", "CSV", "NetCDF", "GeoTIFF"];
 
 /// The media type of the OpenAPI document, as OWSLib looks for it.
 pub const OPENAPI_TYPE: &str = "application/vnd.oai.openapi+json;version=3.0";
@@ -73,7 +75,11 @@ pub fn collection(c: &Collection, instance: Option<&str>, href: &str) -> Value {
         let mut variables = json!({
             "title": format!("{} query", q.name()),
             "query_type": q.name(),
-            "output_formats": if matches!(q, QueryType::Area | QueryType::Cube) { &GRID_OUTPUT_FORMATS[..] } else { &OUTPUT_FORMATS[..] },
+            "output_formats": match q {
+                QueryType::Cube => &CUBE_OUTPUT_FORMATS[..],
+                QueryType::Area => &GRID_OUTPUT_FORMATS[..],
+                _ => &OUTPUT_FORMATS[..],
+            },
             "default_output_format": "CoverageJSON",
             "crs_details": [{"crs": "CRS84", "wkt": CRS84_WKT}],
         });
@@ -100,7 +106,7 @@ pub fn collection(c: &Collection, instance: Option<&str>, href: &str) -> Value {
         "extent": extent(c),
         "data_queries": queries,
         "crs": crs_list(c),
-        "output_formats": GRID_OUTPUT_FORMATS,
+        "output_formats": CUBE_OUTPUT_FORMATS,
         "parameter_names": parameter_names(c),
         // EDR 1.1 (A.13): a collection offering `radius` says which `within-units` it takes.
         "distanceunits": DISTANCE_UNITS,

@@ -31,6 +31,8 @@ pub fn size_bound(plan: &Plan, format: Format) -> u128 {
         Format::Csv => u128::from(plan.cells_taken()) * steps * (u128::from(ROW_BYTES) + n * u128::from(VALUE_BYTES)),
         // Every value as a double, the axes (2-D lat/lon on a projected grid) and the header.
         Format::NetCdf => plan.values() * 8 + u128::from(plan.cells()) * 16 + axes + 4096 * (1 + n),
+        // Every value as a double (deflated tiles can outgrow it a little) and the overviews.
+        Format::GeoTiff => plan.values() * 8 * 3 / 2 + 65_536,
     }
 }
 

@@ -11,6 +11,7 @@
 pub mod collection;
 pub mod documents;
 pub mod encode;
+pub mod geotiff;
 pub mod netcdf;
 pub mod params;
 pub mod places;

@@ -23,6 +23,8 @@ pub enum Format {
     Csv,
     /// Area and cube only: a NetCDF classic file of the Grid coverage.
     NetCdf,
+    /// Cube only: a Cloud Optimized GeoTIFF of one parameter.
+    GeoTiff,
 }
 
 impl Format {
@@ -37,8 +39,9 @@ impl Format {
                 "geojson" | "application/geo+json" => Ok(Self::GeoJson),
                 "csv" | "text/csv" => Ok(Self::Csv),
                 "netcdf" | "nc" | "application/x-netcdf" => Ok(Self::NetCdf),
+                "geotiff" | "tif" | "tiff" | "cog" | "image/tiff" => Ok(Self::GeoTiff),
                 _ => Err(Error::BadRequest(format!(
-                    "f `{f}` is not an output format; allowed: CoverageJSON, GeoJSON, CSV, NetCDF (area and cube)"
+                    "f `{f}` is not an output format; allowed: CoverageJSON, GeoJSON, CSV, NetCDF (area and cube), GeoTIFF (cube)"
                 ))),
             };
         }
@@ -50,6 +53,7 @@ impl Format {
                 "application/geo+json" => return Ok(Self::GeoJson),
                 "text/csv" => return Ok(Self::Csv),
                 "application/x-netcdf" => return Ok(Self::NetCdf),
+                "image/tiff" => return Ok(Self::GeoTiff),
                 _ => {}
             }
         }
@@ -63,6 +67,7 @@ impl Format {
             Self::GeoJson => "application/geo+json",
             Self::Csv => "text/csv; charset=utf-8",
             Self::NetCdf => crate::downloads::netcdf::MEDIA_TYPE,
+            Self::GeoTiff => crate::downloads::tiff::MEDIA_TYPE,
         }
     }
 }

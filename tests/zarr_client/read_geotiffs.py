@@ -236,6 +236,25 @@ for name, path, query, store, group, variable, rows, cols, epsg in GEOZARR:
     near = pyproj.Transformer.from_crs(crs, "EPSG:4326", always_xy=True).transform(transform[2], transform[5])
     check_file(name, body, values, transform, crs, near, float(arr.fill_value))
 
+# EDR `f=GeoTIFF` on a cube: one parameter, CF-decoded float64 with NaN, the steps (time x
+# level) as bands labelled "time, z=level".
+name = "EDR cube: time x levels as bands"
+status, headers, body = fetch(f"{BASE}/edr/collections/edr/cube?bbox=10,20,40,50&z=850,500"
+                              "&datetime=2000-01-02T00:00:00Z/2000-01-04T00:00:00Z&parameter-name=ta&f=GeoTIFF")
+if status != 200:
+    report(False, name, f"HTTP {status}: {body[:300]}")
+else:
+    ds = xr.open_zarr(f"{FIX}/edr/edr.zarr")
+    da = ds["ta"].sel(time=slice("2000-01-02T00:00:00", "2000-01-04T00:00:00"), plev=[850.0, 500.0],
+                      lat=slice(20, 50), lon=slice(10, 40)).astype(np.float64)
+    values = da.values.reshape(-1, da.sizes["lat"], da.sizes["lon"])
+    values, transform = north_up(values, da["lat"].values, da["lon"].values)
+    labels = [f"{np.datetime_as_string(t, unit='s')}Z, z={z:g}" for t in da["time"].values for z in da["plev"].values]
+    check_file(name, body, values, transform, pyproj.CRS.from_epsg(4326), (25.0, 35.0), float("nan"), labels)
+status, _, body = fetch(f"{BASE}/edr/collections/edr")
+formats = json.loads(body)["data_queries"]["cube"]["link"]["variables"]["output_formats"] if status == 200 else []
+report("GeoTIFF" in formats, "EDR cube lists GeoTIFF in output_formats", str(formats))
+
 for name, path, says in REFUSED:
     url = f"{BASE}/v1/slice/{path}" + ("" if "format=" in path else "&format=tif")
     status, _, body = fetch(url)

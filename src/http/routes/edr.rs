@@ -20,7 +20,10 @@ use crate::http::conditional::{EtagBuilder, Validators, Varies};
 use crate::http::encode::json_response;
 use crate::http::extract::{Params, base_url};
 use crate::http::state::AppState;
+use crate::downloads::tiff;
+use crate::http::routes::geotiff;
 use crate::http::{body, budget_body};
+use zarrd_core::ops::cpu;
 
 /// Answers that may take more text than this are sent in pieces as they are written.
 const WHOLE_BELOW: u128 = 1 << 20;
@@ -171,6 +174,13 @@ impl Answer<'_> {
                 self.query.name()
             )));
         }
+        if format == Format::GeoTiff && self.query != QueryType::Cube {
+            return Err(Error::BadRequest(format!(
+                "f=GeoTIFF answers cube queries (one parameter, its steps as bands); a {} query answers CoverageJSON, GeoJSON or CSV{}",
+                self.query.name(),
+                if self.query == QueryType::Area { " or NetCDF" } else { "" }
+            )));
+        }
         let plan = query::plan(collection, self.query, &params)?;
         let limits = &state.config.limits;
         if plan.values() > u128::from(limits.max_reduce_cells) {
@@ -182,7 +192,8 @@ impl Answer<'_> {
         }
         let size = encode::size_bound(&plan, format);
         if size > u128::from(limits.max_response_bytes) {
-            return Err(Error::TooLarge { what: "EDR text", size, limit: limits.max_response_bytes });
+            let what = if format == Format::GeoTiff { "GeoTIFF" } else { "EDR text" };
+            return Err(Error::TooLarge { what, size, limit: limits.max_response_bytes });
         }
         let mut tag = EtagBuilder::new("edr");
         tag.text(&collection.dataset.name).text(&collection.id).text(self.query.name());
@@ -205,6 +216,19 @@ impl Answer<'_> {
             Format::CoverageJson { .. } => encode::coverage_json(collection, answer),
             Format::GeoJson => encode::geo_json(answer),
             Format::Csv => encode::csv(answer),
+            Format::GeoTiff => {
+                let (raster, georef) = crate::edr::geotiff::image(collection, &answer)?;
+                drop(answer);
+                let name = self.query.name();
+                let body = async move {
+                    let cog = cpu::run(move || tiff::cog(raster, &georef))
+                        .await
+                        .map_err(|panic| Error::Internal { detail: panic, source: None })?
+                        .map_err(|e| Error::Unsupported(e.to_string()))?;
+                    Ok(budget_body::holding(geotiff::respond(cog, name), held))
+                };
+                return validators(&versions).respond(headers, body).await;
+            }
             Format::NetCdf => {
                 let mut file = crate::edr::netcdf::file(collection, answer)?;
                 let body = async move {

@@ -143,7 +143,7 @@ fn metadata(labels: &ArrayLabels, region: &Region) -> Metadata {
 }
 
 /// The file's response: the head, then the tiles as they are.
-fn respond(cog: tiff::Cog, name: &str) -> Response {
+pub(super) fn respond(cog: tiff::Cog, name: &str) -> Response {
     let stream = futures::stream::iter(
         std::iter::once(Bytes::from(cog.head)).chain(cog.tiles).map(Ok::<_, std::convert::Infallible>),
     );
