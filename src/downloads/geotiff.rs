@@ -3,6 +3,8 @@
 //! its GeoKeys from the grid model, and `GDAL_METADATA` (band labels, units, CF packing);
 //! or why GeoTIFF cannot hold it (a 422 naming it).
 
+use std::fmt::Write as _;
+
 use serde_json::{Map, Value};
 use zarrd_core::grid::geokeys::{GeoKeys, geokeys};
 use zarrd_core::grid::native::Native;
@@ -46,7 +48,13 @@ fn spacing(centres: &[f64], one: f64, wrap: bool, what: &str) -> Result<f64, Str
 
 /// The placement of pixels whose centres are at `ys` (rows) and `xs` (columns), one
 /// cell `one` wide where only one is selected.
-pub fn placement(ys: &[f64], xs: &[f64], one: (f64, f64), geographic: bool, keys: GeoKeys) -> Result<Placement, String> {
+pub fn placement(
+    ys: &[f64],
+    xs: &[f64],
+    one: (f64, f64),
+    geographic: bool,
+    keys: GeoKeys,
+) -> Result<Placement, String> {
     let dx = spacing(xs, one.0, geographic, "x")?;
     let dy = spacing(ys, one.1, false, "y")?;
     let (x_first, y_first) = (xs[0], ys[0]);
@@ -79,7 +87,10 @@ pub fn on_grid(grid: &Grid, region: &Region) -> Result<Placement, String> {
     if let Native::Affine { transform, .. } = &grid.native {
         let [_, b, _, d, ..] = transform.coefficients;
         if b != 0.0 || d != 0.0 {
-            return Err("its transform is rotated or sheared; a GeoTIFF's pixel scale holds grids aligned with their CRS".into());
+            return Err(
+                "its transform is rotated or sheared; a GeoTIFF's pixel scale holds grids aligned with their CRS"
+                    .into(),
+            );
         }
     }
     if let Some(d) = kept.iter().find(|&&d| region.count(d) == 0) {
@@ -131,7 +142,7 @@ impl Metadata {
             let band = band.map_or(String::new(), |(b, role)| {
                 if role.is_empty() { format!(r#" sample="{b}""#) } else { format!(r#" sample="{b}" role="{role}""#) }
             });
-            out.push_str(&format!("  <Item name=\"{}\"{band}>{}</Item>\n", escaped(name), escaped(value)));
+            let _ = writeln!(out, "  <Item name=\"{}\"{band}>{}</Item>", escaped(name), escaped(value));
         };
         for (name, value) in &self.items {
             item(name, value, None);
@@ -185,7 +196,8 @@ mod tests {
     #[test]
     fn metadata_names_bands_and_packing() {
         let attributes = serde_json::json!({"units": "K", "scale_factor": 0.01, "long_name": "a < b"});
-        let metadata = Metadata { bands: Some(("time".into(), vec!["2000-01-01".into(), "2000-01-02".into()])), items: vec![] };
+        let metadata =
+            Metadata { bands: Some(("time".into(), vec!["2000-01-01".into(), "2000-01-02".into()])), items: vec![] };
         let xml = metadata.xml(attributes.as_object().unwrap(), 2);
         assert!(xml.contains(r#"<Item name="DESCRIPTION" sample="1" role="description">2000-01-02</Item>"#), "{xml}");
         assert!(xml.contains(r#"<Item name="SCALE" sample="0" role="scale">0.01</Item>"#), "{xml}");

@@ -70,7 +70,12 @@ fn longs(tag: u16, values: &[u32]) -> Entry {
 }
 
 fn doubles(tag: u16, values: &[f64]) -> Entry {
-    Entry { tag, kind: DOUBLE, count: values.len() as u32, bytes: values.iter().flat_map(|v| v.to_le_bytes()).collect() }
+    Entry {
+        tag,
+        kind: DOUBLE,
+        count: values.len() as u32,
+        bytes: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+    }
 }
 
 fn ascii(tag: u16, text: &str) -> Entry {
@@ -123,12 +128,20 @@ fn ifd(mut entries: Vec<Entry>, at: u64, next: u32) -> Vec<u8> {
 
 /// The bytes [`ifd`] writes for `entries`.
 fn ifd_size(entries: &[Entry]) -> usize {
-    2 + 12 * entries.len() + 4 + entries.iter().filter(|e| e.bytes.len() > 4).map(|e| e.bytes.len().div_ceil(2) * 2).sum::<usize>()
+    2 + 12 * entries.len()
+        + 4
+        + entries.iter().filter(|e| e.bytes.len() > 4).map(|e| e.bytes.len().div_ceil(2) * 2).sum::<usize>()
 }
 
 /// The entries of level `index` (0 the full image) with its tiles at `offsets` of
 /// `counts` bytes.
-fn entries(raster: &Raster, georef: &Georeference, level: &Level, index: usize, (offsets, counts): (&[u32], &[u32])) -> Vec<Entry> {
+fn entries(
+    raster: &Raster,
+    georef: &Georeference,
+    level: &Level,
+    index: usize,
+    (offsets, counts): (&[u32], &[u32]),
+) -> Vec<Entry> {
     let bands = raster.bands as u16;
     let sample = raster.sample;
     let mut e = vec![

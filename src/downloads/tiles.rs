@@ -132,6 +132,7 @@ impl Level {
 
     /// The next overview: each pixel the mean of the (up to) 2 × 2 pixels it covers that
     /// are not missing (`nodata`, or NaN), missing where all are; integers rounded.
+    #[must_use]
     pub fn halved(&self, bands: usize, sample: Sample, nodata: Option<f64>) -> Self {
         use rayon::prelude::*;
         let (rows, cols) = (self.rows.div_ceil(2), self.cols.div_ceil(2));
@@ -195,7 +196,11 @@ impl Level {
 
 /// Turns `bands` planes of `rows` × `cols` samples of `size` bytes upside down
 /// (`rows`) and left to right (`cols`), in place.
-pub fn flip(data: &mut [u8], (bands, rows, cols, size): (usize, usize, usize, usize), (flip_rows, flip_cols): (bool, bool)) {
+pub fn flip(
+    data: &mut [u8],
+    (bands, rows, cols, size): (usize, usize, usize, usize),
+    (flip_rows, flip_cols): (bool, bool),
+) {
     let row_bytes = cols * size;
     if row_bytes == 0 {
         return;
@@ -222,12 +227,8 @@ pub fn flip(data: &mut [u8], (bands, rows, cols, size): (usize, usize, usize, us
 fn predict(row: &mut [u8], sample: Sample, scratch: &mut [u8]) {
     match (sample.predictor(), sample.bytes()) {
         (2, 1) => differences::<1>(row, |a, b| [a[0].wrapping_sub(b[0])]),
-        (2, 2) => differences::<2>(row, |a, b| {
-            u16::from_le_bytes(a).wrapping_sub(u16::from_le_bytes(b)).to_le_bytes()
-        }),
-        (2, 4) => differences::<4>(row, |a, b| {
-            u32::from_le_bytes(a).wrapping_sub(u32::from_le_bytes(b)).to_le_bytes()
-        }),
+        (2, 2) => differences::<2>(row, |a, b| u16::from_le_bytes(a).wrapping_sub(u16::from_le_bytes(b)).to_le_bytes()),
+        (2, 4) => differences::<4>(row, |a, b| u32::from_le_bytes(a).wrapping_sub(u32::from_le_bytes(b)).to_le_bytes()),
         (3, size) => {
             // libtiff's fpDiff: the samples' bytes in planes, most significant first,
             // then each byte less the one before it along the row.

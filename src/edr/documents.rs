@@ -216,7 +216,7 @@ pub fn openapi(base: &str) -> Value {
         text("z", "a level (the nearest), an interval a/b, or a list a,b,c"),
         text("parameter-name", "a comma list of parameters (default: all)"),
         text("crs", "CRS84 or EPSG:4326"),
-        text("f", "CoverageJSON (default), GeoJSON, CSV, or NetCDF (area and cube)"),
+        text("f", "CoverageJSON (default), GeoJSON, CSV, NetCDF (area and cube) or GeoTIFF (cube)"),
     ];
     let cid = json!({"name": "collectionId", "in": "path", "required": true, "schema": {"type": "string"}});
     let answers = json!({

@@ -21,7 +21,7 @@ pub fn image(collection: &Collection, answer: &Answer) -> Result<(Raster, Georef
         return Err(refuse("a cube answers one Grid coverage; this answer has none or several".into()));
     };
     if coverage.listed {
-        return Err(refuse("on a curvilinear grid a cube is a list of cells: use f=CoverageJSON, f=CSV or f=NetCDF".into()));
+        return Err(refuse("on a curvilinear grid a cube is a list of cells: use f=CoverageJSON or f=CSV".into()));
     }
     let [values] = coverage.values.as_slice() else {
         return Err(Error::BadRequest(format!(

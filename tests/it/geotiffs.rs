@@ -62,8 +62,13 @@ async fn check_case(name: &str) {
         DecodingResult::I16(v) => v.into_iter().map(f64::from).collect(),
         _ => panic!("{name}: an unexpected sample type"),
     };
-    let want: Vec<Option<f64>> =
-        expected["values"].as_array().unwrap().iter().flat_map(|row| row.as_array().unwrap().clone()).map(|v| v.as_f64()).collect();
+    let want: Vec<Option<f64>> = expected["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|row| row.as_array().unwrap().clone())
+        .map(|v| v.as_f64())
+        .collect();
     assert_eq!(stored.len(), want.len(), "{name}");
     for (i, (&v, want)) in stored.iter().zip(&want).enumerate() {
         let got = (!v.is_nan() && v != nodata).then_some(v * scale + offset);
@@ -141,4 +146,65 @@ async fn what_geotiff_cannot_hold_gets_problem_documents() {
     );
     let doc = common::get(&small, "/v1/slice/analysis/daily/tas?s=0:10,:,:&format=tif").await.assert_problem(413);
     assert!(doc["detail"].as_str().unwrap().contains("GeoTIFF"), "{doc}");
+}
+
+/// The one-step cube cases of `tests/fixtures/edr/cases.json` (answers xarray computed) as
+/// `f=GeoTIFF` of their first parameter: float64 pixels north-up equal to the answer (NaN
+/// where it has null), placed at the edges of its axes (across the antimeridian too); an
+/// irregular grid is a 422; other queries and several parameters a 400.
+#[tokio::test]
+async fn edr_cubes_as_geotiffs_hold_xarrays_answers() {
+    let fixtures = common::fixtures();
+    let app = common::app_with(
+        vec![
+            ("edr", common::local_store(&fixtures.join("edr/edr.zarr"))),
+            ("analysis", common::local_store(&fixtures.join("analysis/analysis.zarr"))),
+        ],
+        common::config(""),
+    );
+    let cases: Vec<Value> = serde_json::from_slice(&std::fs::read(fixtures.join("edr/cases.json")).unwrap()).unwrap();
+    for name in ["cube_edr", "cube_edr_antimeridian", "cube_daily_antimeridian"] {
+        let case = cases.iter().find(|c| c["name"] == name).unwrap();
+        let cov = &case["covjson"];
+        let (parameter, range) = cov["ranges"].as_object().unwrap().iter().next().unwrap();
+        let url = case["url"].as_str().unwrap();
+        let url =
+            if url.contains("parameter-name=") { url.to_owned() } else { format!("{url}&parameter-name={parameter}") };
+        let reply = common::browser_get(&app, &format!("{url}&f=GeoTIFF")).await;
+        assert_eq!(reply.status, 200, "{name}: {}", reply.describe());
+        let mut decoder = Decoder::new(Cursor::new(reply.body.to_vec())).unwrap();
+        let (ys, xs) = (numbers(&cov["axes"]["y"]), numbers(&cov["axes"]["x"]));
+        assert_eq!(decoder.dimensions().unwrap(), (xs.len() as u32, ys.len() as u32), "{name}");
+        let DecodingResult::F64(got) = decoder.read_image().unwrap() else { panic!("{name}: not float64") };
+        let want: Vec<Option<f64>> = range["values"].as_array().unwrap().iter().map(Value::as_f64).collect();
+        let south_up = ys[1] > ys[0];
+        for (i, g) in got.iter().enumerate() {
+            let (r, c) = (i / xs.len(), i % xs.len());
+            let row = if south_up { ys.len() - 1 - r } else { r };
+            match want[row * xs.len() + c] {
+                Some(w) => assert!(*g == w || (*g as f32) == (w as f32), "{name}[{i}]: {g} vs {w}"),
+                None => assert!(g.is_nan(), "{name}[{i}]: {g}, want missing"),
+            }
+        }
+        let dx = (xs[1] - xs[0]).rem_euclid(360.0);
+        let dy = (ys[1] - ys[0]).abs();
+        let north = ys.iter().copied().fold(f64::MIN, f64::max);
+        let tiepoint = decoder.get_tag_f64_vec(Tag::Unknown(33922)).unwrap();
+        assert_eq!(tiepoint, [0.0, 0.0, 0.0, xs[0] - dx / 2.0, north + dy / 2.0, 0.0], "{name}");
+    }
+    let irregular = "/edr/collections/analysis:irregular/cube?bbox=-30,-20,10,15&f=GeoTIFF";
+    let doc = common::get(&app, irregular).await.assert_problem(422);
+    assert!(doc["detail"].as_str().unwrap().contains("not regular"), "{doc}");
+    for (uri, says) in [
+        ("/edr/collections/edr/area?coords=POLYGON((5%2015,45%2015,45%2055,5%2055,5%2015))&f=GeoTIFF", "cube queries"),
+        ("/edr/collections/edr/cube?bbox=10,20,40,50&parameter-name=ta,ua&f=GeoTIFF", "one parameter"),
+    ] {
+        let doc = common::get(&app, uri).await.assert_problem(400);
+        assert!(doc["detail"].as_str().unwrap().contains(says), "{uri}: {doc}");
+    }
+    let collection = common::get(&app, "/edr/collections/edr").await.json();
+    let cube = &collection["data_queries"]["cube"]["link"]["variables"]["output_formats"];
+    assert!(cube.as_array().unwrap().contains(&Value::from("GeoTIFF")), "{cube}");
+    let area = &collection["data_queries"]["area"]["link"]["variables"]["output_formats"];
+    assert!(!area.as_array().unwrap().contains(&Value::from("GeoTIFF")), "{area}");
 }

@@ -11,6 +11,7 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::auth::Identity;
+use crate::downloads::tiff;
 use crate::edr::collection::Collection;
 use crate::edr::params::EdrQuery;
 use crate::edr::query::{self, Format, QueryType};
@@ -19,9 +20,8 @@ use crate::error::{Error, Result};
 use crate::http::conditional::{EtagBuilder, Validators, Varies};
 use crate::http::encode::json_response;
 use crate::http::extract::{Params, base_url};
-use crate::http::state::AppState;
-use crate::downloads::tiff;
 use crate::http::routes::geotiff;
+use crate::http::state::AppState;
 use crate::http::{body, budget_body};
 use zarrd_core::ops::cpu;
 

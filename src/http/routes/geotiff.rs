@@ -33,18 +33,26 @@ impl Download<'_> {
         no_rendering(query)?;
         let array = self.array;
         let meta = &array.meta;
-        let refuse = |why: String| Error::Unsupported(format!("`{}` cannot be written as a GeoTIFF: {why}", array.path));
+        let refuse =
+            |why: String| Error::Unsupported(format!("`{}` cannot be written as a GeoTIFF: {why}", array.path));
         let sample = Sample::of(meta.data_type).ok_or_else(|| {
-            refuse(format!("it holds {}; a GeoTIFF holds integers and floats (format=nc holds more)", meta.data_type.name()))
+            refuse(format!(
+                "it holds {}; a GeoTIFF holds integers and floats (format=nc holds more)",
+                meta.data_type.name()
+            ))
         })?;
         let (catalog, config) = (&self.state.catalog, &self.state.config);
         let labels = self.state.coords.of(catalog, self.dataset, array).await?;
-        let grid = match self.state.grids.of(catalog, self.dataset, array).await {
-            Ok(Some(grid)) => grid,
-            Ok(None) => return Err(refuse("it has no grid (coordinate arrays, a grid mapping or a GeoZarr CRS place its cells on the Earth)".into())),
-            Err(Error::Unsupported(why) | Error::OverLimit(why)) => return Err(refuse(why)),
-            Err(e) => return Err(e),
-        };
+        let grid =
+            match self.state.grids.of(catalog, self.dataset, array).await {
+                Ok(Some(grid)) => grid,
+                Ok(None) => return Err(refuse(
+                    "it has no grid (coordinate arrays, a grid mapping or a GeoZarr CRS place its cells on the Earth)"
+                        .into(),
+                )),
+                Err(Error::Unsupported(why) | Error::OverLimit(why)) => return Err(refuse(why)),
+                Err(e) => return Err(e),
+            };
         let (region, read, request) = self.selection(query, &labels, Some(grid.clone())).await?;
         let shape = region.shape();
         // The dimensions are checked by the placement; until then, a size to check.
@@ -92,7 +100,15 @@ impl Download<'_> {
             let cog = cpu::run(move || {
                 let mut data = data;
                 tiles::flip(&mut data, dims, (placement.flip_rows, placement.flip_cols));
-                let raster = Raster { sample, bands: dims.0, rows: dims.1, cols: dims.2, data, nodata, metadata: Some(metadata) };
+                let raster = Raster {
+                    sample,
+                    bands: dims.0,
+                    rows: dims.1,
+                    cols: dims.2,
+                    data,
+                    nodata,
+                    metadata: Some(metadata),
+                };
                 tiff::cog(raster, &placement.georef)
             })
             .await
@@ -127,9 +143,8 @@ async fn whole(data: Decoded) -> Result<Vec<u8>> {
 /// The bands' labels (the first kept dimension's, when three are kept) and the labels of
 /// dimensions selected by one index.
 fn metadata(labels: &ArrayLabels, region: &Region) -> Metadata {
-    let text = |d: usize, i: u64| {
-        labels.labels[d].as_ref().and_then(|l| l.text(i as usize)).unwrap_or_else(|| i.to_string())
-    };
+    let text =
+        |d: usize, i: u64| labels.labels[d].as_ref().and_then(|l| l.text(i as usize)).unwrap_or_else(|| i.to_string());
     let kept: Vec<usize> = (0..region.dims.len()).filter(|&d| !region.dropped[d]).collect();
     let bands = (kept.len() == 3).then(|| {
         let d = kept[0];

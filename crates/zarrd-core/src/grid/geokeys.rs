@@ -80,13 +80,13 @@ fn transformation(method: u32) -> Option<(u16, fn(u32) -> Option<u16>)> {
         }
     }
     Some(match method {
-        9802 => (8, natural),    // CT_LambertConfConic_2SP
-        9801 => (9, natural),    // CT_LambertConfConic_1SP
-        9807 => (1, natural),    // CT_TransverseMercator
+        9802 => (8, natural),        // CT_LambertConfConic_2SP
+        9801 => (9, natural),        // CT_LambertConfConic_1SP
+        9807 => (1, natural),        // CT_TransverseMercator
         9804 | 9805 => (7, natural), // CT_Mercator (B: ProjStdParallel1GeoKey)
-        9822 => (11, albers),    // CT_AlbersEqualArea
-        9820 => (10, azimuthal), // CT_LambertAzimEqualArea
-        9810 | 9829 => (15, polar), // CT_PolarStereographic
+        9822 => (11, albers),        // CT_AlbersEqualArea
+        9820 => (10, azimuthal),     // CT_LambertAzimEqualArea
+        9810 | 9829 => (15, polar),  // CT_PolarStereographic
         _ => return None,
     })
 }
@@ -234,7 +234,9 @@ mod tests {
         }
         let albers = "+proj=aea +lat_0=23 +lat_1=29.5 +lat_2=45.5 +lon_0=-96 +x_0=0 +y_0=0 +ellps=GRS80 +units=m";
         let keys = geokeys(&Crs::from_proj(albers, None, None).unwrap()).unwrap();
-        for (key, want) in [(3075, 11.0), (3078, 29.5), (3079, 45.5), (3080, -96.0), (3081, 23.0), (2059, 298.257_222_101)] {
+        for (key, want) in
+            [(3075, 11.0), (3078, 29.5), (3079, 45.5), (3080, -96.0), (3081, 23.0), (2059, 298.257_222_101)]
+        {
             assert_eq!(get(&keys, key), Some(want), "key {key}: {keys:?}");
         }
     }
