@@ -12,12 +12,12 @@ use crate::common;
 use netcdf3::{DataVector, FileReader};
 use serde_json::Value;
 
-fn app() -> axum::Router {
+pub fn app() -> axum::Router {
     let dir = common::fixtures().join("analysis");
     common::app_with(vec![("analysis", common::local_store(&dir.join("analysis.zarr")))], common::config(""))
 }
 
-fn case(name: &str) -> Value {
+pub fn case(name: &str) -> Value {
     let path = common::fixtures().join("analysis/cases.json");
     let cases: Vec<Value> = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
     cases.into_iter().find(|c| c["name"] == name).unwrap()
@@ -122,16 +122,21 @@ async fn packed_values_stay_packed_with_their_attributes_and_dropped_time_is_a_s
     assert!(stored.contains(&-32768), "the NaN block is stored as the fill");
 }
 
-#[tokio::test]
-async fn downloads_are_deterministic_and_revalidate_before_reading() {
+/// The analysis store behind a store that counts what is read, with the data caches off: a
+/// download that read its data would be seen reading the store.
+pub fn counting_app() -> (axum::Router, std::sync::Arc<common::CountingStore>) {
     let counting = common::CountingStore::new(std::sync::Arc::new(
         object_store::local::LocalFileSystem::new_with_prefix(common::fixtures().join("analysis/analysis.zarr"))
             .unwrap(),
     ));
     let store = zarrd_core::store::Store::new(counting.clone(), object_store::path::Path::default());
-    // The data caches off: a download that read its data would be seen reading the store.
     let caches_off = "[cache]\nchunk_bytes = 0\nresponse_bytes = 0\n";
-    let app = common::app_with(vec![("analysis", store)], common::config(caches_off));
+    (common::app_with(vec![("analysis", store)], common::config(caches_off)), counting)
+}
+
+#[tokio::test]
+async fn downloads_are_deterministic_and_revalidate_before_reading() {
+    let (app, counting) = counting_app();
     let uri = "/v1/slice/analysis/daily/tas?s=0:100,::4,::4&format=nc";
     let first = common::browser_get(&app, uri).await;
     let second = common::browser_get(&app, uri).await;

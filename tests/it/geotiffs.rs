@@ -14,17 +14,7 @@ use tiff::decoder::{Decoder, DecodingResult};
 use tiff::tags::Tag;
 
 use crate::common;
-
-fn app() -> axum::Router {
-    let dir = common::fixtures().join("analysis");
-    common::app_with(vec![("analysis", common::local_store(&dir.join("analysis.zarr")))], common::config(""))
-}
-
-fn case(name: &str) -> Value {
-    let path = common::fixtures().join("analysis/cases.json");
-    let cases: Vec<Value> = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-    cases.into_iter().find(|c| c["name"] == name).unwrap()
-}
+use crate::downloads::{app, case};
 
 fn numbers(v: &Value) -> Vec<f64> {
     v.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect()
@@ -101,13 +91,7 @@ async fn label_selections_as_geotiffs_hold_xarrays_values_at_its_labels() {
 
 #[tokio::test]
 async fn geotiffs_are_deterministic_and_revalidate_before_reading() {
-    let counting = common::CountingStore::new(std::sync::Arc::new(
-        object_store::local::LocalFileSystem::new_with_prefix(common::fixtures().join("analysis/analysis.zarr"))
-            .unwrap(),
-    ));
-    let store = zarrd_core::store::Store::new(counting.clone(), object_store::path::Path::default());
-    let caches_off = "[cache]\nchunk_bytes = 0\nresponse_bytes = 0\n";
-    let app = common::app_with(vec![("analysis", store)], common::config(caches_off));
+    let (app, counting) = crate::downloads::counting_app();
     let uri = "/v1/slice/analysis/daily/tas?s=0:3,:,:&format=tif";
     let first = common::browser_get(&app, uri).await;
     let second = common::browser_get(&app, uri).await;

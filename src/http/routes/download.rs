@@ -27,6 +27,7 @@ use zarrd_core::ops::budget::Reservation;
 use zarrd_core::read::selection::{DimSelection, Selection};
 use zarrd_core::read::strings::TextOutput;
 use zarrd_core::read::{ArrayReader, Decoded, ObjectVersion, ReadError};
+use zarrd_core::zarr::data_type::DataType;
 
 use crate::downloads::netcdf::MEDIA_TYPE;
 
@@ -117,12 +118,7 @@ impl Download<'_> {
         let name = array.path.rsplit('/').next().unwrap_or("data").to_owned();
         let (shape, data_type) = (region.shape(), meta.data_type);
         let build = async move {
-            let mut response = respond(&layout, described, data, item, &name);
-            // As every data response: the result's shape and stored type.
-            let shape = shape.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
-            let headers = response.headers_mut();
-            headers.insert("zarr-shape", HeaderValue::from_str(&shape).unwrap_or(HeaderValue::from_static("")));
-            headers.insert("zarr-data-type", HeaderValue::from_static(data_type.name()));
+            let response = described_as_data(respond(&layout, described, data, item, &name), &shape, data_type);
             Ok(with_selection(budget_body::holding(response, reservation), zarr_selection.as_deref()))
         };
         Validators::of_objects(tag, &versions, config).varying(VARIES).respond(headers, build).await
@@ -230,12 +226,32 @@ fn respond(layout: &Layout, described: Described, data: Decoded, item: usize, na
     let stream = futures::stream::iter([Ok(Bytes::from(head))])
         .chain(data)
         .chain(futures::stream::iter((!padding.is_empty()).then(|| Ok(Bytes::from(padding)))));
-    let mut response = body::streamed(stream, layout.length).into_response();
+    attachment(body::streamed(stream, layout.length).into_response(), (MEDIA_TYPE, layout.length), name, "nc")
+}
+
+/// As every data response: `Zarr-Shape` and `Zarr-Data-Type`, the result's shape and
+/// stored type.
+pub(super) fn described_as_data(mut response: Response, shape: &[u64], data_type: DataType) -> Response {
+    let shape = shape.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(MEDIA_TYPE));
-    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(layout.length));
+    headers.insert("zarr-shape", HeaderValue::from_str(&shape).unwrap_or(HeaderValue::from_static("")));
+    headers.insert("zarr-data-type", HeaderValue::from_static(data_type.name()));
+    response
+}
+
+/// A file's response: its media type and length, and `Content-Disposition: attachment`
+/// with the file name `name.extension`.
+pub(super) fn attachment(
+    mut response: Response,
+    (media, length): (&'static str, u64),
+    name: &str,
+    extension: &str,
+) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(media));
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
     let file = netcdf::name(name).replace(['"', '\\'], "_");
-    if let Ok(value) = HeaderValue::from_str(&format!("attachment; filename=\"{file}.nc\"")) {
+    if let Ok(value) = HeaderValue::from_str(&format!("attachment; filename=\"{file}.{extension}\"")) {
         headers.insert(header::CONTENT_DISPOSITION, value);
     }
     response

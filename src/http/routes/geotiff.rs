@@ -4,14 +4,13 @@
 //! `limits.max_response_bytes`), then tiled, overviewed and compressed on the CPU pool.
 
 use axum::body::Bytes;
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::analysis::coordinates::ArrayLabels;
 use crate::downloads::attributes::fill_value;
 use crate::downloads::cf_file::Region;
 use crate::downloads::geotiff::{self, Metadata};
-use crate::downloads::netcdf;
 use crate::downloads::tiff::{self, MEDIA_TYPE, Raster};
 use crate::downloads::tiles::{self, Sample};
 use crate::error::{Error, Result};
@@ -19,7 +18,7 @@ use crate::http::body;
 use crate::http::budget_body;
 use crate::http::conditional::{EtagBuilder, Validators, Varies};
 use crate::http::query::SliceQuery;
-use crate::http::routes::download::{Download, Read, no_rendering, read_data};
+use crate::http::routes::download::{Download, Read, attachment, described_as_data, no_rendering, read_data};
 use crate::http::routes::labelled::with_selection;
 use zarrd_core::ops::cpu;
 use zarrd_core::read::{Decoded, ReadError};
@@ -114,11 +113,7 @@ impl Download<'_> {
             .await
             .map_err(|panic| Error::Internal { detail: panic, source: None })?
             .map_err(|e| Error::Unsupported(e.to_string()))?;
-            let mut response = respond(cog, &name);
-            let shape = shape.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
-            let headers = response.headers_mut();
-            headers.insert("zarr-shape", HeaderValue::from_str(&shape).unwrap_or(HeaderValue::from_static("")));
-            headers.insert("zarr-data-type", HeaderValue::from_static(data_type.name()));
+            let response = described_as_data(respond(cog, &name), &shape, data_type);
             Ok(with_selection(budget_body::holding(response, reservation), zarr_selection.as_deref()))
         };
         Validators::of_objects(tag, &versions, config).varying(VARIES).respond(headers, build).await
@@ -162,13 +157,5 @@ pub(super) fn respond(cog: tiff::Cog, name: &str) -> Response {
     let stream = futures::stream::iter(
         std::iter::once(Bytes::from(cog.head)).chain(cog.tiles).map(Ok::<_, std::convert::Infallible>),
     );
-    let mut response = body::streamed(stream, cog.length).into_response();
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(MEDIA_TYPE));
-    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(cog.length));
-    let file = netcdf::name(name).replace(['"', '\\'], "_");
-    if let Ok(value) = HeaderValue::from_str(&format!("attachment; filename=\"{file}.tif\"")) {
-        headers.insert(header::CONTENT_DISPOSITION, value);
-    }
-    response
+    attachment(body::streamed(stream, cog.length).into_response(), (MEDIA_TYPE, cog.length), name, "tif")
 }
