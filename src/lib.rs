@@ -17,5 +17,6 @@ pub mod edr;
 pub mod error;
 pub mod http;
 pub mod images;
+pub mod markup;
 
 pub use http::{AppState, app};

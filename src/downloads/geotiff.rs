@@ -12,6 +12,7 @@ use zarrd_core::grid::{Grid, Kind};
 
 use crate::downloads::cf_file::Region;
 use crate::downloads::tiff::Georeference;
+use crate::markup::escape;
 
 /// How far a grid's spacing may differ from cell to cell, as a fraction of a cell.
 const REGULAR: f64 = 1e-6;
@@ -36,13 +37,15 @@ fn spacing(centres: &[f64], one: f64, wrap: bool, what: &str) -> Result<f64, Str
     }
     let steps: Vec<f64> = centres.windows(2).map(|w| step(w[0], w[1])).collect();
     let mean = steps.iter().sum::<f64>() / steps.len() as f64;
+    if mean == 0.0 {
+        return Err(format!("its {what} centres do not advance"));
+    }
     match steps.iter().position(|s| (s - mean).abs() > REGULAR * mean.abs()) {
-        Some(i) if mean != 0.0 => Err(format!(
+        Some(i) => Err(format!(
             "its {what} spacing is not regular ({} after index {i}, {mean} on average); GeoTIFF's transform needs equal cells",
             steps[i]
         )),
-        _ if mean == 0.0 => Err(format!("its {what} centres do not advance")),
-        _ => Ok(mean),
+        None => Ok(mean),
     }
 }
 
@@ -106,21 +109,9 @@ pub fn on_grid(grid: &Grid, region: &Region) -> Result<Placement, String> {
     placement(&ys, &xs, one, grid.kind == Kind::Geographic, keys)
 }
 
-/// `text` escaped for XML.
+/// `text` escaped for XML, control characters (which XML 1.0 cannot hold) as spaces.
 fn escaped(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c if c.is_control() => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out
+    escape(&text.replace(char::is_control, " "))
 }
 
 /// What `GDAL_METADATA` says of an image.

@@ -79,17 +79,25 @@ impl Sample {
 
     /// `value` as one little-endian sample (rounded and saturated for integers).
     pub fn encode(self, value: f64) -> Vec<u8> {
+        let mut out = vec![0; self.bytes()];
+        self.put(value, &mut out);
+        out
+    }
+
+    /// Writes `value` as one sample into `out` (its [`Self::bytes`] long): per pixel of an
+    /// overview, without an allocation each.
+    fn put(self, value: f64, out: &mut [u8]) {
         match self {
-            Self::U8 => vec![value.round() as u8],
-            Self::I8 => (value.round() as i8).to_le_bytes().to_vec(),
-            Self::U16 => (value.round() as u16).to_le_bytes().to_vec(),
-            Self::I16 => (value.round() as i16).to_le_bytes().to_vec(),
-            Self::U32 => (value.round() as u32).to_le_bytes().to_vec(),
-            Self::I32 => (value.round() as i32).to_le_bytes().to_vec(),
-            Self::U64 => (value.round() as u64).to_le_bytes().to_vec(),
-            Self::I64 => (value.round() as i64).to_le_bytes().to_vec(),
-            Self::F32 => (value as f32).to_le_bytes().to_vec(),
-            Self::F64 => value.to_le_bytes().to_vec(),
+            Self::U8 => out[0] = value.round() as u8,
+            Self::I8 => out.copy_from_slice(&(value.round() as i8).to_le_bytes()),
+            Self::U16 => out.copy_from_slice(&(value.round() as u16).to_le_bytes()),
+            Self::I16 => out.copy_from_slice(&(value.round() as i16).to_le_bytes()),
+            Self::U32 => out.copy_from_slice(&(value.round() as u32).to_le_bytes()),
+            Self::I32 => out.copy_from_slice(&(value.round() as i32).to_le_bytes()),
+            Self::U64 => out.copy_from_slice(&(value.round() as u64).to_le_bytes()),
+            Self::I64 => out.copy_from_slice(&(value.round() as i64).to_le_bytes()),
+            Self::F32 => out.copy_from_slice(&(value as f32).to_le_bytes()),
+            Self::F64 => out.copy_from_slice(&value.to_le_bytes()),
         }
     }
 
@@ -158,7 +166,7 @@ impl Level {
                 if n == 0 {
                     pixel.copy_from_slice(&missing);
                 } else {
-                    pixel.copy_from_slice(&sample.encode(sum / f64::from(n)));
+                    sample.put(sum / f64::from(n), pixel);
                 }
             }
         });

@@ -7,15 +7,16 @@ use zarrd_core::grid::Crs;
 use zarrd_core::grid::Kind;
 use zarrd_core::grid::geokeys::geokeys;
 
-use crate::downloads::geotiff::{Metadata, placement};
-use crate::downloads::tiff::{Georeference, Raster};
+use crate::downloads::geotiff::{Metadata, Placement, placement};
+use crate::downloads::tiff::Raster;
 use crate::downloads::tiles::Sample;
 use crate::edr::collection::Collection;
 use crate::edr::encode::Answer;
 use crate::error::{Error, Result};
 
-/// The image of `answer` (a cube query of `collection`) and where it lies.
-pub fn image(collection: &Collection, answer: &Answer) -> Result<(Raster, Georeference)> {
+/// The image of `answer` (a cube query of `collection`), its rows as the answer has them,
+/// and where it lies.
+pub fn image(collection: &Collection, answer: &Answer) -> Result<(Raster, Placement)> {
     let refuse = |why: String| Error::Unsupported(format!("f=GeoTIFF: {why}"));
     let [coverage] = answer.coverages.as_slice() else {
         return Err(refuse("a cube answers one Grid coverage; this answer has none or several".into()));
@@ -31,15 +32,17 @@ pub fn image(collection: &Collection, answer: &Answer) -> Result<(Raster, Georef
     };
     let (rows, cols) = (coverage.y.len(), coverage.x.len());
     let bands = values.len() / (rows * cols).max(1);
-    let (crs, geographic) = match (&coverage.places, &collection.grid) {
-        (Some(_), Some(found)) => (None, found.grid.kind == Kind::Geographic),
-        _ => (Some(Crs::from_epsg(4326).map_err(|e| refuse(e.to_string()))?), true),
+    // A projected grid's cells in its native x/y; else CRS84 longitudes/latitudes.
+    let wgs84;
+    let (crs, geographic) = if let (Some(_), Some(found)) = (&coverage.places, &collection.grid) {
+        (&found.grid.crs, found.grid.kind == Kind::Geographic)
+    } else {
+        wgs84 = Crs::from_epsg(4326).map_err(|e| refuse(e.to_string()))?;
+        (&wgs84, true)
     };
-    let crs = crs.as_ref().or(collection.grid.as_ref().map(|f| &f.grid.crs)).ok_or_else(|| refuse("no CRS".into()))?;
     let keys = geokeys(crs).map_err(refuse)?;
     let placed = placement(&coverage.y, &coverage.x, (f64::NAN, f64::NAN), geographic, keys).map_err(refuse)?;
-    let mut data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-    crate::downloads::tiles::flip(&mut data, (bands, rows, cols, 8), (placed.flip_rows, placed.flip_cols));
+    let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
     let times = answer.domain.t.clone().unwrap_or_default();
     let levels = answer.domain.z.clone().unwrap_or_default();
     let label = |b: usize| {
@@ -47,11 +50,12 @@ pub fn image(collection: &Collection, answer: &Answer) -> Result<(Raster, Georef
         let z = (!levels.is_empty()).then(|| format!("z={}", levels[b % levels.len()]));
         [t, z].into_iter().flatten().collect::<Vec<_>>().join(", ")
     };
+    let only = label(0);
     let metadata = Metadata {
         bands: (times.len() > 1 || levels.len() > 1).then(|| ("step".to_owned(), (0..bands).map(label).collect())),
         items: [("parameter".to_owned(), answer.plan.parameters[0].name.clone())]
             .into_iter()
-            .chain((bands == 1 && !label(0).is_empty()).then(|| ("step".to_owned(), label(0))))
+            .chain((bands == 1 && !only.is_empty()).then(|| ("step".to_owned(), only)))
             .collect(),
     };
     let p = &answer.plan.parameters[0];
@@ -69,5 +73,5 @@ pub fn image(collection: &Collection, answer: &Answer) -> Result<(Raster, Georef
         nodata: Some(f64::NAN),
         metadata: Some(metadata.xml(&attributes, bands)),
     };
-    Ok((raster, placed.georef))
+    Ok((raster, placed))
 }

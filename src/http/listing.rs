@@ -10,6 +10,7 @@
 //! relative links resolve the same in a browser and in fsspec (which joins them to the URL
 //! it asked for).
 
+use crate::markup::escape;
 use std::fmt::Write as _;
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -40,22 +41,6 @@ impl Entry {
     pub fn object(name: impl Into<String>, size: Option<u64>) -> Self {
         Self { name: name.into(), directory: false, size }
     }
-}
-
-/// Escapes text for HTML (names are store keys: they may hold any character).
-fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// A link target: the name percent-encoded as one path segment.

@@ -37,6 +37,24 @@ pub(super) enum Read {
     Labels(Box<Resolved>),
 }
 
+impl Read {
+    /// The `Zarr-Selection` of a label selection that is one index box.
+    pub(super) fn zarr_selection(&self) -> Option<String> {
+        match self {
+            Self::Labels(resolved) => resolved.zarr_selection.clone(),
+            Self::Indices(_) => None,
+        }
+    }
+
+    /// The versions of the objects the read would take, for a 304 before reading them.
+    pub(super) async fn validation_versions(&self, array: &ArrayReader) -> Result<Vec<(String, ObjectVersion)>> {
+        Ok(match self {
+            Self::Indices(selection) => array.validation_object_versions(selection).await?,
+            Self::Labels(resolved) => resolved.validation_versions(array).await?,
+        })
+    }
+}
+
 /// One NetCDF download.
 pub struct Download<'a> {
     pub state: &'a AppState,
@@ -89,18 +107,12 @@ impl Download<'_> {
         if layout.length > limit {
             return Err(Error::TooLarge { what: "NetCDF", size: u128::from(layout.length), limit });
         }
-        let zarr_selection = match &read {
-            Read::Labels(resolved) => resolved.zarr_selection.clone(),
-            Read::Indices(_) => None,
-        };
+        let zarr_selection = read.zarr_selection();
         let tag = self.tag(&labels, &described, &request);
         if headers.contains_key(header::IF_NONE_MATCH) {
             // In the order the 200's validators take them: the data's objects, then the
             // coordinates'.
-            let mut versions = match &read {
-                Read::Indices(selection) => array.validation_object_versions(selection).await?,
-                Read::Labels(resolved) => resolved.validation_versions(array).await?,
-            };
+            let mut versions = read.validation_versions(array).await?;
             versions.extend(described.versions.iter().cloned());
             let validators = Validators::of_objects(tag.clone(), &versions, config).varying(VARIES);
             if validators.current(headers) {
@@ -109,7 +121,7 @@ impl Download<'_> {
         }
         let item = meta.data_type.size();
         let (data, mut versions, mut reservation) =
-            read_data(array, read, strings.zip(width), described.fill.clone()).await?;
+            read_data(array, read, strings.zip(width), (described.fill.clone(), true)).await?;
         // The coordinates' memory stays held with the data's until the file is sent.
         if let Some(coordinates) = described.reservation.take() {
             reservation.merge(coordinates);
@@ -170,12 +182,12 @@ pub(super) fn no_rendering(query: &SliceQuery) -> Result<()> {
 
 /// The data variable's values as read: text padded to the string dimension, a label
 /// selection gathered (cells of its index box outside a latitude/longitude box set to the
-/// fill), an index selection streamed.
+/// fill), an index selection streamed when `stream` says so (else whole).
 pub(super) async fn read_data(
     array: &ArrayReader,
     read: Read,
     strings: Option<(TextOutput, u64)>,
-    fill: Option<Vec<u8>>,
+    (fill, stream): (Option<Vec<u8>>, bool),
 ) -> Result<(Decoded, Vec<(String, ObjectVersion)>, Reservation)> {
     let item = array.meta.data_type.size();
     Ok(match (read, strings) {
@@ -189,7 +201,7 @@ pub(super) async fn read_data(
             (Decoded::Whole(chars), strings.object_versions, strings.reservation)
         }
         (Read::Indices(selection), None) => {
-            let output = array.read(&selection, 0, true).await?;
+            let output = array.read(&selection, 0, stream).await?;
             (output.data, output.object_versions, output.reservation)
         }
         (Read::Labels(resolved), None) => {

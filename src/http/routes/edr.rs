@@ -11,7 +11,6 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::auth::Identity;
-use crate::downloads::tiff;
 use crate::edr::collection::Collection;
 use crate::edr::params::EdrQuery;
 use crate::edr::query::{self, Format, QueryType};
@@ -23,7 +22,6 @@ use crate::http::extract::{Params, base_url};
 use crate::http::routes::geotiff;
 use crate::http::state::AppState;
 use crate::http::{body, budget_body};
-use zarrd_core::ops::cpu;
 
 /// Answers that may take more text than this are sent in pieces as they are written.
 const WHOLE_BELOW: u128 = 1 << 20;
@@ -217,14 +215,11 @@ impl Answer<'_> {
             Format::GeoJson => encode::geo_json(answer),
             Format::Csv => encode::csv(answer),
             Format::GeoTiff => {
-                let (raster, georef) = crate::edr::geotiff::image(collection, &answer)?;
+                let (raster, placement) = crate::edr::geotiff::image(collection, &answer)?;
                 drop(answer);
                 let name = self.query.name();
                 let body = async move {
-                    let cog = cpu::run(move || tiff::cog(raster, &georef))
-                        .await
-                        .map_err(|panic| Error::Internal { detail: panic, source: None })?
-                        .map_err(|e| Error::Unsupported(e.to_string()))?;
+                    let cog = geotiff::written(raster, placement).await?;
                     Ok(budget_body::holding(geotiff::respond(cog, name), held))
                 };
                 return validators(&versions).respond(headers, body).await;

@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use crate::analysis::coordinates::ArrayLabels;
 use crate::downloads::attributes::fill_value;
 use crate::downloads::cf_file::Region;
-use crate::downloads::geotiff::{self, Metadata};
+use crate::downloads::geotiff::{self, Metadata, Placement};
 use crate::downloads::tiff::{self, MEDIA_TYPE, Raster};
 use crate::downloads::tiles::{self, Sample};
 use crate::error::{Error, Result};
@@ -18,10 +18,9 @@ use crate::http::body;
 use crate::http::budget_body;
 use crate::http::conditional::{EtagBuilder, Validators, Varies};
 use crate::http::query::SliceQuery;
-use crate::http::routes::download::{Download, Read, attachment, described_as_data, no_rendering, read_data};
+use crate::http::routes::download::{Download, attachment, described_as_data, no_rendering, read_data};
 use crate::http::routes::labelled::with_selection;
 use zarrd_core::ops::cpu;
-use zarrd_core::read::{Decoded, ReadError};
 use zarrd_core::zarr::data_type::element_f64;
 
 /// A GeoTIFF is an image: never compressed on the way, one media type.
@@ -67,20 +66,14 @@ impl Download<'_> {
         }
         let placement = geotiff::on_grid(&grid.grid, &region).map_err(refuse)?;
         let nodata = fill_value(meta).or_else(|| element_f64(&meta.fill_value, meta.data_type));
-        let zarr_selection = match &read {
-            Read::Labels(resolved) => resolved.zarr_selection.clone(),
-            Read::Indices(_) => None,
-        };
+        let zarr_selection = read.zarr_selection();
         let mut tag = EtagBuilder::new("tif");
         tag.text(self.ds).text(&array.path).digest(meta.digest).text(&request);
         for digest in labels.digests.iter().chain([&grid.digest.0, &grid.digest.1]) {
             tag.digest(*digest);
         }
         if headers.contains_key(header::IF_NONE_MATCH) {
-            let versions = match &read {
-                Read::Indices(selection) => array.validation_object_versions(selection).await?,
-                Read::Labels(resolved) => resolved.validation_versions(array).await?,
-            };
+            let versions = read.validation_versions(array).await?;
             let validators = Validators::of_objects(tag.clone(), &versions, config).varying(VARIES);
             if validators.current(headers) {
                 return Ok(with_selection(validators.unchanged(), zarr_selection.as_deref()));
@@ -88,31 +81,21 @@ impl Download<'_> {
         }
         let metadata = metadata(&labels, &region).xml(&meta.attributes, bands as usize);
         let fill = nodata.map(|v| sample.encode(v));
-        let (data, versions, mut reservation) = read_data(array, read, None, fill).await?;
-        let data = whole(data).await?;
+        // Whole, not streamed: every tile is made before the first byte.
+        let (data, versions, mut reservation) = read_data(array, read, None, (fill, false)).await?;
+        let data = data
+            .into_bytes()
+            .ok_or_else(|| Error::Internal { detail: "a read without streaming gave bands".into(), source: None })?;
+        // Flipped in place: a copy only when the bytes are shared (a cached chunk).
+        let data: Vec<u8> = data.try_into_mut().map_or_else(|shared| shared.to_vec(), Into::into);
         // The overviews (a third of the image at most) and the compressed tiles.
         reservation.merge(array.budget.reserve(data.len() as u64 / 3 + data.len() as u64).await?);
-        let dims = (bands as usize, rows as usize, cols as usize, sample.bytes());
+        let (bands, rows, cols) = (bands as usize, rows as usize, cols as usize);
+        let raster = Raster { sample, bands, rows, cols, data, nodata, metadata: Some(metadata) };
         let name = array.path.rsplit('/').next().unwrap_or("data").to_owned();
         let data_type = meta.data_type;
         let build = async move {
-            let cog = cpu::run(move || {
-                let mut data = data;
-                tiles::flip(&mut data, dims, (placement.flip_rows, placement.flip_cols));
-                let raster = Raster {
-                    sample,
-                    bands: dims.0,
-                    rows: dims.1,
-                    cols: dims.2,
-                    data,
-                    nodata,
-                    metadata: Some(metadata),
-                };
-                tiff::cog(raster, &placement.georef)
-            })
-            .await
-            .map_err(|panic| Error::Internal { detail: panic, source: None })?
-            .map_err(|e| Error::Unsupported(e.to_string()))?;
+            let cog = written(raster, placement).await?;
             let response = described_as_data(respond(cog, &name), &shape, data_type);
             Ok(with_selection(budget_body::holding(response, reservation), zarr_selection.as_deref()))
         };
@@ -120,19 +103,17 @@ impl Download<'_> {
     }
 }
 
-/// The read's elements in one buffer (a streamed read's bands gathered).
-async fn whole(data: Decoded) -> Result<Vec<u8>> {
-    Ok(match data {
-        Decoded::Whole(v) => v,
-        Decoded::Elements(b) => b.to_vec(),
-        Decoded::Bands(mut bands) => {
-            let mut out = Vec::new();
-            while let Some(band) = bands.recv().await {
-                out.extend_from_slice(&band.map_err(|e: ReadError| Error::from(e))?);
-            }
-            out
-        }
+/// The COG of `raster` (its rows as stored) turned north-up as `placement` says, made on
+/// the CPU pool.
+pub(super) async fn written(mut raster: Raster, placement: Placement) -> Result<tiff::Cog> {
+    cpu::run(move || {
+        let dims = (raster.bands, raster.rows, raster.cols, raster.sample.bytes());
+        tiles::flip(&mut raster.data, dims, (placement.flip_rows, placement.flip_cols));
+        tiff::cog(raster, &placement.georef)
     })
+    .await
+    .map_err(|panic| Error::Internal { detail: panic, source: None })?
+    .map_err(|e| Error::Unsupported(e.to_string()))
 }
 
 /// The bands' labels (the first kept dimension's, when three are kept) and the labels of
