@@ -56,18 +56,99 @@ impl BoxMask {
     /// span the box) that lie outside it to NaN.
     pub fn blank(&self, data: &mut [u8], data_type: DataType, shape: &[u64]) {
         let nan = if data_type.size() == 4 { f32::NAN.to_le_bytes().to_vec() } else { f64::NAN.to_le_bytes().to_vec() };
-        self.fill(data, data_type.size(), &nan, shape);
+        self.fill(data, &nan, shape);
     }
 
-    /// Sets the elements of `data` (of `item` bytes, C order over `shape`, whose Y and X
-    /// span the box) that lie outside it to `fill`.
-    pub fn fill(&self, data: &mut [u8], item: usize, fill: &[u8], shape: &[u64]) {
-        let mut index = vec![0u64; shape.len()];
-        for element in data.chunks_exact_mut(item) {
-            let at = index[self.dims[0]] as usize * self.width + index[self.dims[1]] as usize;
-            if !self.inside[at] {
+    /// Marks the elements of `data` (of `data_type`, C order over `shape`, whose Y and X
+    /// span the box) that lie outside it missing, and returns the value they got: the
+    /// `declared` one (the variable's `_FillValue`), else NaN of the type's width, else (an
+    /// integer type) a value no cell inside the box holds, so that a reader told it masks
+    /// those cells alone: the first free of `preferred`, else the largest free one.
+    pub fn mark_outside(
+        &self,
+        data: &mut [u8],
+        data_type: DataType,
+        shape: &[u64],
+        (declared, preferred): (Option<Vec<u8>>, &[Vec<u8>]),
+    ) -> Result<Vec<u8>> {
+        let item = data_type.size();
+        let value = match declared {
+            Some(value) => value,
+            None if data_type == DataType::Float32 => f32::NAN.to_le_bytes().to_vec(),
+            None if data_type == DataType::Float64 => f64::NAN.to_le_bytes().to_vec(),
+            None => self.free_integer(data, (item, signed(data_type)), shape, preferred).ok_or_else(|| {
+                Error::Unsupported(format!(
+                    "the cells inside the latitude/longitude box hold every value a missing cell could be \
+                     given ({data_type:?} has no value left): declare `_FillValue`, or select by indices (s=)"
+                ))
+            })?,
+        };
+        if value.len() != item {
+            return Err(Error::Internal {
+                detail: format!("a missing value of {} bytes for {item}-byte elements", value.len()),
+                source: None,
+            });
+        }
+        self.fill(data, &value, shape);
+        Ok(value)
+    }
+
+    /// Sets the elements of `data` (each `fill.len()` bytes) outside the box to `fill`.
+    fn fill(&self, data: &mut [u8], fill: &[u8], shape: &[u64]) {
+        for (element, inside) in data.chunks_exact_mut(fill.len()).zip(self.cells(shape)) {
+            if !inside {
                 element.copy_from_slice(fill);
             }
+        }
+    }
+
+    /// A value of `item`-byte integers that no element inside the box holds (see
+    /// `mark_outside`); None when they hold every one.
+    fn free_integer(
+        &self,
+        data: &[u8],
+        (item, signed): (usize, bool),
+        shape: &[u64],
+        preferred: &[Vec<u8>],
+    ) -> Option<Vec<u8>> {
+        let bits = item as u32 * 8;
+        let (low, high) =
+            if signed { (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1) } else { (0, (1i128 << bits) - 1) };
+        let preferred: Vec<i128> = preferred.iter().filter(|p| p.len() == item).map(|p| integer(p, signed)).collect();
+        let mut taken = vec![false; preferred.len()];
+        // Every value of an 8- or 16-bit type, one bit each (8 KiB at most).
+        let mut seen = vec![0u64; if item <= 2 { (1usize << bits) / 64 } else { 0 }];
+        let (mut min, mut max) = (high, low);
+        for (element, inside) in data.chunks_exact(item).zip(self.cells(shape)) {
+            if !inside {
+                continue;
+            }
+            let v = integer(element, signed);
+            (min, max) = (min.min(v), max.max(v));
+            for (t, p) in taken.iter_mut().zip(&preferred) {
+                *t |= v == *p;
+            }
+            if let Some(word) = seen.get_mut(((v - low) / 64) as usize) {
+                *word |= 1u64 << ((v - low) % 64) as u32;
+            }
+        }
+        let free = preferred.iter().zip(&taken).find(|(_, t)| !**t).map(|(p, _)| *p).or_else(|| {
+            if seen.is_empty() {
+                // Wider types: above the largest held, else below the smallest.
+                (max < high).then_some(high).or((min > low).then_some(low))
+            } else {
+                (0..seen.len() * 64).rev().find(|&i| seen[i / 64] & (1u64 << (i % 64)) == 0).map(|i| low + i as i128)
+            }
+        })?;
+        Some(free.to_le_bytes()[..item].to_vec())
+    }
+
+    /// Whether each element of a C-order array over `shape` (whose Y and X span the box)
+    /// lies inside it, in order.
+    fn cells<'a>(&'a self, shape: &'a [u64]) -> impl Iterator<Item = bool> + 'a {
+        let mut index = vec![0u64; shape.len()];
+        (0..shape.iter().product::<u64>()).map(move |_| {
+            let inside = self.inside[index[self.dims[0]] as usize * self.width + index[self.dims[1]] as usize];
             for d in (0..shape.len()).rev() {
                 index[d] += 1;
                 if index[d] < shape[d] {
@@ -75,8 +156,23 @@ impl BoxMask {
                 }
                 index[d] = 0;
             }
-        }
+            inside
+        })
     }
+}
+
+/// Whether the integers of `data_type` are signed (booleans are as NetCDF holds them: bytes).
+fn signed(data_type: DataType) -> bool {
+    matches!(data_type, DataType::Bool | DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64)
+}
+
+/// The little-endian integer `bytes` (1 to 8 of them).
+fn integer(bytes: &[u8], signed: bool) -> i128 {
+    let mut wide = [0u8; 16];
+    wide[..bytes.len()].copy_from_slice(bytes);
+    let unsigned = i128::from_le_bytes(wide);
+    let bits = bytes.len() as u32 * 8;
+    if signed && unsigned >> (bits - 1) & 1 == 1 { unsigned - (1i128 << bits) } else { unsigned }
 }
 
 impl Resolved {
@@ -194,5 +290,50 @@ impl Resolved {
     pub async fn read(&self, array: &ArrayReader) -> Result<(Vec<u8>, Vec<(String, ObjectVersion)>, Reservation)> {
         let gathered = self.plan(array)?.gather(array).await?;
         Ok((Vec::from(gathered.data), gathered.object_versions, gathered.reservation))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 1 x n box whose first `inside` cells it holds.
+    fn mask(n: usize, inside: usize) -> BoxMask {
+        BoxMask { dims: [0, 1], width: n, inside: (0..n).map(|i| i < inside).collect() }
+    }
+
+    #[test]
+    fn a_missing_value_is_one_no_cell_inside_holds() {
+        // int8: the preferred values taken, then the largest free one (125: 127 and 126 held).
+        let mut data: Vec<u8> = [0i8, -127, 127, 126, 5, 5].iter().map(|v| *v as u8).collect();
+        let m = mask(6, 4);
+        let value = m.mark_outside(&mut data, DataType::Int8, &[1, 6], (None, &[vec![0], vec![0x81]])).unwrap();
+        assert_eq!(value, [125]);
+        assert_eq!(&data[4..], [125, 125]);
+        // A preferred value held only outside the box is free.
+        let mut data = vec![1, 2, 0];
+        assert_eq!(mask(3, 2).mark_outside(&mut data, DataType::UInt8, &[1, 3], (None, &[vec![0]])).unwrap(), [0]);
+        // Wider types: above the largest held, else below the smallest.
+        let mut data: Vec<u8> = [7u32, u32::MAX, 0].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let value =
+            mask(3, 2).mark_outside(&mut data, DataType::UInt32, &[1, 3], (None, &[7u32.to_le_bytes().to_vec()]));
+        assert_eq!(value.unwrap(), 0u32.to_le_bytes());
+        let mut data: Vec<u8> = [i64::MIN, i64::MAX, 3].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let value = mask(3, 2).mark_outside(&mut data, DataType::Int64, &[1, 3], (None, &[]));
+        assert!(value.unwrap_err().to_string().contains("no value left"));
+        // Every uint8 held: nothing is left to mark the outside with.
+        let mut data: Vec<u8> = (0..=255).chain([9]).collect();
+        let value = mask(257, 256).mark_outside(&mut data, DataType::UInt8, &[1, 257], (None, &[]));
+        assert!(value.is_err());
+        // Floats: NaN of their own width; a declared fill as it is.
+        let mut data = vec![0u8; 6];
+        let m = mask(3, 1);
+        assert_eq!(m.mark_outside(&mut data, DataType::Int16, &[1, 3], (Some(vec![1, 2]), &[])).unwrap(), [1, 2]);
+        assert_eq!(data, [0, 0, 1, 2, 1, 2]);
+        let mut data = vec![0u8; 12];
+        let nan = m.mark_outside(&mut data, DataType::Float32, &[1, 3], (None, &[])).unwrap();
+        assert!(f32::from_le_bytes(nan.try_into().unwrap()).is_nan());
+        // A fill of another width is an error, not a panic.
+        assert!(m.mark_outside(&mut data, DataType::Float32, &[1, 3], (Some(vec![0; 8]), &[])).is_err());
     }
 }

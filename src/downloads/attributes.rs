@@ -73,6 +73,22 @@ pub fn fill_value(meta: &ArrayMetadata) -> Option<f64> {
     None
 }
 
+/// NetCDF's default fill of the integer `data_type` (`NC_FILL_BYTE` …), one little-endian
+/// element: what a NetCDF library writes where nothing was.
+pub fn default_fill(data_type: DataType) -> Option<Vec<u8>> {
+    Some(match data_type {
+        DataType::Bool | DataType::Int8 => (-127i8).to_le_bytes().to_vec(),
+        DataType::UInt8 => vec![255],
+        DataType::Int16 => (-32767i16).to_le_bytes().to_vec(),
+        DataType::UInt16 => u16::MAX.to_le_bytes().to_vec(),
+        DataType::Int32 => (-2_147_483_647i32).to_le_bytes().to_vec(),
+        DataType::UInt32 => u32::MAX.to_le_bytes().to_vec(),
+        DataType::Int64 => (-9_223_372_036_854_775_806i64).to_le_bytes().to_vec(),
+        DataType::UInt64 => (u64::MAX - 1).to_le_bytes().to_vec(),
+        _ => return None,
+    })
+}
+
 /// `value` as one little-endian element of `data_type` (a type NetCDF holds).
 pub fn element_bytes(value: f64, data_type: DataType) -> Option<Vec<u8>> {
     let mut bytes = typed(&[value], nc_type(data_type)?).bytes;

@@ -196,6 +196,19 @@ pub async fn describe(
     })
 }
 
+impl Described {
+    /// Declares `fill` (one little-endian element) the data variable's `_FillValue` in the
+    /// file, in place of the one it has (`fill`, what the store declares, stays as it is).
+    pub fn declare_fill(&mut self, fill: &[u8]) {
+        let Some(data) = self.file.variables.last_mut() else { return };
+        let value = Values::from_le(data.nc_type, fill.to_vec());
+        match data.attributes.iter_mut().find(|(name, _)| name == "_FillValue") {
+            Some(slot) => slot.1 = value,
+            None => data.attributes.push(("_FillValue".into(), value)),
+        }
+    }
+}
+
 /// The 422 for an array of a type NetCDF cannot hold.
 pub fn unsupported(array: &ArrayReader) -> Error {
     Error::Unsupported(format!(

@@ -18,6 +18,7 @@ mod conformance;
 mod containment;
 mod corpus;
 mod curvilinear;
+mod download_masks;
 mod downloads;
 mod dtypes;
 mod edr;

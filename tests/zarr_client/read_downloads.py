@@ -202,6 +202,38 @@ def edr_projected(work, url, name, kind):
     report(f"{kind} box on Lambert conformal ({body[:4].decode(errors='replace')!r}, {len(body)} bytes)", problems)
 
 
+def projected_integers(work):
+    """A latitude/longitude box on a polar stereographic grid of integers without
+    `_FillValue`: xarray reads the cells of its index box whose centre (pyproj) lies outside
+    it as missing, the others as stored, in the stored type; the declared `_FillValue` is
+    no value of a cell inside."""
+    for group in ("ps_u8", "ps_i16"):
+        file = os.path.join(work, "case.nc")
+        body, problems = download("proj", f"{group}/v", "sel=lat:84..88,lon:-40..40", file)
+        ncdump_ok(file, problems)
+        ds = xr.open_zarr(os.path.join(FIX, "downloads/projections.zarr"), group=group, consolidated=False)
+        crs = pyproj.CRS.from_cf(ds["crs"].attrs)
+        lon, lat = pyproj.Transformer.from_crs(crs, "EPSG:4326", always_xy=True).transform(
+            *np.meshgrid(ds["x"].values, ds["y"].values))
+        inside = (lat >= 84) & (lat <= 88) & (lon >= -40) & (lon <= 40)
+        rows, cols = np.nonzero(inside)
+        box = (slice(rows.min(), rows.max() + 1), slice(cols.min(), cols.max() + 1))
+        stored = ds["v"].values[box]
+        want = stored.astype("f8")
+        want[~inside[box]] = np.nan
+        with xr.open_dataset(file, engine="netcdf4") as got:
+            if not same(got["v"].values, want):
+                problems.append(f"values differ ({got['v'].shape} vs {want.shape})")
+            if got["v"].encoding.get("dtype") != stored.dtype:
+                problems.append(f"stored as {got['v'].encoding.get('dtype')}, not {stored.dtype}")
+            if got["v"].encoding.get("_FillValue") in set(stored[inside[box]].tolist()):
+                problems.append(f"_FillValue {got['v'].encoding.get('_FillValue')} is a value inside the box")
+            if not same(got["x"].values, ds["x"].values[box[1]]) or not same(got["y"].values, ds["y"].values[box[0]]):
+                problems.append("x/y differ")
+        report(f"box on polar stereographic {stored.dtype} without _FillValue ({body[:4].decode(errors='replace')!r})",
+               problems)
+
+
 def main():
     work = tempfile.mkdtemp()
     for name, dataset, path, query, store, group, var, isel, projected in CASES:
@@ -285,6 +317,7 @@ def main():
         report(f"{name} ({body[:4].decode(errors='replace')!r}, {len(body)} bytes)", problems)
     edr_projected(work, f"{BASE}/edr/collections/hrrr/cube?bbox=-100,35,-90,40&f=NetCDF", "cube", "EDR")
     edr_projected(work, f"{BASE}/v1/slice/hrrr/t2m?sel=lat:35..40,lon:-100..-90&format=nc", "t2m", "sel=")
+    projected_integers(work)
     for array in ("grid_2d_missing", "plain_1d", "scalar"):
         file = os.path.join(work, "case.nc")
         body, problems = download("strings", array, "s=", file)

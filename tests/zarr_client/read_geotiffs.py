@@ -240,6 +240,29 @@ for name, path, query, store, group, variable, rows, cols, epsg in GEOZARR:
     near = pyproj.Transformer.from_crs(crs, "EPSG:4326", always_xy=True).transform(transform[2], transform[5])
     check_file(name, body, values, transform, crs, near, float(arr.fill_value))
 
+# A latitude/longitude box on a polar stereographic grid of uint8 without _FillValue: the
+# cells of its index box whose centre (pyproj) lies outside it get the first value no cell
+# inside holds of the Zarr fill (0) and NetCDF's default (255), else the largest free one
+# (docs/downloads.md), declared the nodata.
+name = "a lat/lon box on polar stereographic uint8 without _FillValue"
+status, headers, body = fetch(f"{BASE}/v1/slice/proj/ps_u8/v?sel=lat:84..88,lon:-40..40&format=tif")
+if status != 200:
+    report(False, name, f"HTTP {status}: {body[:300]}")
+else:
+    ds = xr.open_zarr(f"{FIX}/downloads/projections.zarr", group="ps_u8", mask_and_scale=False)
+    crs = pyproj.CRS.from_cf(ds["crs"].attrs)
+    lon, lat = pyproj.Transformer.from_crs(crs, "EPSG:4326", always_xy=True).transform(
+        *np.meshgrid(ds["x"].values, ds["y"].values))
+    inside = (lat >= 84) & (lat <= 88) & (lon >= -40) & (lon <= 40)
+    rows, cols = np.nonzero(inside)
+    box = (slice(rows.min(), rows.max() + 1), slice(cols.min(), cols.max() + 1))
+    values, held = ds["v"].values[box].copy(), set(ds["v"].values[inside].tolist())
+    free = [v for v in [0, 255] + list(range(255, -1, -1)) if v not in held][0]
+    values[~inside[box]] = free
+    values, transform = north_up(values[np.newaxis], ds["y"].values[box[0]], ds["x"].values[box[1]])
+    near = pyproj.Transformer.from_crs(crs, "EPSG:4326", always_xy=True).transform(transform[2], transform[5])
+    check_file(name, body, values, transform, crs, near, float(free))
+
 # EDR `f=GeoTIFF` on a cube: one parameter, CF-decoded float64 with NaN, the steps (time x
 # level) as bands labelled "time, z=level".
 name = "EDR cube: time x levels as bands"

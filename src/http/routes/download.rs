@@ -14,6 +14,7 @@ use crate::analysis::coordinates::ArrayLabels;
 use crate::analysis::grids::Found;
 use crate::analysis::select::Resolved;
 use crate::catalog::Dataset;
+use crate::downloads::attributes;
 use crate::downloads::cf_file::{self, Described, Region};
 use crate::downloads::netcdf::{self, Layout};
 use crate::error::{Error, Result};
@@ -103,7 +104,16 @@ impl Download<'_> {
             width,
         )
         .await?;
-        let layout = described.file.layout().map_err(|e| Error::Unsupported(e.to_string()))?;
+        // Cells outside a latitude/longitude box are missing: an integer variable without a
+        // fill declares the value they get, chosen once the data is read (of the same width,
+        // so the file's length is known now).
+        let declares = matches!(&read, Read::Labels(r) if r.mask.is_some())
+            && described.fill.is_none()
+            && attributes::default_fill(meta.data_type).is_some();
+        if declares {
+            described.declare_fill(&meta.fill_value);
+        }
+        let mut layout = described.file.layout().map_err(|e| Error::Unsupported(e.to_string()))?;
         if layout.length > limit {
             return Err(Error::TooLarge { what: "NetCDF", size: u128::from(layout.length), limit });
         }
@@ -120,8 +130,12 @@ impl Download<'_> {
             }
         }
         let item = meta.data_type.size();
-        let (data, mut versions, mut reservation) =
+        let Fetched { data, mut versions, mut reservation, masked } =
             read_data(array, read, strings.zip(width), (described.fill.clone(), true)).await?;
+        if let Some(value) = masked.filter(|_| declares) {
+            described.declare_fill(&value);
+            layout = described.file.layout().map_err(|e| Error::Unsupported(e.to_string()))?;
+        }
         // The coordinates' memory stays held with the data's until the file is sent.
         if let Some(coordinates) = described.reservation.take() {
             reservation.merge(coordinates);
@@ -180,16 +194,28 @@ pub(super) fn no_rendering(query: &SliceQuery) -> Result<()> {
     Ok(())
 }
 
+/// The data variable's values, what they were read from, the memory they hold, and the
+/// value of the cells marked missing (a latitude/longitude box's outside), if any.
+pub(super) struct Fetched {
+    pub data: Decoded,
+    pub versions: Vec<(String, ObjectVersion)>,
+    pub reservation: Reservation,
+    pub masked: Option<Vec<u8>>,
+}
+
 /// The data variable's values as read: text padded to the string dimension, a label
-/// selection gathered (cells of its index box outside a latitude/longitude box set to the
-/// fill), an index selection streamed when `stream` says so (else whole).
+/// selection gathered, an index selection streamed when `stream` says so (else whole).
+/// The cells of a label selection's index box outside its latitude/longitude box are
+/// marked missing with the `declared` fill, else one of the element's type no cell inside
+/// holds (NaN; else the Zarr fill or NetCDF's default one, else another free value), which
+/// comes back with the data, for the file to declare.
 pub(super) async fn read_data(
     array: &ArrayReader,
     read: Read,
     strings: Option<(TextOutput, u64)>,
-    (fill, stream): (Option<Vec<u8>>, bool),
-) -> Result<(Decoded, Vec<(String, ObjectVersion)>, Reservation)> {
-    let item = array.meta.data_type.size();
+    (declared, stream): (Option<Vec<u8>>, bool),
+) -> Result<Fetched> {
+    let meta = &array.meta;
     Ok(match (read, strings) {
         (_, Some((strings, width))) => {
             let width = width as usize;
@@ -198,19 +224,38 @@ pub(super) async fn read_data(
                 chars.extend_from_slice(element);
                 chars.resize(chars.len() + width - element.len(), 0);
             }
-            (Decoded::Whole(chars), strings.object_versions, strings.reservation)
+            Fetched {
+                data: Decoded::Whole(chars),
+                versions: strings.object_versions,
+                reservation: strings.reservation,
+                masked: None,
+            }
         }
         (Read::Indices(selection), None) => {
             let output = array.read(&selection, 0, stream).await?;
-            (output.data, output.object_versions, output.reservation)
+            Fetched {
+                data: output.data,
+                versions: output.object_versions,
+                reservation: output.reservation,
+                masked: None,
+            }
         }
         (Read::Labels(resolved), None) => {
             let (mut stored, versions, reservation) = resolved.read(array).await?;
-            if let Some(mask) = &resolved.mask {
-                let nan = if item == 4 { f32::NAN.to_le_bytes().to_vec() } else { f64::NAN.to_le_bytes().to_vec() };
-                mask.fill(&mut stored, item, &fill.unwrap_or(nan), &resolved.full_shape);
-            }
-            (Decoded::Whole(stored), versions, reservation)
+            let masked = match &resolved.mask {
+                Some(mask) => {
+                    let preferred = [Some(meta.fill_value.clone()), attributes::default_fill(meta.data_type)];
+                    let preferred: Vec<Vec<u8>> = preferred.into_iter().flatten().collect();
+                    Some(mask.mark_outside(
+                        &mut stored,
+                        meta.data_type,
+                        &resolved.full_shape,
+                        (declared, &preferred),
+                    )?)
+                }
+                None => None,
+            };
+            Fetched { data: Decoded::Whole(stored), versions, reservation, masked }
         }
     })
 }

@@ -18,7 +18,7 @@ use crate::http::body;
 use crate::http::budget_body;
 use crate::http::conditional::{EtagBuilder, Validators, Varies};
 use crate::http::query::SliceQuery;
-use crate::http::routes::download::{Download, attachment, described_as_data, no_rendering, read_data};
+use crate::http::routes::download::{Download, Fetched, attachment, described_as_data, no_rendering, read_data};
 use crate::http::routes::labelled::with_selection;
 use zarrd_core::ops::cpu;
 use zarrd_core::zarr::data_type::element_f64;
@@ -65,7 +65,7 @@ impl Download<'_> {
             return Err(Error::TooLarge { what: "GeoTIFF", size, limit });
         }
         let placement = geotiff::on_grid(&grid.grid, &region).map_err(refuse)?;
-        let nodata = fill_value(meta).or_else(|| element_f64(&meta.fill_value, meta.data_type));
+        let declared = fill_value(meta);
         let zarr_selection = read.zarr_selection();
         let mut tag = EtagBuilder::new("tif");
         tag.text(self.ds).text(&array.path).digest(meta.digest).text(&request);
@@ -80,9 +80,14 @@ impl Download<'_> {
             }
         }
         let metadata = metadata(&labels, &region).xml(&meta.attributes, bands as usize);
-        let fill = nodata.map(|v| sample.encode(v));
         // Whole, not streamed: every tile is made before the first byte.
-        let (data, versions, mut reservation) = read_data(array, read, None, (fill, false)).await?;
+        let Fetched { data, versions, mut reservation, masked } =
+            read_data(array, read, None, (declared.map(|v| sample.encode(v)), false)).await?;
+        // The declared fill, else the value cells outside a latitude/longitude box got,
+        // else the Zarr fill (what a missing chunk reads as).
+        let nodata = declared
+            .or_else(|| masked.and_then(|m| element_f64(&m, meta.data_type)))
+            .or_else(|| element_f64(&meta.fill_value, meta.data_type));
         let data = data
             .into_bytes()
             .ok_or_else(|| Error::Internal { detail: "a read without streaming gave bands".into(), source: None })?;
