@@ -30,12 +30,15 @@ FROM rust:1.95-bookworm AS builder
 
 WORKDIR /build
 
-# Dependencies first, against stub sources of both workspace members (the server and
-# crates/zarrd-core), so this layer is reused until a manifest or Cargo.lock changes.
+# Dependencies first, against stub sources of the workspace members (the server and
+# crates/zarrd-core; xtask, the CI recipes, is never built here and keeps its stub), so this
+# layer is reused until a manifest or Cargo.lock changes.
 COPY Cargo.toml Cargo.lock ./
 COPY crates/zarrd-core/Cargo.toml ./crates/zarrd-core/
-RUN mkdir src crates/zarrd-core/src \
+COPY xtask/Cargo.toml ./xtask/
+RUN mkdir src crates/zarrd-core/src xtask/src \
     && printf 'fn main() {}\n' > src/main.rs \
+    && printf 'fn main() {}\n' > xtask/src/main.rs \
     && touch src/lib.rs crates/zarrd-core/src/lib.rs \
     && cargo build --release --locked \
     && rm -rf src crates/zarrd-core/src
