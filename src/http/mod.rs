@@ -20,6 +20,7 @@ pub mod parse_errors;
 pub mod query;
 pub mod render;
 pub mod responses;
+pub mod revalidation;
 pub mod route;
 pub mod routes;
 pub mod schema;

@@ -20,8 +20,9 @@ use crate::downloads::netcdf::{self, Layout};
 use crate::error::{Error, Result};
 use crate::http::body;
 use crate::http::budget_body;
-use crate::http::conditional::{EtagBuilder, Validators, Varies};
+use crate::http::conditional::{EtagBuilder, Varies};
 use crate::http::query::SliceQuery;
+use crate::http::revalidation::Revalidation;
 use crate::http::routes::labelled::with_selection;
 use crate::http::state::AppState;
 use zarrd_core::ops::budget::Reservation;
@@ -118,16 +119,16 @@ impl Download<'_> {
             return Err(Error::TooLarge { what: "NetCDF", size: u128::from(layout.length), limit });
         }
         let zarr_selection = read.zarr_selection();
-        let tag = self.tag(&labels, &described, &request);
-        if headers.contains_key(header::IF_NONE_MATCH) {
-            // In the order the 200's validators take them: the data's objects, then the
-            // coordinates'.
+        let revalidation = Revalidation::new(self.tag(&labels, &described, &request), config, VARIES);
+        // In the order the 200's validators take them: the data's objects, then the
+        // coordinates'.
+        let versions = async {
             let mut versions = read.validation_versions(array).await?;
             versions.extend(described.versions.iter().cloned());
-            let validators = Validators::of_objects(tag.clone(), &versions, config).varying(VARIES);
-            if validators.current(headers) {
-                return Ok(with_selection(validators.unchanged(), zarr_selection.as_deref()));
-            }
+            Ok::<_, Error>(versions)
+        };
+        if let Some(unchanged) = revalidation.before_read(headers, versions).await? {
+            return Ok(with_selection(unchanged, zarr_selection.as_deref()));
         }
         let item = meta.data_type.size();
         let Fetched { data, mut versions, mut reservation, masked } =
@@ -147,7 +148,7 @@ impl Download<'_> {
             let response = described_as_data(respond(&layout, described, data, item, &name), &shape, data_type);
             Ok(with_selection(budget_body::holding(response, reservation), zarr_selection.as_deref()))
         };
-        Validators::of_objects(tag, &versions, config).varying(VARIES).respond(headers, build).await
+        revalidation.respond(headers, &versions, build).await
     }
 
     /// The region `query` selects (by indices or labels), what reads it, and the

@@ -16,9 +16,10 @@ use crate::edr::params::EdrQuery;
 use crate::edr::query::{self, Format, QueryType};
 use crate::edr::{documents, encode, read};
 use crate::error::{Error, Result};
-use crate::http::conditional::{EtagBuilder, Validators, Varies};
+use crate::http::conditional::{EtagBuilder, Varies};
 use crate::http::encode::json_response;
 use crate::http::extract::{Params, base_url};
+use crate::http::revalidation::Revalidation;
 use crate::http::routes::geotiff;
 use crate::http::state::AppState;
 use crate::http::{body, budget_body};
@@ -198,13 +199,12 @@ impl Answer<'_> {
         tag.text(raw.unwrap_or("")).text(format.media_type());
         plan.parameters.iter().flat_map(|p| &p.digests).for_each(|d| _ = tag.digest(*d));
         let varies = Varies { accept: params.f.is_none(), encoding: true };
-        let validators = |versions: &[_]| Validators::of_objects(tag.clone(), versions, &state.config).varying(varies);
+        let revalidation = Revalidation::new(tag, &state.config, varies);
         let dataset = &collection.dataset;
-        if headers.contains_key(header::IF_NONE_MATCH) {
-            let v = validators(&read::versions(&state.catalog, dataset, &plan).await?);
-            if v.current(headers) {
-                return Ok(v.unchanged());
-            }
+        if let Some(unchanged) =
+            revalidation.before_read(headers, read::versions(&state.catalog, dataset, &plan)).await?
+        {
+            return Ok(unchanged);
         }
         // The values read stay held while the text is written from them, piece by piece.
         let (coverages, versions, held) = read::read(&state.catalog, dataset, collection, &plan).await?;
@@ -222,7 +222,7 @@ impl Answer<'_> {
                     let cog = geotiff::written(raster, placement).await?;
                     Ok(budget_body::holding(geotiff::respond(cog, name), held))
                 };
-                return validators(&versions).respond(headers, body).await;
+                return revalidation.respond(headers, &versions, body).await;
             }
             Format::NetCdf => {
                 let mut file = crate::edr::netcdf::file(collection, answer)?;
@@ -239,7 +239,7 @@ impl Answer<'_> {
                         .into_response();
                     Ok(budget_body::holding(response, held))
                 };
-                return validators(&versions).respond(headers, body).await;
+                return revalidation.respond(headers, &versions, body).await;
             }
         };
         let body = async move {
@@ -253,6 +253,6 @@ impl Answer<'_> {
             let response = ([(header::CONTENT_TYPE, format.media_type())], body).into_response();
             Ok(budget_body::holding(response, held))
         };
-        validators(&versions).respond(headers, body).await
+        revalidation.respond(headers, &versions, body).await
     }
 }

@@ -4,7 +4,7 @@
 //! `limits.max_response_bytes`), then tiled, overviewed and compressed on the CPU pool.
 
 use axum::body::Bytes;
-use axum::http::{HeaderMap, header};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 
 use crate::analysis::coordinates::ArrayLabels;
@@ -16,8 +16,9 @@ use crate::downloads::tiles::{self, Sample};
 use crate::error::{Error, Result};
 use crate::http::body;
 use crate::http::budget_body;
-use crate::http::conditional::{EtagBuilder, Validators, Varies};
+use crate::http::conditional::{EtagBuilder, Varies};
 use crate::http::query::SliceQuery;
+use crate::http::revalidation::Revalidation;
 use crate::http::routes::download::{Download, Fetched, attachment, described_as_data, no_rendering, read_data};
 use crate::http::routes::labelled::with_selection;
 use zarrd_core::ops::cpu;
@@ -72,12 +73,9 @@ impl Download<'_> {
         for digest in labels.digests.iter().chain([&grid.digest.0, &grid.digest.1]) {
             tag.digest(*digest);
         }
-        if headers.contains_key(header::IF_NONE_MATCH) {
-            let versions = read.validation_versions(array).await?;
-            let validators = Validators::of_objects(tag.clone(), &versions, config).varying(VARIES);
-            if validators.current(headers) {
-                return Ok(with_selection(validators.unchanged(), zarr_selection.as_deref()));
-            }
+        let revalidation = Revalidation::new(tag, config, VARIES);
+        if let Some(unchanged) = revalidation.before_read(headers, read.validation_versions(array)).await? {
+            return Ok(with_selection(unchanged, zarr_selection.as_deref()));
         }
         let metadata = metadata(&labels, &region).xml(&meta.attributes, bands as usize);
         // Whole, not streamed: every tile is made before the first byte.
@@ -104,7 +102,7 @@ impl Download<'_> {
             let response = described_as_data(respond(cog, &name), &shape, data_type);
             Ok(with_selection(budget_body::holding(response, reservation), zarr_selection.as_deref()))
         };
-        Validators::of_objects(tag, &versions, config).varying(VARIES).respond(headers, build).await
+        revalidation.respond(headers, &versions, build).await
     }
 }
 

@@ -2,7 +2,7 @@
 //! with `Zarr-Selection` (the index selection it resolved to) and, in JSON and CSV, the
 //! labels of the result.
 
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue};
 use axum::response::Response;
 
 use crate::analysis::coordinates::ArrayLabels;
@@ -10,12 +10,13 @@ use crate::analysis::select::Resolved;
 use crate::catalog::Dataset;
 use crate::error::{Error, Result};
 use crate::http::budget_body;
-use crate::http::conditional::{EtagBuilder, Validators};
+use crate::http::conditional::EtagBuilder;
 use crate::http::render::Render;
+use crate::http::revalidation::Revalidation;
 use crate::http::state::AppState;
 use crate::http::table::{self, Table};
 use zarrd_core::coords::cf::CfValues;
-use zarrd_core::read::{ArrayReader, ObjectVersion};
+use zarrd_core::read::ArrayReader;
 
 /// One label-selection request.
 pub struct Labelled<'a> {
@@ -26,7 +27,7 @@ pub struct Labelled<'a> {
     pub render: Render,
 }
 
-impl Labelled<'_> {
+impl<'a> Labelled<'a> {
     pub async fn respond(&self, sel: &str, headers: &HeaderMap) -> Result<Response> {
         let array = &self.array.planned();
         if !array.meta.data_type.is_real_number() {
@@ -46,11 +47,9 @@ impl Labelled<'_> {
         let table = Table::of_selection(&self.render, &labels, &resolved);
         let render_bytes =
             table.check(&self.render, &decoded, &resolved.shape, self.state.config.limits.max_response_bytes)?;
-        if headers.contains_key(header::IF_NONE_MATCH) {
-            let validators = self.validators(&resolved, &labels, &resolved.validation_versions(array).await?);
-            if validators.current(headers) {
-                return Ok(with_selection(validators.unchanged(), resolved.zarr_selection.as_deref()));
-            }
+        let revalidation = self.revalidation(&resolved, &labels);
+        if let Some(unchanged) = revalidation.before_read(headers, resolved.validation_versions(array)).await? {
+            return Ok(with_selection(unchanged, resolved.zarr_selection.as_deref()));
         }
         let mut held = array.budget.reserve(render_bytes + resolved.len() * cf.decoded.size() as u64).await?;
         let (stored, versions, reservation) = resolved.read(array).await?;
@@ -63,17 +62,12 @@ impl Labelled<'_> {
             let response = table.respond(&self.render, data, &decoded, &resolved.shape).await?;
             Ok(with_selection(budget_body::holding(response, held), resolved.zarr_selection.as_deref()))
         };
-        self.validators(&resolved, &labels, &versions).respond(headers, body).await
+        revalidation.respond(headers, &versions, body).await
     }
 
     /// A strong `ETag` from the array's metadata, the labels' versions, the request as
     /// resolved and the version of every stored object read.
-    fn validators(
-        &self,
-        resolved: &Resolved,
-        labels: &ArrayLabels,
-        versions: &[(String, ObjectVersion)],
-    ) -> Validators {
+    fn revalidation(&self, resolved: &Resolved, labels: &ArrayLabels) -> Revalidation<'a> {
         let mut tag = EtagBuilder::new("sel");
         tag.text(self.ds).text(&self.array.path).digest(self.array.meta.digest);
         self.render.hash_into(&mut tag);
@@ -89,7 +83,7 @@ impl Labelled<'_> {
                 tag.number(run.start).number(run.count);
             }
         }
-        Validators::of_objects(tag, versions, &self.state.config).varying(self.render.varies())
+        Revalidation::new(tag, &self.state.config, self.render.varies())
     }
 }
 

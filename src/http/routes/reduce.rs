@@ -5,21 +5,22 @@
 use std::sync::Arc;
 
 use axum::extract::{RawQuery, State};
-use axum::http::{HeaderMap, header};
+use axum::http::HeaderMap;
 use axum::response::Response;
 
 use crate::analysis::reduction;
 use crate::analysis::reduction::ReduceQuery;
 use crate::error::{Error, Result};
-use crate::http::conditional::{EtagBuilder, Validators};
+use crate::http::conditional::EtagBuilder;
 use crate::http::extract::NodePath;
 use crate::http::query::{Query, RenderQuery};
 use crate::http::render::Render;
+use crate::http::revalidation::Revalidation;
 use crate::http::routes::labelled::with_selection;
 use crate::http::state::AppState;
 use crate::http::table::{self, Table};
 use zarrd_core::coords::cf::CfValues;
-use zarrd_core::read::{ArrayReader, ObjectVersion};
+use zarrd_core::read::ArrayReader;
 
 pub async fn reduce(
     State(state): State<AppState>,
@@ -73,14 +74,9 @@ pub async fn reduce(
     if let Some((y, x)) = grid_digest {
         tag.digest(y).digest(x);
     }
-    let validators = |versions: &[(String, ObjectVersion)]| {
-        Validators::of_objects(tag.clone(), versions, &state.config).varying(render.varies())
-    };
-    if headers.contains_key(header::IF_NONE_MATCH) {
-        let v = validators(&built.reduction.versions(&array).await?);
-        if v.current(&headers) {
-            return Ok(with_selection(v.unchanged(), zarr_selection.as_deref()));
-        }
+    let revalidation = Revalidation::new(tag, &state.config, render.varies());
+    if let Some(unchanged) = revalidation.before_read(&headers, built.reduction.versions(&array)).await? {
+        return Ok(with_selection(unchanged, zarr_selection.as_deref()));
     }
     // The accumulators and held values, then the body.
     let working = n * 64 + values_held as u64 * 8;
@@ -91,7 +87,7 @@ pub async fn reduce(
         let response = table.respond(&render, data, &meta, &shape).await?;
         Ok(with_selection(crate::http::budget_body::holding(response, held), zarr_selection.as_deref()))
     };
-    validators(&reduced.object_versions).respond(&headers, body).await
+    revalidation.respond(&headers, &reduced.object_versions, body).await
 }
 
 /// What a reduction depends on besides the stored objects: the array, the request and the

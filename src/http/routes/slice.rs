@@ -3,19 +3,19 @@
 //! ([`super::labelled`]).
 
 use axum::extract::State;
-use axum::http::{HeaderMap, header};
+use axum::http::HeaderMap;
 use axum::response::Response;
 
 use crate::error::{Error, Result};
 use crate::http::budget_body;
-use crate::http::conditional::{EtagBuilder, Validators};
+use crate::http::conditional::EtagBuilder;
 use crate::http::extract::NodePath;
 use crate::http::query::{Query, SliceQuery};
 use crate::http::render::Render;
+use crate::http::revalidation::Revalidation;
 use crate::http::routes::download::Download;
 use crate::http::routes::labelled::Labelled;
 use crate::http::state::AppState;
-use zarrd_core::read::ObjectVersion;
 use zarrd_core::read::selection::{DimSelection, Selection, result_shape};
 use zarrd_core::read::{ArrayReader, Decoded};
 use zarrd_core::zarr::metadata::ArrayMetadata;
@@ -61,21 +61,13 @@ struct Slice<'a> {
     render: Render,
 }
 
-impl Slice<'_> {
-    /// The validators of the slice as read from objects of `versions`.
-    fn validators(&self, versions: &[(String, ObjectVersion)]) -> Validators {
+impl<'a> Slice<'a> {
+    /// The validators of the slice (a revalidation is answered before any chunk is fetched
+    /// or decoded: from cached versions with no storage request, else from shard indexes
+    /// or HEADs).
+    fn revalidation(&self) -> Revalidation<'a> {
         let tag = etag(self.ds, self.path, &self.array.meta, &self.selection, &self.render);
-        Validators::of_objects(tag, versions, &self.state.config).varying(self.render.varies())
-    }
-
-    /// A revalidation is answered before any chunk is fetched or decoded: from cached
-    /// versions with no storage request, else from shard indexes or HEADs.
-    async fn revalidated(&self, headers: &HeaderMap) -> Result<Option<Response>> {
-        if !headers.contains_key(header::IF_NONE_MATCH) {
-            return Ok(None);
-        }
-        let validators = self.validators(&self.array.validation_object_versions(&self.selection).await?);
-        Ok(validators.current(headers).then(|| validators.unchanged()))
+        Revalidation::new(tag, &self.state.config, self.render.varies())
     }
 
     /// A slice of fixed-size elements: whole, a chunk's elements as they are, or streamed
@@ -84,7 +76,10 @@ impl Slice<'_> {
         let (array, render) = (self.array, self.render);
         let shape = result_shape(&self.selection);
         let render_bytes = render.check(&array.meta, &shape, self.state.config.limits.max_response_bytes)?;
-        if let Some(unchanged) = self.revalidated(headers).await? {
+        let revalidation = self.revalidation();
+        if let Some(unchanged) =
+            revalidation.before_read(headers, array.validation_object_versions(&self.selection)).await?
+        {
             return Ok(unchanged);
         }
         // JSON and PNG bodies are built beside the decoded data: their memory is reserved
@@ -101,14 +96,17 @@ impl Slice<'_> {
             };
             Ok(budget_body::holding(response, held))
         };
-        self.validators(&output.object_versions).respond(headers, body).await
+        revalidation.respond(headers, &output.object_versions, body).await
     }
 
     /// A slice of a `string` array: read whole (text sizes are known only once read), then
     /// checked against the response limit and the budget before the body is built.
     async fn text(&self, headers: &HeaderMap) -> Result<Response> {
         self.render.check_text(self.array.meta.data_type)?;
-        if let Some(unchanged) = self.revalidated(headers).await? {
+        let revalidation = self.revalidation();
+        if let Some(unchanged) =
+            revalidation.before_read(headers, self.array.validation_object_versions(&self.selection)).await?
+        {
             return Ok(unchanged);
         }
         let limit = self.state.config.limits.max_response_bytes;
@@ -119,7 +117,7 @@ impl Slice<'_> {
             let response = self.render.respond_text(&output.elements, &shape, limit, self.array, &mut held).await?;
             Ok(budget_body::holding(response, held))
         };
-        self.validators(&output.object_versions).respond(headers, body).await
+        revalidation.respond(headers, &output.object_versions, body).await
     }
 }
 
