@@ -14,7 +14,9 @@ OME_ZARR_JS_VERSION=0.0.19
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/zarrd-ci
 NPM_DIR=$CACHE/npm
 OME_DIR=$CACHE/npm-ome
-log() { printf '[browser-ome] %s\n' "$*"; }
+LOG_TAG=browser-ome
+# shellcheck source=.ci/lib.sh
+source .ci/lib.sh
 
 command -v chromium >/dev/null 2>&1 || { log "no chromium: run .ci/browser.sh first"; exit 1; }
 [[ -f $NPM_DIR/node_modules/puppeteer-core/package.json ]] || { log "no puppeteer-core: run .ci/browser.sh first"; exit 1; }

@@ -59,11 +59,9 @@ export DOCKER_BUILDKIT=0
 DOCKER=/usr/bin/docker
 [[ -x $DOCKER ]] || DOCKER=$(command -v docker)
 
-log() { printf '[docker] %s\n' "$*"; }
-die() {
-    printf '[docker] ERROR: %s\n' "$*" >&2
-    exit 1
-}
+LOG_TAG=docker
+# shellcheck source=.ci/lib.sh
+source "$REPO_ROOT/.ci/lib.sh"
 timed() { # timed LABEL CMD...: runs CMD, logs how long it took (to stderr: CMD's output may be redirected)
     local label=$1 t0=$SECONDS
     shift

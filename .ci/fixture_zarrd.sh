@@ -3,7 +3,8 @@
 # covjson-reader) from npm, and a zarrd serving the committed fixture sets on a free
 # loopback port.
 #
-# The caller sets REPO_ROOT and LOG_TAG before sourcing. Installs are cached under
+# The caller sets REPO_ROOT and LOG_TAG (the tag of the log and die of .ci/lib.sh, which
+# this file sources) before sourcing. Installs are cached under
 # ${XDG_CACHE_HOME:-$HOME/.cache}/zarrd-ci: the venv (compat-clients-venv, rebuilt when the
 # pins change) and the npm install (compat-node/<package-lock.json hash>, `npm ci`).
 #
@@ -14,6 +15,8 @@
 CI_CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/zarrd-ci
 VENV=${ZARR_CLIENT_VENV:-$CI_CACHE/compat-clients-venv}
 STARTUP_TIMEOUT=30 # seconds
+# shellcheck source=.ci/lib.sh
+source "$REPO_ROOT/.ci/lib.sh"
 # shellcheck source=.ci/ports.sh
 source "$REPO_ROOT/.ci/ports.sh"
 
@@ -72,9 +75,6 @@ PINS=(
     morecantile==7.1.0
     pyparsing==3.3.3
 )
-
-log() { printf '[%s] %s\n' "$LOG_TAG" "$*"; }
-die() { printf '[%s] ERROR: %s\n' "$LOG_TAG" "$*" >&2; exit 1; }
 
 # use_zarrd [PATH]: ZARRD, the absolute path of the binary to test (default: the release build).
 use_zarrd() {

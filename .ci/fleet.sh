@@ -37,8 +37,9 @@ STATE=$REPO_ROOT/target/fleet
 DRAIN_SECS=2
 SHUTDOWN_SECS=20
 
-log() { printf '[fleet] %s\n' "$*"; }
-die() { printf '[fleet] ERROR: %s\n' "$*" >&2; exit 1; }
+LOG_TAG=fleet
+# shellcheck source=.ci/lib.sh
+source "$REPO_ROOT/.ci/lib.sh"
 
 [[ -x $ZARRD ]] || die "no zarrd binary at $ZARRD"
 command -v wrk >/dev/null || die "wrk is missing (apt-get install wrk; .ci/install-tools.sh installs it)"

@@ -10,8 +10,9 @@ set -euo pipefail
 GARAGE_VERSION=2.5.0
 CARGO_BIN="${CARGO_HOME:-$HOME/.cargo}/bin"
 
-log() { printf '[install-tools] %s\n' "$*"; }
-die() { printf '[install-tools] ERROR: %s\n' "$*" >&2; exit 1; }
+LOG_TAG=install-tools
+# shellcheck source=.ci/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SUDO=()
 if [[ $EUID -ne 0 ]]; then

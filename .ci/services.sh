@@ -31,8 +31,9 @@ STARTUP_TIMEOUT=30 # seconds
 unset GARAGE_CONFIG_FILE GARAGE_RPC_HOST GARAGE_RPC_SECRET GARAGE_RPC_SECRET_FILE \
     GARAGE_ADMIN_TOKEN GARAGE_ADMIN_TOKEN_FILE GARAGE_METRICS_TOKEN GARAGE_METRICS_TOKEN_FILE
 
-log() { printf '[services] %s\n' "$*"; }
-die() { printf '[services] ERROR: %s\n' "$*" >&2; exit 1; }
+LOG_TAG=services
+# shellcheck source=.ci/lib.sh
+source "$REPO_ROOT/.ci/lib.sh"
 
 # die with the tail of a log file.
 die_log() {

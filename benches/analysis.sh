@@ -18,7 +18,9 @@ CHROOT=${CHROOT:-/tmp/trixie}
 VENV=${VENV:-/opt/venv}
 ROUNDS=${ROUNDS:-3}
 PORT=${PORT:-19600}
-log() { printf '[analysis] %s\n' "$*"; }
+LOG_TAG=analysis
+# shellcheck source=.ci/lib.sh
+source "$ROOT/.ci/lib.sh"
 
 bash "$SHARED/tools/setup_py313.sh" "$CHROOT" >/dev/null
 if ! chroot "$CHROOT" "$VENV/bin/python" -c 'import xarray, cftime' 2>/dev/null; then

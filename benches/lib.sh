@@ -2,6 +2,12 @@
 # configurations, so that every script measures the same zarrd and the same nginx, and the
 # small arithmetic helpers they all use.
 
+# log and die from .ci/lib.sh, on stderr as every benchmark logs; the sourcing script sets
+# LOG_TAG first.
+LOG_TO=stderr
+# shellcheck source=.ci/lib.sh
+source "$ROOT/.ci/lib.sh"
+
 # What every script takes from the environment (benches/run.sh's header says what each is),
 # with ROOT set by the sourcing script: the build's target directory, the data set, seconds
 # a load runs, paired rounds, timed large-slice reads. profile.sh sets its own DUR after.

@@ -44,7 +44,7 @@ if [ -z "${ZARRD_BIN:-}" ]; then
   ZARRD_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/zarrd"
 fi
 CLK_TCK=$(getconf CLK_TCK)
-log() { echo "$*" | tee -a "$OUT"; }
+note() { echo "$*" | tee -a "$OUT"; }  # a line of the report: printed, and appended to OUT
 inchroot() { chroot "$MAPS_CHROOT" "$@"; }
 mountpoint -q "$MAPS_CHROOT/proc" || mount -t proc proc "$MAPS_CHROOT/proc"
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
@@ -54,7 +54,7 @@ cp "$ROOT"/benches/datagen/make_hrrr.py "$ROOT"/benches/datagen/verify_hrrr_tile
   "$ROOT"/benches/datagen/verify_curvilinear_tiles.py "$MAPS_PEERS"/xpt_app.py \
   "$MAPS_PEERS"/roundrobin.lua "$HOSTWORK/tools/"
 [ -f "$HOSTWORK/data/hrrr_curvilinear.zarr/zarr.json" ] || inchroot "$XPT_VENV/bin/python" "$WORK/tools/make_hrrr.py" "$WORK/data" | tee -a "$OUT"
-log "=== maps_grids.sh $(date -u +%FT%TZ) on $(nproc) CPUs; wrk -t2 -c$CONNS ${DURATION}s after ${WARMUP}s; zarrd $(git -C "$ROOT" rev-parse --short HEAD)"
+note "=== maps_grids.sh $(date -u +%FT%TZ) on $(nproc) CPUs; wrk -t2 -c$CONNS ${DURATION}s after ${WARMUP}s; zarrd $(git -C "$ROOT" rev-parse --short HEAD)"
 inchroot "$XPT_VENV/bin/python" -c 'import importlib.metadata as m
 print("    versions:", ", ".join(f"{p} {m.version(p)}" for p in ["xpublish-tiles", "xarray", "zarr", "pyproj"]))' | tee -a "$OUT"
 
@@ -93,7 +93,7 @@ block() {  # sets START, ENVS, TILE (with {z} {x} {y}), READY for server $1 on p
 k=0
 for NAME in $SERVERS; do
   P=$((PORT + k)); k=$((k + 1))
-  block "$NAME" || { log "SKIP $NAME: no such server"; continue; }
+  block "$NAME" || { note "SKIP $NAME: no such server"; continue; }
   for z in 5 6 7; do
     awk -v z="$z" '$1 == z' "$HOSTWORK/data/tiles.txt" | while read -r tz tx ty; do
       s=${TILE//\{z\}/$tz}; s=${s//\{x\}/$tx}; echo "${s//\{y\}/$ty}"
@@ -108,14 +108,14 @@ for NAME in $SERVERS; do
     [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$P$READY")" != 000 ] && break
     sleep 0.5
   done
-  log "=== $NAME: $ENVS $START"
+  note "=== $NAME: $ENVS $START"
   if [ "${NAME%@*}" = zarrd ] && [ "${NAME#*@}" = curvilinear ]; then
     # The first tile after start builds the grid's look-up (lat/lon read whole, k-d tree).
     rss0=$(awk '/VmRSS/ {print $2}' /proc/$PGID/status)
     first=$(curl -g -s -o /dev/null -w '%{http_code} %{time_total}' "http://127.0.0.1:$P/maps/bench%2Ft2m[0]/5/7/12.png")
     rss1=$(awk '/VmRSS/ {print $2}' /proc/$PGID/status)
     second=$(curl -g -s -o /dev/null -w '%{http_code} %{time_total}' "http://127.0.0.1:$P/maps/bench%2Ft2m[0]/5/8/12.png")
-    log "FIRST server=$NAME first_tile=\"$first\" next_tile=\"$second\" rss_added_mib=$(( (rss1 - rss0) / 1024 ))"
+    note "FIRST server=$NAME first_tile=\"$first\" next_tile=\"$second\" rss_added_mib=$(( (rss1 - rss0) / 1024 ))"
   fi
   if [ "$NAME" = zarrd ] || [ "$NAME" = zarrd@curvilinear ]; then
     npy="http://127.0.0.1:$P/maps/bench%2Ft2m[0]/{z}/{x}/{y}.npy"
@@ -125,14 +125,14 @@ for NAME in $SERVERS; do
   fi
   for z in 5 6 7; do
     first=$(head -1 "$HOSTWORK/paths/z$z")
-    log "    z$z: $(wc -l < "$HOSTWORK/paths/z$z") tiles, first $(curl -g -s -o /dev/null -w '%{http_code} %{content_type} %{size_download}B' "http://127.0.0.1:$P$first")"
+    note "    z$z: $(wc -l < "$HOSTWORK/paths/z$z") tiles, first $(curl -g -s -o /dev/null -w '%{http_code} %{content_type} %{size_download}B' "http://127.0.0.1:$P$first")"
     wrk -t2 -c"$CONNS" -d"${WARMUP}s" --timeout 60s -s "$HOSTWORK/tools/roundrobin.lua" "http://127.0.0.1:$P" -- "$HOSTWORK/paths/z$z" > /dev/null 2>&1
     t0=$(pgrp_ticks)
     res=$(wrk -t2 -c"$CONNS" -d"${DURATION}s" --timeout 60s --latency -s "$HOSTWORK/tools/roundrobin.lua" "http://127.0.0.1:$P" -- "$HOSTWORK/paths/z$z" 2>&1 | sed -n 's/^RESULT //p')
     t1=$(pgrp_ticks)
     req=$(sed -n 's/.*requests=\([0-9]*\).*/\1/p' <<< "$res")
     cpu=$(awk -v a="$t0" -v b="$t1" -v hz="$CLK_TCK" -v n="${req:-0}" 'BEGIN { printf "%.2f", n ? (b - a) / hz / n * 1000 : 0 }')
-    log "ROW server=$NAME zoom=z$z conns=$CONNS $res cpu_s_per_1k=$cpu"
+    note "ROW server=$NAME zoom=z$z conns=$CONNS $res cpu_s_per_1k=$cpu"
   done
   kill -TERM -- -"$PGID" 2>/dev/null; sleep 1; kill -KILL -- -"$PGID" 2>/dev/null; sleep 0.5
 done

@@ -18,6 +18,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
+LOG_TAG=profile
 # shellcheck source=benches/lib.sh
 source "$ROOT/benches/lib.sh"
 TOOLS=$TARGET/bench-datagen/release
@@ -29,7 +30,6 @@ LABEL=${PROFILE_LABEL:-zarrd}
 NPROC=$(nproc)
 TICK=$(getconf CLK_TCK)
 mkdir -p "$OUTDIR"
-log() { printf '[profile] %s\n' "$*" >&2; }
 PERF=$(command -v perf || true)
 [[ ${NO_PERF:-0} != 0 ]] && PERF=""
 [[ -n $PERF ]] && ! "$PERF" record -q -e cpu-clock -o /dev/null -- true 2>/dev/null && PERF=""

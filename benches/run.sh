@@ -33,6 +33,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
+LOG_TAG=bench
 # shellcheck source=benches/lib.sh
 source "$ROOT/benches/lib.sh"
 NPROC=$(nproc)
@@ -47,9 +48,6 @@ Z="http://127.0.0.1:${PORT[default]}"
 ZN="http://127.0.0.1:${PORT[nocache]}"
 N="http://127.0.0.1:$NPORT"
 LUA="$ROOT/benches/wrk.lua"
-
-log() { printf '[bench] %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
 
 # ---------------------------------------------------------------- tools
 missing=()

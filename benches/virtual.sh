@@ -14,12 +14,11 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
+LOG_TAG=virtual
 # shellcheck source=benches/lib.sh
 source "$ROOT/benches/lib.sh"
 PORT=${ZARRD_PORT:-18090}
 Z="http://127.0.0.1:$PORT"
-log() { printf '[virtual] %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
 
 for t in wrk curl; do command -v "$t" >/dev/null || die "missing $t (apt-get install -y $t)"; done
 if [[ -n ${ZARRD_BIN:-} ]]; then
