@@ -12,11 +12,13 @@ pub mod auth;
 pub mod catalog;
 pub mod compat;
 pub mod config;
+pub mod csv;
 pub mod downloads;
 pub mod edr;
 pub mod error;
 pub mod http;
 pub mod images;
 pub mod markup;
+pub mod numbers;
 
 pub use http::{AppState, app};

@@ -13,6 +13,7 @@ use zarrd_core::zarr::data_type::DataType;
 use crate::edr::collection::{Collection, Parameter};
 use crate::edr::query::{Format, Places, Plan};
 use crate::edr::read::{Coverage, Domain, Place};
+use crate::{csv, numbers};
 
 /// Bytes a value may take in text (`-1.2345678901234567e-300` and a separator).
 const VALUE_BYTES: u64 = 26;
@@ -36,27 +37,13 @@ pub fn size_bound(plan: &Plan, format: Format) -> u128 {
     }
 }
 
-/// One number as JSON or CSV text: integers as integers, float32 in its shortest float32
-/// form, float64 in its shortest form; `missing` when NaN.
-fn number(out: &mut String, v: f64, decoded: DataType, missing: &str) {
-    if !v.is_finite() {
-        out.push_str(missing);
-    } else if !decoded.is_float() {
-        let _ = write!(out, "{}", v as i64);
-    } else if matches!(decoded, DataType::Float32 | DataType::Float16) {
-        out.push_str(ryu::Buffer::new().format_finite(v as f32));
-    } else {
-        out.push_str(ryu::Buffer::new().format_finite(v));
-    }
-}
-
-fn numbers(out: &mut String, values: &[f64], decoded: DataType) {
+fn number_list(out: &mut String, values: &[f64], decoded: DataType) {
     out.push('[');
     for (i, &v) in values.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
-        number(out, v, decoded, "null");
+        numbers::decoded(out, v, decoded, "null");
     }
     out.push(']');
 }
@@ -214,7 +201,7 @@ impl Text {
                     if self.cursor > 0 {
                         out.push(',');
                     }
-                    number(out, values[self.cursor], decoded, "null");
+                    numbers::decoded(out, values[self.cursor], decoded, "null");
                     self.cursor += 1;
                 }
                 self.cursor == values.len()
@@ -290,9 +277,9 @@ fn coverage(parts: &mut Vec<Part>, answer: &Answer, k: usize, kind: &str, refere
         composite(&mut out, c, domain.z.as_deref());
     } else {
         out.push_str(r#""x":{"values":"#);
-        numbers(&mut out, &c.x, DataType::Float64);
+        number_list(&mut out, &c.x, DataType::Float64);
         out.push_str(r#"},"y":{"values":"#);
-        numbers(&mut out, &c.y, DataType::Float64);
+        number_list(&mut out, &c.y, DataType::Float64);
         out.push('}');
     }
     if let Some(t) = &domain.t {
@@ -302,7 +289,7 @@ fn coverage(parts: &mut Vec<Part>, answer: &Answer, k: usize, kind: &str, refere
     }
     if let Some(z) = domain.z.as_ref().filter(|_| !c.listed) {
         out.push_str(r#","z":{"values":"#);
-        numbers(&mut out, z, DataType::Float64);
+        number_list(&mut out, z, DataType::Float64);
         out.push('}');
     }
     let _ = write!(out, r#"}},"referencing":{referencing}}}"#);
@@ -341,7 +328,7 @@ fn composite(out: &mut String, c: &Coverage, levels: Option<&[f64]>) {
                 out.push(',');
             }
             first = false;
-            numbers(out, &[x, y].into_iter().chain(z).collect::<Vec<_>>(), DataType::Float64);
+            number_list(out, &[x, y].into_iter().chain(z).collect::<Vec<_>>(), DataType::Float64);
         }
     }
     out.push_str("]}");
@@ -413,9 +400,9 @@ fn feature(out: &mut String, answer: &Answer, coverage: usize, at: usize, after:
         out.push(',');
     }
     out.push_str(r#"{"type":"Feature","geometry":{"type":"Point","coordinates":["#);
-    number(out, x, DataType::Float64, "null");
+    numbers::decoded(out, x, DataType::Float64, "null");
     out.push(',');
-    number(out, y, DataType::Float64, "null");
+    numbers::decoded(out, y, DataType::Float64, "null");
     out.push_str(r#"]},"properties":{"#);
     let mut sep = "";
     if let Some(times) = &answer.domain.t {
@@ -425,12 +412,12 @@ fn feature(out: &mut String, answer: &Answer, coverage: usize, at: usize, after:
     if let Some(levels) = &answer.domain.z {
         out.push_str(sep);
         out.push_str(r#""z":"#);
-        number(out, levels[z], DataType::Float64, "null");
+        numbers::decoded(out, levels[z], DataType::Float64, "null");
         sep = ",";
     }
     for (p, values) in answer.plan.parameters.iter().zip(&answer.coverages[coverage].values) {
         let _ = write!(out, "{sep}{}:", json_text(&p.name));
-        number(out, values[at], p.decoded, "null");
+        numbers::decoded(out, values[at], p.decoded, "null");
         sep = ",";
     }
     out.push_str("}}");
@@ -445,23 +432,23 @@ fn csv_row(out: &mut String, answer: &Answer, coverage: usize, at: usize) {
         out.push(',');
     }
     if let Some(levels) = &answer.domain.z {
-        number(out, levels[z], DataType::Float64, "");
+        numbers::decoded(out, levels[z], DataType::Float64, "");
         out.push(',');
     }
     if let Some(p) = place.filter(|_| answer.coverages[coverage].native) {
-        number(out, p.x, DataType::Float64, "");
+        numbers::decoded(out, p.x, DataType::Float64, "");
         out.push(',');
-        number(out, p.y, DataType::Float64, "");
+        numbers::decoded(out, p.y, DataType::Float64, "");
         out.push(',');
     }
-    number(out, y, DataType::Float64, "");
+    numbers::decoded(out, y, DataType::Float64, "");
     out.push(',');
-    number(out, x, DataType::Float64, "");
+    numbers::decoded(out, x, DataType::Float64, "");
     for (p, values) in answer.plan.parameters.iter().zip(&answer.coverages[coverage].values) {
         out.push(',');
-        number(out, values[at], p.decoded, "");
+        numbers::decoded(out, values[at], p.decoded, "");
     }
-    out.push_str("\r\n");
+    out.push_str(csv::ROW_END);
 }
 
 /// GeoJSON: a `FeatureCollection` with one `Point` feature per cell taken, step and level.
@@ -488,12 +475,9 @@ pub fn csv(answer: std::sync::Arc<Answer>) -> Text {
         header.extend(["x".into(), "y".into()]);
     }
     header.extend(["lat".into(), "lon".into()]);
-    header.extend(answer.plan.parameters.iter().map(|p| csv_field(&p.name)));
-    let parts = vec![Part::Fixed(header.join(",") + "\r\n"), Part::Rows];
+    header.extend(answer.plan.parameters.iter().map(|p| p.name.clone()));
+    let mut head = String::new();
+    csv::header(&mut head, header.iter().map(String::as_str));
+    let parts = vec![Part::Fixed(head), Part::Rows];
     Text::new(answer, parts)
-}
-
-/// A CSV field, quoted when it must be (RFC 4180).
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\r', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_owned() }
 }

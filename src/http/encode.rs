@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use crate::error::{Error, Result};
+use crate::numbers;
 use zarrd_core::zarr::data_type::DataType;
 
 /// The formats of decoded data (`docs/api.md` "Slices"; `format` in `openapi.yaml`), with
@@ -309,16 +310,6 @@ fn nested(out: &mut String, shape: &[u64], element: &mut dyn FnMut(&mut String))
     out.push(']');
 }
 
-fn write_float(out: &mut String, v: f64, single: bool) {
-    if !v.is_finite() {
-        out.push_str("null");
-    } else if single {
-        out.push_str(ryu::Buffer::new().format_finite(v as f32));
-    } else {
-        out.push_str(ryu::Buffer::new().format_finite(v));
-    }
-}
-
 pub fn write_element(out: &mut String, b: &[u8], data_type: DataType) {
     let mut int = itoa::Buffer::new();
     let bytes = |n: usize| -> [u8; 8] {
@@ -336,9 +327,9 @@ pub fn write_element(out: &mut String, b: &[u8], data_type: DataType) {
         DataType::UInt16 => out.push_str(int.format(u16::from_le_bytes([b[0], b[1]]))),
         DataType::UInt32 => out.push_str(int.format(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
         DataType::UInt64 => out.push_str(int.format(u64::from_le_bytes(bytes(8)))),
-        DataType::Float16 => write_float(out, half::f16::from_le_bytes([b[0], b[1]]).to_f64(), true),
-        DataType::Float32 => write_float(out, f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])), true),
-        DataType::Float64 => write_float(out, f64::from_le_bytes(bytes(8)), false),
+        DataType::Float16 => numbers::float(out, half::f16::from_le_bytes([b[0], b[1]]).to_f64(), true, "null"),
+        DataType::Float32 => numbers::float(out, f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])), true, "null"),
+        DataType::Float64 => numbers::float(out, f64::from_le_bytes(bytes(8)), false, "null"),
         DataType::Complex64 | DataType::Complex128 => {
             let part = if data_type == DataType::Complex64 { DataType::Float32 } else { DataType::Float64 };
             let half_len = data_type.size() / 2;

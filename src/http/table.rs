@@ -19,6 +19,7 @@ use crate::analysis::select::Resolved;
 use crate::error::{Error, Result};
 use crate::http::encode::{self, Format};
 use crate::http::render::Render;
+use crate::{csv, numbers};
 
 /// One label of a result.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,21 +35,21 @@ pub enum Label {
 impl Label {
     fn write_json(&self, out: &mut String) {
         match self {
-            Self::Number(v) if v.is_finite() => out.push_str(ryu::Buffer::new().format_finite(*v)),
+            Self::Number(v) => numbers::float(out, *v, false, "null"),
             Self::Time(t) => {
                 let _ = write!(out, "\"{t}\"");
             }
             Self::Index(i) => out.push_str(itoa::Buffer::new().format(*i)),
-            Self::Number(_) | Self::Missing => out.push_str("null"),
+            Self::Missing => out.push_str("null"),
         }
     }
 
     fn write_csv(&self, out: &mut String) {
         match self {
-            Self::Number(v) if v.is_finite() => out.push_str(ryu::Buffer::new().format_finite(*v)),
-            Self::Time(t) => out.push_str(t),
+            Self::Number(v) => numbers::float(out, *v, false, ""),
+            Self::Time(t) => csv::field(out, t),
             Self::Index(i) => out.push_str(itoa::Buffer::new().format(*i)),
-            Self::Number(_) | Self::Missing => {}
+            Self::Missing => {}
         }
     }
 
@@ -232,18 +233,14 @@ fn json(data: &[u8], data_type: DataType, shape: &[u64], kept: &[Column], points
 fn csv_bytes(n: u64, data_type: DataType, kept: &[Column]) -> u128 {
     let row: usize = kept.iter().map(|c| c.labels.iter().map(Label::width).max().unwrap_or(1) + 1).sum::<usize>()
         + encode::json_bytes_per_element(data_type) as usize
-        + 1;
+        + csv::ROW_END.len();
     u128::from(n) * row as u128 + 64 * (kept.len() as u128 + 1)
 }
 
 /// CSV of `data` (decoded elements in C order over the `kept` columns).
 fn csv(data: &[u8], data_type: DataType, kept: &[Column]) -> Vec<u8> {
     let mut out = String::new();
-    for column in kept {
-        push_csv_field(&mut out, &column.name);
-        out.push(',');
-    }
-    out.push_str("value\n");
+    csv::header(&mut out, kept.iter().map(|c| c.name.as_str()).chain(["value"]));
     let item = data_type.size();
     let shape: Vec<usize> = kept.iter().map(|c| c.labels.len()).collect();
     let mut index = vec![0usize; shape.len()];
@@ -258,7 +255,7 @@ fn csv(data: &[u8], data_type: DataType, kept: &[Column]) -> Vec<u8> {
         if value != "null" {
             out.push_str(&value);
         }
-        out.push('\n');
+        out.push_str(csv::ROW_END);
         // The next index in C order.
         for d in (0..shape.len()).rev() {
             index[d] += 1;
@@ -269,17 +266,6 @@ fn csv(data: &[u8], data_type: DataType, kept: &[Column]) -> Vec<u8> {
         }
     }
     out.into_bytes()
-}
-
-/// A CSV field, quoted when it holds a comma, a quote or a line break (RFC 4180).
-fn push_csv_field(out: &mut String, text: &str) {
-    if text.contains([',', '"', '\n', '\r']) {
-        out.push('"');
-        out.push_str(&text.replace('"', "\"\""));
-        out.push('"');
-    } else {
-        out.push_str(text);
-    }
 }
 
 #[cfg(test)]
@@ -299,7 +285,7 @@ mod tests {
         let text = String::from_utf8(csv(&data, DataType::Float32, &kept)).unwrap();
         assert_eq!(
             text,
-            "time,lon,value\n2001-01-01,285.0,1.5\n2001-01-01,287.5,\n2001-01-02,285.0,3.0\n2001-01-02,287.5,0.1\n"
+            "time,lon,value\r\n2001-01-01,285.0,1.5\r\n2001-01-01,287.5,\r\n2001-01-02,285.0,3.0\r\n2001-01-02,287.5,0.1\r\n"
         );
         assert!(csv_bytes(4, DataType::Float32, &kept) >= text.len() as u128);
     }
