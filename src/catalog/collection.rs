@@ -4,7 +4,8 @@
 //! (images, labels, HCS plates and wells, bioformats2raw layouts), so a person can find
 //! the wells, fields and series of a collection in `GET /v1/datasets/{ds}`.
 
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Map, Value};
 
 use crate::error::Result;
 use zarrd_core::store::{Store, StoreError};
@@ -53,57 +54,111 @@ fn strings(v: Option<&Value>, field: &str) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-/// What a group's OME-Zarr metadata makes it, for the node tree: `{"kind": "image" |
-/// "labels" | "label-image" | "plate" | "well" | "bioformats2raw", ...}`; `None` for
-/// other groups.
-pub(super) fn summary(attributes: &Map<String, Value>) -> Option<Value> {
+/// What an OME-Zarr group is, for the node tree (`ome` of `GET /v1/datasets/{ds}`'s nodes):
+/// `kind` and what a person needs to find its levels, wells, fields or series; with the
+/// metadata's `version` where it has one.
+#[derive(Debug, Clone, Serialize)]
+pub struct OmeSummary {
+    #[serde(flatten)]
+    pub kind: OmeKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<Value>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum OmeKind {
+    Plate {
+        name: Option<Value>,
+        rows: Vec<Value>,
+        columns: Vec<Value>,
+        wells: Vec<Value>,
+        field_count: Option<Value>,
+    },
+    Well {
+        fields: Vec<Value>,
+    },
+    /// Its `series` (the child images named by a number) are filled in once the tree is
+    /// listed (`nodes::series`).
+    Bioformats2raw {
+        layout: Value,
+        series: Vec<String>,
+    },
+    Image(Image),
+    LabelImage(Image),
+    Labels {
+        labels: Value,
+    },
+    Series {
+        series: Value,
+    },
+}
+
+/// An image's levels (paths, the finest first), axes and channel labels.
+#[derive(Debug, Clone, Serialize)]
+pub struct Image {
+    levels: Vec<String>,
+    axes: Vec<ImageAxis>,
+    channels: Vec<Option<String>>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+struct ImageAxis {
+    name: String,
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    unit: Option<String>,
+}
+
+/// What a group's OME-Zarr metadata makes it; `None` for other groups.
+pub(super) fn summary(attributes: &Map<String, Value>) -> Option<OmeSummary> {
     let meta = ome::metadata(attributes)?;
     let version = meta
         .get("version")
         .cloned()
         .or_else(|| meta.get("multiscales").and_then(|m| m.get(0)).and_then(|m| m.get("version")).cloned());
-    let mut out = if let Some(plate) = meta.get("plate") {
-        json!({
-            "kind": "plate",
-            "name": plate.get("name"),
-            "rows": strings(plate.get("rows"), "name"),
-            "columns": strings(plate.get("columns"), "name"),
-            "wells": strings(plate.get("wells"), "path"),
-            "field_count": plate.get("field_count"),
-        })
+    let kind = if let Some(plate) = meta.get("plate") {
+        OmeKind::Plate {
+            name: plate.get("name").cloned(),
+            rows: strings(plate.get("rows"), "name"),
+            columns: strings(plate.get("columns"), "name"),
+            wells: strings(plate.get("wells"), "path"),
+            field_count: plate.get("field_count").cloned(),
+        }
     } else if let Some(well) = meta.get("well") {
-        json!({"kind": "well", "fields": strings(well.get("images"), "path")})
-    } else if meta.contains_key("bioformats2raw.layout") {
-        json!({"kind": "bioformats2raw", "layout": meta["bioformats2raw.layout"], "series": []})
+        OmeKind::Well { fields: strings(well.get("images"), "path") }
+    } else if let Some(layout) = meta.get("bioformats2raw.layout") {
+        OmeKind::Bioformats2raw { layout: layout.clone(), series: Vec::new() }
     } else if let Some(multiscale) = ome::multiscales(attributes).into_iter().next() {
-        let kind = if ome::label_colors(attributes).is_some() { "label-image" } else { "image" };
-        let channels: Vec<Value> = ome::channels(attributes).into_iter().map(|c| json!(c.label)).collect();
-        json!({
-            "kind": kind,
-            "levels": multiscale.levels.iter().map(|l| l.path.clone()).collect::<Vec<_>>(),
-            "axes": multiscale.axes.iter().map(|a| json!({"name": a.name, "type": a.kind, "unit": a.unit})).collect::<Vec<_>>(),
-            "channels": channels,
-        })
+        let image = Image {
+            levels: multiscale.levels.iter().map(|l| l.path.clone()).collect(),
+            axes: multiscale
+                .axes
+                .iter()
+                .map(|a| ImageAxis { name: a.name.clone(), kind: a.kind.clone(), unit: a.unit.clone() })
+                .collect(),
+            channels: ome::channels(attributes).into_iter().map(|c| c.label).collect(),
+        };
+        if ome::label_colors(attributes).is_some() { OmeKind::LabelImage(image) } else { OmeKind::Image(image) }
     } else if let Some(labels) = meta.get("labels") {
-        json!({"kind": "labels", "labels": labels})
+        OmeKind::Labels { labels: labels.clone() }
     } else if let Some(series) = meta.get("series") {
-        json!({"kind": "series", "series": series})
+        OmeKind::Series { series: series.clone() }
     } else {
         return None;
     };
-    if let (Some(o), Some(v)) = (out.as_object_mut(), version) {
-        o.insert("version".into(), v);
-    }
-    Some(out)
+    Some(OmeSummary { kind, version })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn summaries_name_plates_wells_series_and_images() {
         let m = |v: Value| -> Map<String, Value> { serde_json::from_value(v).unwrap() };
+        let summary = |attributes: &Map<String, Value>| summary(attributes).map(|s| serde_json::to_value(s).unwrap());
         let plate = summary(&m(json!({"plate": {"version": "0.4", "rows": [{"name": "A"}], "columns": [{"name": "1"}], "wells": [{"path": "A/1", "rowIndex": 0, "columnIndex": 0}]}}))).unwrap();
         assert_eq!((plate["kind"].clone(), plate["wells"].clone()), (json!("plate"), json!(["A/1"])));
         let well = summary(&m(json!({"ome": {"version": "0.5", "well": {"images": [{"path": "0"}, {"path": "1"}]}}})))

@@ -2,9 +2,9 @@
 //! array's shape and data type, and what an OME-Zarr group is (`collection::summary`).
 
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::catalog::collection;
+use crate::catalog::collection::{self, OmeKind, OmeSummary};
 use crate::catalog::error::NodeKind;
 use zarrd_core::zarr::metadata::Node;
 
@@ -23,7 +23,7 @@ pub struct TreeNode {
     pub data_type: Option<Value>,
     /// OME-Zarr groups: what the group is (`collection::summary`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ome: Option<Value>,
+    pub ome: Option<OmeSummary>,
 }
 
 impl TreeNode {
@@ -36,8 +36,8 @@ impl TreeNode {
 pub(super) fn describe(path: &str, node: &Node) -> TreeNode {
     match node {
         Node::Array(a) => TreeNode {
-            shape: Some(json!(a.shape)),
-            data_type: Some(json!(a.data_type.name())),
+            shape: Some(Value::from(a.shape.clone())),
+            data_type: Some(Value::from(a.data_type.name())),
             ..TreeNode::bare(path, NodeKind::Array)
         },
         Node::Group(g) => TreeNode { ome: collection::summary(&g.attributes), ..TreeNode::bare(path, NodeKind::Group) },
@@ -63,38 +63,41 @@ pub(super) fn describe_doc(path: &str, doc: &Value) -> TreeNode {
 /// Fills in the series of bioformats2raw layouts: their child groups named by a number
 /// (`0`, `1`, …) that are images.
 pub(super) fn series(nodes: &mut [TreeNode]) {
-    let kind = |n: &TreeNode, k: &str| n.ome.as_ref().is_some_and(|o| o["kind"] == k);
-    let images: Vec<String> = nodes.iter().filter(|n| kind(n, "image")).map(|n| n.path.clone()).collect();
-    for node in nodes.iter_mut().filter(|n| kind(n, "bioformats2raw")) {
+    let is_image = |n: &TreeNode| n.ome.as_ref().is_some_and(|o| matches!(o.kind, OmeKind::Image(_)));
+    let images: Vec<String> = nodes.iter().filter(|n| is_image(n)).map(|n| n.path.clone()).collect();
+    for node in nodes.iter_mut() {
         let path = node.path.clone();
+        let Some(OmeSummary { kind: OmeKind::Bioformats2raw { series, .. }, .. }) = &mut node.ome else { continue };
         let mut found: Vec<&str> = images
             .iter()
             .filter_map(|p| if path.is_empty() { Some(p.as_str()) } else { p.strip_prefix(&path)?.strip_prefix('/') })
             .filter(|rel| !rel.is_empty() && rel.bytes().all(|b| b.is_ascii_digit()))
             .collect();
         found.sort_by_key(|s| s.parse::<u64>().unwrap_or(u64::MAX));
-        if let Some(ome) = &mut node.ome {
-            ome["series"] = json!(found);
-        }
+        *series = found.into_iter().map(str::to_owned).collect();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn bioformats2raw_layouts_list_their_series() {
         let m = |v: Value| -> serde_json::Map<String, Value> { serde_json::from_value(v).unwrap() };
         let summary = collection::summary;
-        let group = |path: &str, ome: Option<Value>| TreeNode { ome, ..TreeNode::bare(path, NodeKind::Group) };
+        let group = |path: &str, ome: Option<OmeSummary>| TreeNode { ome, ..TreeNode::bare(path, NodeKind::Group) };
+        let image = json!({"multiscales": [{"version": "0.4", "axes": [{"name": "y"}, {"name": "x"}],
+            "datasets": [{"path": "0", "coordinateTransformations": [{"type": "scale", "scale": [1.0, 1.0]}]}]}]});
         let mut nodes = vec![
             group("", summary(&m(json!({"bioformats2raw.layout": 3})))),
-            group("1", Some(json!({"kind": "image"}))),
-            group("0", Some(json!({"kind": "image"}))),
+            group("1", summary(&m(image.clone()))),
+            group("0", summary(&m(image))),
             group("OME", None),
         ];
+        assert!(nodes[1].ome.is_some(), "an image");
         series(&mut nodes);
-        assert_eq!(nodes[0].ome.as_ref().unwrap()["series"], json!(["0", "1"]));
+        assert_eq!(serde_json::to_value(&nodes[0].ome).unwrap()["series"], json!(["0", "1"]));
     }
 }

@@ -16,7 +16,7 @@ use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::http::extract::NodePath;
@@ -90,15 +90,29 @@ pub async fn asset(Path(file): Path<String>) -> Result<Response> {
 fn colormaps() -> &'static str {
     static TABLES: OnceLock<String> = OnceLock::new();
     TABLES.get_or_init(|| {
-        let tables: Vec<serde_json::Value> = Colormap::ALL
+        let tables: Vec<ColormapTable> = Colormap::ALL
             .iter()
-            .map(|c| {
-                let hex: Vec<String> = c.table().iter().map(|[r, g, b]| format!("#{r:02x}{g:02x}{b:02x}")).collect();
-                json!({"name": c.name(), "colors": hex})
+            .map(|c| ColormapTable {
+                name: c.name(),
+                colors: c.table().iter().map(|[r, g, b]| format!("#{r:02x}{g:02x}{b:02x}")).collect(),
             })
             .collect();
-        serde_json::Value::Array(tables).to_string()
+        serde_json::to_string(&tables).unwrap_or_default()
     })
+}
+
+/// One colormap of the viewer's colorbar: its name and 256 colours as `#rrggbb`.
+#[derive(Serialize)]
+struct ColormapTable {
+    name: &'static str,
+    colors: Vec<String>,
+}
+
+/// The window of an array's images.
+#[derive(Serialize)]
+struct Window {
+    vmin: f64,
+    vmax: f64,
 }
 
 /// `GET /viewer/window/{identifier}`: `{"vmin", "vmax"}`, the window that images of the
@@ -109,7 +123,7 @@ pub async fn window(State(state): State<AppState>, path: Result<Path<String>, Pa
     let id = Identifier::parse(&text).map_err(|e| Error::NotFound(e.0))?;
     let image = Image::open(&state.catalog, id).await?;
     let window = state.images.window(&image, None, None).await?;
-    let body = json!({"vmin": window.lo, "vmax": window.hi}).to_string();
+    let body = serde_json::to_string(&Window { vmin: window.lo, vmax: window.hi }).unwrap_or_default();
     // Data can be rewritten: ask again rather than keep a stale legend.
     Ok(([(header::CONTENT_TYPE, "application/json"), (header::CACHE_CONTROL, "no-cache")], body).into_response())
 }
