@@ -11,6 +11,7 @@
 //!   other module of the crate but the leaves listed with them.
 //! - **Parts in layers**: the top-level modules import no cycle either.
 //! - **Small files**: no source file over [`MAX_LINES`] lines.
+//! - **The doc names every module**: docs/ARCHITECTURE.md names each module of both crates.
 //!
 //! Each check runs on both crates of the workspace, each graph within its crate.
 //!
@@ -32,7 +33,7 @@ const CRATES: &[&str] = &["src", "crates/zarrd-core/src"];
 /// crate root.
 const LEAVES: &[(&str, &[(&str, &[&str])])] = &[("src", SERVER_LEAVES), ("crates/zarrd-core/src", CORE_LEAVES)];
 
-const SERVER_LEAVES: &[(&str, &[&str])] = &[("error", &[])];
+const SERVER_LEAVES: &[(&str, &[&str])] = &[("error", &[]), ("markup", &[])];
 
 const CORE_LEAVES: &[(&str, &[&str])] = &[
     ("ops/cpu", &[]),
@@ -438,6 +439,64 @@ fn no_source_file_is_long() {
     assert!(long.is_empty(), "source files over {MAX_LINES} lines: {long:?}");
 }
 
+/// Every module of both crates, at every depth (`main.rs` too; `lib` and `tests` modules
+/// left out), is named in docs/ARCHITECTURE.md, so a new module fails here until the doc
+/// says what it is. The rule, stated in the doc too: a module is named by its path from
+/// its crate's `src/` in backticks (`read/plan`, `http/routes/maps.rs`, `images/iiif/`,
+/// `src/error/core.rs`, `images/maps::TileJson`), or, in a table row whose first cell is a
+/// folder (`` `http/routes/` ``), by its path from that folder in backticks (`maps`).
+#[test]
+fn the_architecture_names_every_module() {
+    let named = named_modules(&std::fs::read_to_string(root().join("docs/ARCHITECTURE.md")).unwrap());
+    let mut missing = Vec::new();
+    for src in CRATES {
+        let mut files = BTreeMap::new();
+        modules(&root().join(src), "", &mut files);
+        let main = root().join(src).join("main.rs");
+        if main.exists() {
+            files.insert("main".to_owned(), main);
+        }
+        for (module, path) in files {
+            let test = module.rsplit('/').next() == Some("tests");
+            if module != "lib" && !test && !named.contains(&module) {
+                missing.push(format!("`{module}` ({})", path.strip_prefix(root()).unwrap().display()));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "docs/ARCHITECTURE.md names no\n  {}", missing.join("\n  "));
+}
+
+/// The modules a Markdown text names, by the rule of `the_architecture_names_every_module`.
+fn named_modules(doc: &str) -> BTreeSet<String> {
+    let mut fenced = false;
+    let prose: Vec<&str> = doc
+        .lines()
+        .filter(|l| {
+            fenced ^= l.starts_with("```");
+            !fenced && !l.starts_with("```")
+        })
+        .collect();
+    let spans = |text: &str| -> Vec<String> { text.split('`').skip(1).step_by(2).filter_map(as_module).collect() };
+    let mut named: BTreeSet<String> = spans(&prose.join("\n")).into_iter().collect();
+    for row in prose.iter().filter(|l| l.starts_with('|')) {
+        let first = row.split('|').nth(1).unwrap_or_default();
+        let folders = first.split('`').skip(1).step_by(2).filter(|s| s.ends_with('/')).filter_map(as_module);
+        for folder in folders {
+            named.extend(spans(row).iter().map(|m| format!("{folder}/{m}")));
+        }
+    }
+    named
+}
+
+/// A backticked span as a module path from its crate's `src/`, where it has that form.
+fn as_module(span: &str) -> Option<String> {
+    let path = span.strip_prefix("crates/zarrd-core/src/").or_else(|| span.strip_prefix("src/")).unwrap_or(span);
+    let path = path.split("::").next().unwrap_or_default();
+    let path = path.strip_suffix(".rs").or_else(|| path.strip_suffix('/')).unwrap_or(path);
+    let word = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '/';
+    (!path.is_empty() && path.chars().all(word)).then(|| path.to_owned())
+}
+
 #[test]
 fn the_checker_sees_paths_and_groups() {
     let code = code(
@@ -452,4 +511,7 @@ fn the_checker_sees_paths_and_groups() {
     edges.insert("c".to_owned(), BTreeSet::from(["a".to_owned()]));
     edges.insert("d".to_owned(), BTreeSet::from(["a".to_owned()]));
     assert_eq!(cycles(&edges), [["a", "b", "c"]]);
+    let doc = "`src/a.rs`, `b/c::D`, `Not`\n```\n`e`\n```\n| `f/` | `h`, `i/j.rs` |";
+    let named: Vec<String> = named_modules(doc).into_iter().collect();
+    assert_eq!(named, ["a", "b/c", "f", "f/f", "f/h", "f/i/j", "h", "i/j"]);
 }
