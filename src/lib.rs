@@ -20,5 +20,6 @@ pub mod http;
 pub mod images;
 pub mod markup;
 pub mod numbers;
+pub mod telemetry;
 
 pub use http::{AppState, app};

@@ -174,9 +174,9 @@ fn overviews(config: Option<&std::path::Path>, dataset: &str, array: &str, out: 
     }
 }
 
-fn init_logging(config: &Config) -> std::io::Result<zarrd_core::ops::logbuf::Guard> {
+fn init_logging(config: &Config) -> std::io::Result<zarrd::telemetry::logbuf::Guard> {
     let filter = EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| EnvFilter::new(&config.log.level));
-    let (writer, guard) = zarrd_core::ops::logbuf::spawn(std::io::stdout(), zarrd_core::ops::logbuf::MAX_BUFFERED)?;
+    let (writer, guard) = zarrd::telemetry::logbuf::spawn(std::io::stdout(), zarrd::telemetry::logbuf::MAX_BUFFERED)?;
     // Colour codes only for a person at a terminal: under docker, Kubernetes or systemd
     // stdout is a pipe or file and the codes would litter the collected logs. NO_COLOR
     // (no-color.org) turns them off at a terminal too.

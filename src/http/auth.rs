@@ -130,7 +130,7 @@ pub async fn refuse(
     caller: Option<&str>,
     dataset: Option<&str>,
 ) -> Response {
-    zarrd_core::ops::metrics::auth_denied(denied.reason());
+    crate::telemetry::auth_denied(denied.reason());
     // Set on every request by `middleware::observe`, outside this layer.
     let request_id = parts.headers.get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
     let (caller, dataset_name) = (caller.unwrap_or("-"), dataset.unwrap_or("-"));

@@ -207,7 +207,7 @@ async fn observe(mut request: Request, next: Next) -> Response {
         crate::http::body::tracked(body, length, span.clone(), move |sent| {
             let elapsed = started.elapsed();
             let complete = sent.complete || head;
-            zarrd_core::ops::metrics::request(&route, status, elapsed.as_secs_f64(), sent.bytes);
+            crate::telemetry::requests::request(&route, status, elapsed.as_secs_f64(), sent.bytes);
             // Probes and scrapes arrive every few seconds from every load balancer and
             // kubelet and would drown the access log: at DEBUG unless they fail.
             let level = if crate::http::route::is_ops(&path) && status < 400 { Level::DEBUG } else { Level::INFO };

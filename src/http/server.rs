@@ -195,7 +195,7 @@ pub async fn serve(
             // longest; when every connection is busy, probes still get in over the reserve.
             let made_room = Open::close_oldest_idle(&open);
             if made_room {
-                zarrd_core::ops::metrics::connection_closed_for_room();
+                crate::telemetry::connection_closed_for_room();
             }
             let probe = if made_room { None } else { Arc::clone(&reserve).try_acquire_owned().ok() };
             if let Some(permit) = probe {
@@ -251,7 +251,7 @@ impl AcceptErrors {
             tracing::debug!(error = %e, "accept failed for one connection");
             return;
         }
-        zarrd_core::ops::metrics::accept_error();
+        crate::telemetry::accept_error();
         let now = Instant::now();
         if self.last_logged.is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1)) {
             tracing::warn!(
@@ -282,7 +282,7 @@ async fn connection(
     slot: Slot,
     open: Arc<Mutex<Open>>,
 ) {
-    let _open = zarrd_core::ops::metrics::connection_opened();
+    let _open = crate::telemetry::connection_opened();
     // Small responses (probes, metadata) should not wait for Nagle's algorithm.
     let _ = stream.set_nodelay(true);
     let probe_only = matches!(slot, Slot::Probe(_));

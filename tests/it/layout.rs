@@ -40,7 +40,6 @@ const CORE_LEAVES: &[(&str, &[&str])] = &[
     ("ops/metrics", &["ops/tally", "ops/cpu"]),
     ("ops/tally", &[]),
     ("ops/panics", &["ops/cpu"]),
-    ("ops/logbuf", &[]),
     ("zarr/json", &[]),
     ("zarr/data_type", &["zarr/json", "zarr/time"]),
     ("zarr/time", &["zarr/json"]),

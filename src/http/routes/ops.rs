@@ -37,7 +37,7 @@ pub async fn metrics(State(state): State<AppState>, identity: Option<Extension<I
     zarrd_core::ops::metrics::cache_size("chunk", state.catalog.chunks.size());
     zarrd_core::ops::metrics::cache_size("response", state.responses.size());
     let caller = identity.and_then(|Extension(Identity(caller))| caller);
-    let text = zarrd_core::ops::metrics::render();
+    let text = crate::telemetry::render();
     let shown = without_datasets(&text, |ds| !state.auth.may_read(caller.as_ref(), ds));
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], shown).into_response()
 }

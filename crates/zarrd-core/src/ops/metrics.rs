@@ -110,41 +110,7 @@ pub fn cache_size(cache: &'static str, bytes: u64) {
     metrics::gauge!("zarrd_cache_size_bytes", "cache" => cache).set(bytes as f64);
 }
 
-pub fn request(route: &str, status: u16, seconds: f64, bytes_out: u64) {
-    super::tally::request(route, status, seconds, bytes_out);
-}
-
 /// 1 when the dataset's root passed its last background health check, else 0.
 pub fn dataset_up(dataset: &str, up: bool) {
     metrics::gauge!("zarrd_dataset_up", "dataset" => dataset.to_owned()).set(if up { 1.0 } else { 0.0 });
-}
-
-/// A request refused by access control (`zarrd_auth_denied_total{reason}`, one of a fixed
-/// set of reasons: `auth::Denied::reason`).
-pub fn auth_denied(reason: &'static str) {
-    metrics::counter!("zarrd_auth_denied_total", "reason" => reason).increment(1);
-}
-
-/// An accept error that paused accepting (out of file descriptors or memory).
-pub fn accept_error() {
-    metrics::counter!("zarrd_accept_errors_total").increment(1);
-}
-
-/// An idle connection closed at the connection cap to let a new client in.
-pub fn connection_closed_for_room() {
-    metrics::counter!("zarrd_connections_closed_for_room_total").increment(1);
-}
-
-/// Counts one open client connection until the returned guard is dropped.
-pub fn connection_opened() -> OpenConnection {
-    metrics::gauge!("zarrd_open_connections").increment(1.0);
-    OpenConnection
-}
-
-pub struct OpenConnection;
-
-impl Drop for OpenConnection {
-    fn drop(&mut self) {
-        metrics::gauge!("zarrd_open_connections").decrement(1.0);
-    }
 }

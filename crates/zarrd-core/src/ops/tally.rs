@@ -1,12 +1,13 @@
-//! The metrics every request updates, counted per thread and summed when `/metrics` is
-//! scraped.
+//! The counters every storage request and cache lookup updates, counted per thread and
+//! summed when `/metrics` is scraped (the server counts its requests per route the same
+//! way, with [`family`] and [`escape`]).
 //!
 //! Through the `metrics` facade each update looked its series up in the exporter's
 //! registry (a shared lock word), allocated its labels, and bumped an atomic that every
-//! core bumped too; the duration histogram appended to one shared bucket list. On many
-//! cores those shared lines move between cores on every request. Here each thread has its
-//! own tally behind its own lock, taken by that thread for each update and by the scrape
-//! once per thread, so an update writes nothing another core writes.
+//! core bumped too. On many cores those shared lines move between cores on every request.
+//! Here each thread has its own tally behind its own lock, taken by that thread for each
+//! update and by the scrape once per thread, so an update writes nothing another core
+//! writes.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -14,147 +15,38 @@ use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
 
 use thread_local::ThreadLocal;
 
-/// Upper bounds of `zarrd_request_duration_seconds`, in seconds.
-pub const DURATION_BUCKETS: [f64; 13] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
-
 /// A counter series: metric name, label name (`""` for none) and label value.
 type Series = (&'static str, &'static str, &'static str);
 
-/// What one route served.
-#[derive(Default, Clone)]
-struct Route {
-    /// Requests by status code.
-    statuses: Vec<(u16, u64)>,
-    bytes: u64,
-    /// Requests at most each bound of [`DURATION_BUCKETS`] (not cumulative).
-    buckets: [u64; DURATION_BUCKETS.len()],
-    seconds: f64,
-    count: u64,
-}
+/// Hashed with foldhash: every cache hit looks a series up here, and the keys are the
+/// server's own metric names.
+type Counters = HashMap<Series, u64, foldhash::fast::RandomState>;
 
-impl Route {
-    fn add(&mut self, other: &Route) {
-        for &(status, n) in &other.statuses {
-            self.count_status(status, n);
-        }
-        self.bytes += other.bytes;
-        for (a, b) in self.buckets.iter_mut().zip(other.buckets) {
-            *a += b;
-        }
-        self.seconds += other.seconds;
-        self.count += other.count;
-    }
+static TALLIES: LazyLock<ThreadLocal<Mutex<Counters>>> = LazyLock::new(ThreadLocal::new);
 
-    fn count_status(&mut self, status: u16, n: u64) {
-        match self.statuses.iter_mut().find(|(s, _)| *s == status) {
-            Some((_, count)) => *count += n,
-            None => self.statuses.push((status, n)),
-        }
-    }
-}
-
-/// Hashed with foldhash: every request and every cache hit looks a series up here, and
-/// the keys are the server's own route labels and metric names.
-#[derive(Default)]
-struct Tally {
-    routes: HashMap<String, Route, foldhash::fast::RandomState>,
-    counters: HashMap<Series, u64, foldhash::fast::RandomState>,
-}
-
-static TALLIES: LazyLock<ThreadLocal<Mutex<Tally>>> = LazyLock::new(ThreadLocal::new);
-
-fn lock(tally: &Mutex<Tally>) -> MutexGuard<'_, Tally> {
+fn lock(tally: &Mutex<Counters>) -> MutexGuard<'_, Counters> {
     // Counts stay counts after a panic elsewhere: still usable.
     tally.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn mine() -> MutexGuard<'static, Tally> {
-    lock(TALLIES.get_or_default())
-}
-
-/// One request served: `zarrd_http_requests_total{route,status}`,
-/// `zarrd_request_duration_seconds{route}` and `zarrd_http_response_bytes_total{route}`.
-pub fn request(route: &str, status: u16, seconds: f64, bytes_out: u64) {
-    let mut tally = mine();
-    let entry = if let Some(entry) = tally.routes.get_mut(route) {
-        entry
-    } else {
-        tally.routes.entry(route.to_owned()).or_default()
-    };
-    entry.count_status(status, 1);
-    entry.bytes += bytes_out;
-    if let Some(i) = DURATION_BUCKETS.iter().position(|&bound| seconds <= bound) {
-        entry.buckets[i] += 1;
-    }
-    entry.seconds += seconds;
-    entry.count += 1;
-}
-
 /// Adds `n` to the counter `name{label="value"}` (`label` `""`: no label).
 pub fn count(name: &'static str, label: &'static str, value: &'static str, n: u64) {
-    *mine().counters.entry((name, label, value)).or_default() += n;
+    *lock(TALLIES.get_or_default()).entry((name, label, value)).or_default() += n;
 }
 
 /// Prometheus text of everything counted here, summed over the threads.
 pub fn render() -> String {
-    let mut routes: BTreeMap<String, Route> = BTreeMap::new();
     let mut counters: BTreeMap<Series, u64> = BTreeMap::new();
     for tally in TALLIES.iter() {
-        let tally = lock(tally);
-        for (route, counts) in &tally.routes {
-            routes.entry(route.clone()).or_default().add(counts);
-        }
-        for (series, n) in &tally.counters {
+        for (series, n) in lock(tally).iter() {
             *counters.entry(*series).or_default() += n;
         }
     }
     let mut out = String::new();
-    let mut family = |name: &str, kind: &str, lines: &mut dyn FnMut(&mut String)| {
-        let _ = writeln!(out, "# TYPE {name} {kind}");
-        lines(&mut out);
-        out.push('\n');
-    };
-    if !routes.is_empty() {
-        family("zarrd_http_requests_total", "counter", &mut |out| {
-            for (route, r) in &routes {
-                let mut statuses = r.statuses.clone();
-                statuses.sort_unstable();
-                for (status, n) in statuses {
-                    let _ = writeln!(
-                        out,
-                        "zarrd_http_requests_total{{route=\"{}\",status=\"{status}\"}} {n}",
-                        escape(route)
-                    );
-                }
-            }
-        });
-        family("zarrd_request_duration_seconds", "histogram", &mut |out| {
-            for (route, r) in &routes {
-                let route = escape(route);
-                let mut cumulative = 0;
-                for (bound, n) in DURATION_BUCKETS.iter().zip(r.buckets) {
-                    cumulative += n;
-                    let _ = writeln!(
-                        out,
-                        "zarrd_request_duration_seconds_bucket{{route=\"{route}\",le=\"{bound}\"}} {cumulative}"
-                    );
-                }
-                let _ =
-                    writeln!(out, "zarrd_request_duration_seconds_bucket{{route=\"{route}\",le=\"+Inf\"}} {}", r.count);
-                let _ = writeln!(out, "zarrd_request_duration_seconds_sum{{route=\"{route}\"}} {}", r.seconds);
-                let _ = writeln!(out, "zarrd_request_duration_seconds_count{{route=\"{route}\"}} {}", r.count);
-            }
-        });
-        family("zarrd_http_response_bytes_total", "counter", &mut |out| {
-            for (route, r) in &routes {
-                let _ = writeln!(out, "zarrd_http_response_bytes_total{{route=\"{}\"}} {}", escape(route), r.bytes);
-            }
-        });
-    }
     let mut names: Vec<&'static str> = counters.keys().map(|(name, ..)| *name).collect();
     names.dedup();
     for name in names {
-        family(name, "counter", &mut |out| {
+        family(&mut out, name, "counter", &mut |out| {
             for ((_, label, value), n) in counters.range((name, "", "")..).take_while(|((n, ..), _)| *n == name) {
                 if label.is_empty() {
                     let _ = writeln!(out, "{name} {n}");
@@ -167,8 +59,16 @@ pub fn render() -> String {
     out
 }
 
+/// One metric family in the text format: its `# TYPE` line, the lines `lines` writes, a
+/// blank line.
+pub fn family(out: &mut String, name: &str, kind: &str, lines: &mut dyn FnMut(&mut String)) {
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+    lines(out);
+    out.push('\n');
+}
+
 /// A label value as the text format wants it: backslash, quote and newline escaped.
-fn escape(value: &str) -> String {
+pub fn escape(value: &str) -> String {
     value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
@@ -177,42 +77,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sums_threads_into_cumulative_buckets() {
-        let threads: Vec<_> = (0..4)
-            .map(|_| {
-                std::thread::spawn(|| {
-                    request("/tally-test", 200, 0.0005, 10);
-                    request("/tally-test", 200, 0.02, 10);
-                    request("/tally-test", 404, 20.0, 1);
-                    count("zarrd_tally_test_total", "cache", "a\"b", 2);
-                })
-            })
-            .collect();
+    fn sums_threads() {
+        let threads: Vec<_> =
+            (0..4).map(|_| std::thread::spawn(|| count("zarrd_tally_test_total", "cache", "a\"b", 2))).collect();
         for t in threads {
             t.join().unwrap();
         }
         let text = render();
-        for line in [
-            "zarrd_http_requests_total{route=\"/tally-test\",status=\"200\"} 8",
-            "zarrd_http_requests_total{route=\"/tally-test\",status=\"404\"} 4",
-            "zarrd_request_duration_seconds_bucket{route=\"/tally-test\",le=\"0.001\"} 4",
-            "zarrd_request_duration_seconds_bucket{route=\"/tally-test\",le=\"0.01\"} 4",
-            "zarrd_request_duration_seconds_bucket{route=\"/tally-test\",le=\"0.025\"} 8",
-            "zarrd_request_duration_seconds_bucket{route=\"/tally-test\",le=\"10\"} 8",
-            "zarrd_request_duration_seconds_bucket{route=\"/tally-test\",le=\"+Inf\"} 12",
-            "zarrd_request_duration_seconds_count{route=\"/tally-test\"} 12",
-            "zarrd_http_response_bytes_total{route=\"/tally-test\"} 84",
-            "zarrd_tally_test_total{cache=\"a\\\"b\"} 8",
-        ] {
-            assert!(text.lines().any(|l| l == line), "missing {line} in\n{text}");
-        }
-        let sum: f64 = text
-            .lines()
-            .find_map(|l| l.strip_prefix("zarrd_request_duration_seconds_sum{route=\"/tally-test\"} "))
-            .unwrap()
-            .parse()
-            .unwrap();
-        assert!((sum - 4.0 * 20.0205).abs() < 1e-9, "{sum}");
-        assert_eq!(text.matches("# TYPE zarrd_http_requests_total counter").count(), 1);
+        let line = "zarrd_tally_test_total{cache=\"a\\\"b\"} 8";
+        assert!(text.lines().any(|l| l == line), "missing {line} in\n{text}");
+        assert_eq!(text.matches("# TYPE zarrd_tally_test_total counter").count(), 1);
     }
 }
