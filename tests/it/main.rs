@@ -18,6 +18,7 @@ mod conformance;
 mod containment;
 mod corpus;
 mod curvilinear;
+mod docs;
 mod download_masks;
 mod downloads;
 mod dtypes;
