@@ -184,6 +184,16 @@ pub struct Checked {
     pub values_held: u128,
 }
 
+impl Checked {
+    /// The memory the reduction holds while it runs: its accumulators (64 bytes per
+    /// result element), the values median and percentiles hold (8 bytes each), and the
+    /// result (8 bytes per element).
+    pub fn working_bytes(&self) -> u64 {
+        let n: u64 = self.built.reduction.shape().iter().product();
+        n * 64 + self.values_held as u64 * 8 + n * 8
+    }
+}
+
 /// Builds the reduction and checks its size before any read: the cells to visit against
 /// `max_cells`, and the values median and percentiles hold against `max_bytes`.
 pub fn build(

@@ -189,6 +189,12 @@ fn entries(
 #[error("the GeoTIFF would be {0} bytes; a classic TIFF holds at most 4 GiB")]
 pub struct TooBig(pub u64);
 
+/// The memory [`cog`] takes beside an image of `image_bytes`: its overviews (a third of it
+/// at most) and its compressed tiles (counted as large as the image).
+pub fn working_bytes(image_bytes: u64) -> u64 {
+    image_bytes / 3 + image_bytes
+}
+
 /// The Cloud Optimized GeoTIFF of `raster` at `georef` (run on the CPU pool: it makes the
 /// overviews and compresses every tile, in parallel).
 pub fn cog(mut raster: Raster, georef: &Georeference) -> Result<Cog, TooBig> {

@@ -91,8 +91,7 @@ impl Download<'_> {
             .ok_or_else(|| Error::Internal { detail: "a read without streaming gave bands".into(), source: None })?;
         // Flipped in place: a copy only when the bytes are shared (a cached chunk).
         let data: Vec<u8> = data.try_into_mut().map_or_else(|shared| shared.to_vec(), Into::into);
-        // The overviews (a third of the image at most) and the compressed tiles.
-        reservation.merge(array.budget.reserve(data.len() as u64 / 3 + data.len() as u64).await?);
+        reservation.merge(array.budget.reserve(tiff::working_bytes(data.len() as u64)).await?);
         let (bands, rows, cols) = (bands as usize, rows as usize, cols as usize);
         let raster = Raster { sample, bands, rows, cols, data, nodata, metadata: Some(metadata) };
         let name = array.path.rsplit('/').next().unwrap_or("data").to_owned();

@@ -106,8 +106,7 @@ pub async fn tile(
     if let Some(hit) = state.images.cached(&key).await {
         return Ok(with_level(respond(&hit, &headers, &config_cache_control), level.as_deref()));
     }
-    // The working raster (an f64 per pixel) and the encoded image, like an IIIF tile's.
-    let held = map.image.reader.budget.reserve((TILE * TILE * 12) as u64).await?;
+    let held = map.image.reader.budget.reserve(tile::WORKING_BYTES).await?;
     let lookup = state.maps.lookup(&map, address, resampling).await?;
     let pixels = tile::read(&map.image, &lookup, &map.no_data).await?;
     let plane = pixels.plane;

@@ -57,18 +57,19 @@ pub async fn reduce(
         None
     };
     let grid_digest = grid_digest.or(grid.as_ref().map(|g| g.digest));
-    let reduction::Checked { built, values_held } = reduction::build(
+    let checked = reduction::build(
         &request,
         (cells, grid.as_ref().map(|g| &g.grid)),
         &labels,
         limits.max_reduce_cells,
         limits.max_response_bytes,
     )?;
+    let working = checked.working_bytes();
+    let built = checked.built;
     let cf = CfValues::of(&array.meta);
     let meta = table::typed(&array.meta, reduction::result_type(&request, &cf));
     let table = Table::of_reduction(&render, &built, &scalars, &labels);
     let shape = built.reduction.shape();
-    let n: u64 = shape.iter().product();
     let render_bytes = table.check(&render, &meta, &shape, limits.max_response_bytes)?;
     let mut tag = etag(&ds, &path, &array, query.as_deref(), &render, &labels.digests);
     if let Some((y, x)) = grid_digest {
@@ -78,9 +79,7 @@ pub async fn reduce(
     if let Some(unchanged) = revalidation.before_read(&headers, built.reduction.versions(&array)).await? {
         return Ok(with_selection(unchanged, zarr_selection.as_deref()));
     }
-    // The accumulators and held values, then the body.
-    let working = n * 64 + values_held as u64 * 8;
-    let held = array.budget.reserve(working + render_bytes + n * 8).await?;
+    let held = array.budget.reserve(working + render_bytes).await?;
     let reduced = Arc::new(built.reduction).run(&array).await?;
     let data = reduction::encode(&reduced.values, meta.data_type);
     let body = async {

@@ -17,6 +17,10 @@ use zarrd_core::query::{Limits, Need, Pairs, Plan, Progression, progressions};
 use zarrd_core::read::ObjectVersion;
 use zarrd_core::zarr::data_type::element_f64;
 
+/// The memory a tile holds while it is made: the working raster (an f64 per pixel) and
+/// the encoded image (at most 4 bytes per pixel), as an IIIF tile's.
+pub const WORKING_BYTES: u64 = (TILE * TILE * 12) as u64;
+
 /// A tile's values (NaN: no data) and the versions of the objects read.
 pub struct TilePixels {
     pub plane: Plane,
