@@ -1,7 +1,9 @@
 //! The EDR discovery documents: landing page, conformance, collections, one collection,
-//! instances, and the OpenAPI 3.0 description of `/edr` — with the members OGC API – EDR
-//! 1.1 defines and edr-pydantic checks (`crs` a list, date-times with a zone, vertical
-//! values as strings with a `vrs`).
+//! instances (typed in [`schema`]), and the OpenAPI 3.0 description of `/edr` — with the
+//! members OGC API – EDR 1.1 defines and edr-pydantic checks (`crs` a list, date-times with
+//! a zone, vertical values as strings with a `vrs`).
+
+use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 use zarrd_core::coords::geo::crs84_longitude;
@@ -10,6 +12,10 @@ use zarrd_core::coords::labels::Kind;
 use crate::edr::collection::Collection;
 use crate::edr::encode::calendar_name;
 use crate::edr::query::{DISTANCE_UNITS, QueryType};
+use crate::edr::schema::{
+    self, Conformance, CrsDetail, DataQuery, Extent, Instances, Landing, Link, ObservedProperty, ParameterName,
+    QueryLink, Spatial, Symbol, Temporal, Unit, Variables, VerticalExtent,
+};
 
 /// The conformance classes zarrd meets.
 pub const CONFORMANCE: [&str; 8] = [
@@ -36,99 +42,104 @@ pub const OPENAPI_TYPE: &str = "application/vnd.oai.openapi+json;version=3.0";
 
 const CRS84_WKT: &str = "GEOGCRS[\"WGS 84 (CRS84)\",DATUM[\"World Geodetic System 1984\",ELLIPSOID[\"WGS 84\",6378137,298.257223563]],CS[ellipsoidal,2],AXIS[\"geodetic longitude (Lon)\",east,ORDER[1],ANGLEUNIT[\"degree\",0.0174532925199433]],AXIS[\"geodetic latitude (Lat)\",north,ORDER[2],ANGLEUNIT[\"degree\",0.0174532925199433]],ID[\"OGC\",\"CRS84\"]]";
 
-fn link(href: &str, rel: &str, media: &str, title: &str) -> Value {
-    json!({"href": href, "rel": rel, "type": media, "title": title})
+fn link(href: String, rel: &'static str, media: &'static str, title: impl Into<String>) -> Link {
+    Link { href, rel, media, title: title.into() }
 }
 
 /// The landing page.
-pub fn landing(base: &str) -> Value {
-    json!({
-        "title": "zarrd",
-        "description": "Zarr arrays as OGC API - Environmental Data Retrieval collections",
-        "links": [
-            link(&format!("{base}/edr"), "self", "application/json", "this document"),
-            link(&format!("{base}/edr/api"), "service-desc", OPENAPI_TYPE, "the API definition"),
-            link(&format!("{base}/edr/conformance"), "conformance", "application/json", "conformance classes"),
-            link(&format!("{base}/edr/collections"), "data", "application/json", "the collections"),
-        ]
-    })
+pub fn landing(base: &str) -> Landing {
+    Landing {
+        title: "zarrd",
+        description: "Zarr arrays as OGC API - Environmental Data Retrieval collections",
+        links: vec![
+            link(format!("{base}/edr"), "self", "application/json", "this document"),
+            link(format!("{base}/edr/api"), "service-desc", OPENAPI_TYPE, "the API definition"),
+            link(format!("{base}/edr/conformance"), "conformance", "application/json", "conformance classes"),
+            link(format!("{base}/edr/collections"), "data", "application/json", "the collections"),
+        ],
+    }
 }
 
 /// The conformance document.
-pub fn conformance() -> Value {
-    json!({"conformsTo": CONFORMANCE})
+pub fn conformance() -> Conformance {
+    Conformance { conforms_to: &CONFORMANCE }
 }
 
 /// The collections document.
-pub fn collections(base: &str, collections: &[std::sync::Arc<Collection>]) -> Value {
-    json!({
-        "links": [link(&format!("{base}/edr/collections"), "self", "application/json", "the collections")],
-        "collections": collections.iter().map(|c| collection(c, None, &format!("{base}/edr/collections/{}", c.id))).collect::<Vec<_>>(),
-    })
+pub fn collections<'a>(base: &str, collections: &'a [std::sync::Arc<Collection>]) -> schema::Collections<'a> {
+    schema::Collections {
+        links: vec![link(format!("{base}/edr/collections"), "self", "application/json", "the collections")],
+        collections: collections
+            .iter()
+            .map(|c| collection(c, None, &format!("{base}/edr/collections/{}", c.id)))
+            .collect(),
+    }
 }
 
 /// One collection document at `href` (`instance`: its id when it is a version of a
 /// versioned dataset).
-pub fn collection(c: &Collection, instance: Option<&str>, href: &str) -> Value {
-    let mut queries = serde_json::Map::new();
+pub fn collection<'a>(c: &'a Collection, instance: Option<&'a str>, href: &str) -> schema::Collection<'a> {
+    let mut queries = BTreeMap::new();
     for q in QueryType::ALL {
-        let mut variables = json!({
-            "title": format!("{} query", q.name()),
-            "query_type": q.name(),
-            "output_formats": match q {
+        let variables = Variables {
+            title: format!("{} query", q.name()),
+            query_type: q.name(),
+            output_formats: Some(match q {
                 QueryType::Cube => &CUBE_OUTPUT_FORMATS[..],
                 QueryType::Area => &GRID_OUTPUT_FORMATS[..],
                 _ => &OUTPUT_FORMATS[..],
-            },
-            "default_output_format": "CoverageJSON",
-            "crs_details": [{"crs": "CRS84", "wkt": CRS84_WKT}],
-        });
-        if q == QueryType::Radius {
-            variables["within_units"] = json!(DISTANCE_UNITS);
-        }
-        let link = json!({"href": format!("{href}/{}", q.name()), "rel": "data", "variables": variables});
-        queries.insert(q.name().to_owned(), json!({"link": link}));
+            }),
+            default_output_format: Some("CoverageJSON"),
+            crs_details: Some([CrsDetail { crs: "CRS84", wkt: CRS84_WKT }]),
+            within_units: (q == QueryType::Radius).then_some(&DISTANCE_UNITS[..]),
+        };
+        let link = QueryLink { href: format!("{href}/{}", q.name()), rel: "data", variables };
+        queries.insert(q.name(), DataQuery { link });
     }
     if instance.is_none() && c.versioned {
-        let link = json!({"href": format!("{href}/instances"), "rel": "data", "variables": {"title": "instances", "query_type": "instances"}});
-        queries.insert("instances".into(), json!({"link": link}));
+        let variables = Variables {
+            title: "instances".into(),
+            query_type: "instances",
+            output_formats: None,
+            default_output_format: None,
+            crs_details: None,
+            within_units: None,
+        };
+        let link = QueryLink { href: format!("{href}/instances"), rel: "data", variables };
+        queries.insert("instances", DataQuery { link });
     }
     // OWSLib lists the collections that have a link whose rel says `data`.
-    let mut links = vec![link(href, "self", "application/json", "this collection")];
+    let mut links = vec![link(href.to_owned(), "self", "application/json", "this collection")];
     for q in QueryType::ALL {
         let title = format!("{} query", q.name());
-        links.push(link(&format!("{href}/{}", q.name()), "data", "application/prs.coverage+json", &title));
+        links.push(link(format!("{href}/{}", q.name()), "data", "application/prs.coverage+json", title));
     }
-    let mut out = json!({
-        "id": instance.unwrap_or(&c.id),
-        "title": c.title,
-        "links": links,
-        "extent": extent(c),
-        "data_queries": queries,
-        "crs": crs_list(c),
-        "output_formats": CUBE_OUTPUT_FORMATS,
-        "parameter_names": parameter_names(c),
-        // EDR 1.1 (A.13): a collection offering `radius` says which `within-units` it takes.
-        "distanceunits": DISTANCE_UNITS,
-    });
-    if let Some(d) = &c.description {
-        out["description"] = json!(d);
+    schema::Collection {
+        id: instance.unwrap_or(&c.id),
+        title: &c.title,
+        links,
+        extent: extent(c),
+        data_queries: queries,
+        crs: crs_list(c),
+        output_formats: &CUBE_OUTPUT_FORMATS,
+        parameter_names: parameter_names(c),
+        distanceunits: &DISTANCE_UNITS,
+        description: c.description.as_deref(),
     }
-    out
 }
 
 /// `crs`: CRS84, and on a projected grid with an EPSG code that code's URI (queries take it
 /// for `coords` and `bbox`).
-fn crs_list(c: &Collection) -> Value {
+fn crs_list(c: &Collection) -> Vec<String> {
     match c.grid.as_deref().and_then(crate::edr::query::native_uri) {
-        Some(uri) => json!(["CRS84", uri]),
-        None => json!(["CRS84"]),
+        Some(uri) => vec!["CRS84".to_owned(), uri],
+        None => vec!["CRS84".to_owned()],
     }
 }
 
 /// `extent`: the grid's cell edges in CRS84 (its footprint on a grid other than
 /// latitude/longitude), the steps, the levels.
-fn extent(c: &Collection) -> Value {
+fn extent(c: &Collection) -> Extent {
     let [west, south, east, north] = if let Some(found) = &c.grid {
         found.grid.bbox
     } else {
@@ -142,9 +153,8 @@ fn extent(c: &Collection) -> Value {
         };
         [west, south, east, north]
     };
-    let mut out = json!({
-        "spatial": {"bbox": [[west, south.max(-90.0), east, north.min(90.0)]], "crs": CRS84_WKT},
-    });
+    let spatial = Spatial { bbox: [[west, south.max(-90.0), east, north.min(90.0)]], crs: CRS84_WKT };
+    let mut temporal = None;
     if let Some(time) = &c.time
         && let Kind::Time(cf) = &time.kind
     {
@@ -155,47 +165,55 @@ fn extent(c: &Collection) -> Value {
             "TIMECRS[\"DateTime\",TDATUM[\"{}\"],CS[TemporalDateTime,1],AXIS[\"Time (T)\",future]]",
             calendar_name(cf.calendar)
         );
-        out["temporal"] = json!({"interval": [[first, last]], "values": values, "trs": trs});
+        temporal = Some(Temporal { interval: [[first, last]], values, trs });
     }
-    if let Some(v) = &c.vertical {
+    let vertical = c.vertical.as_ref().map(|v| {
         let text = |x: f64| ryu::Buffer::new().format_finite(x).trim_end_matches(".0").to_owned();
         let values: Vec<String> = v.labels.values.iter().map(|&x| text(x)).collect();
         let (lo, hi) =
             v.labels.values.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
         let units = v.units.clone().unwrap_or_default();
-        out["vertical"] = json!({
-            "interval": [[text(lo), text(hi)]],
-            "values": values,
-            "vrs": format!("VERTCRS[\"{}\",CS[vertical,1],AXIS[\"{}\",{}],UNIT[\"{units}\",1]]", v.name, v.name, if v.positive.as_deref() == Some("down") { "down" } else { "up" }),
+        VerticalExtent {
+            interval: [[text(lo), text(hi)]],
+            values,
+            vrs: format!(
+                "VERTCRS[\"{}\",CS[vertical,1],AXIS[\"{}\",{}],UNIT[\"{units}\",1]]",
+                v.name,
+                v.name,
+                if v.positive.as_deref() == Some("down") { "down" } else { "up" }
+            ),
+        }
+    });
+    Extent { spatial, temporal, vertical }
+}
+
+/// `parameter_names`: each parameter with its label and unit.
+fn parameter_names(c: &Collection) -> BTreeMap<&str, ParameterName<'_>> {
+    let mut out = BTreeMap::new();
+    for p in &c.parameters {
+        let observed_property = ObservedProperty {
+            label: &p.label,
+            id: p.standard_name.as_ref().map(|s| format!("http://vocab.nerc.ac.uk/standard_name/{s}/")),
+        };
+        let unit = p.units.as_deref().map(|units| Unit {
+            label: units,
+            symbol: Symbol { value: units, kind: "http://www.opengis.net/def/uom/UCUM/" },
         });
+        let parameter = ParameterName {
+            kind: "Parameter",
+            id: &p.name,
+            observed_property,
+            description: (p.label != p.name).then_some(p.label.as_str()),
+            unit,
+        };
+        out.insert(p.name.as_str(), parameter);
     }
     out
 }
 
-/// `parameter_names`: each parameter with its label and unit.
-fn parameter_names(c: &Collection) -> Value {
-    let mut out = serde_json::Map::new();
-    for p in &c.parameters {
-        let mut property = json!({"label": p.label});
-        if let Some(s) = &p.standard_name {
-            property["id"] = json!(format!("http://vocab.nerc.ac.uk/standard_name/{s}/"));
-        }
-        let mut parameter = json!({"type": "Parameter", "id": p.name, "observedProperty": property});
-        if p.label != p.name {
-            parameter["description"] = json!(p.label);
-        }
-        if let Some(units) = &p.units {
-            parameter["unit"] =
-                json!({"label": units, "symbol": {"value": units, "type": "http://www.opengis.net/def/uom/UCUM/"}});
-        }
-        out.insert(p.name.clone(), parameter);
-    }
-    Value::Object(out)
-}
-
 /// The instances document of a versioned dataset's collection: its branches and tags
 /// (`versions` as `Catalog::versions` lists them).
-pub fn instances(base: &str, c: &Collection, versions: &Value) -> Value {
+pub fn instances<'a>(base: &str, c: &'a Collection, versions: &'a Value) -> Instances<'a> {
     let href = format!("{base}/edr/collections/{}/instances", c.id);
     let mut list = Vec::new();
     for kind in ["branches", "tags"] {
@@ -205,7 +223,10 @@ pub fn instances(base: &str, c: &Collection, versions: &Value) -> Value {
             }
         }
     }
-    json!({"links": [link(&href, "self", "application/json", "the versions of this collection")], "instances": list})
+    Instances {
+        links: vec![link(href, "self", "application/json", "the versions of this collection")],
+        instances: list,
+    }
 }
 
 /// The OpenAPI 3.0 description of `/edr`.

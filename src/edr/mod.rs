@@ -5,8 +5,8 @@
 //!
 //! [`collection`] finds the collections and their parameters (cached per version),
 //! [`params`] is a query's parameters typed, [`query`] plans a query before any read ([`places`]: the cells it takes), [`read`] reads it, [`encode`]
-//! writes CoverageJSON, GeoJSON or CSV, [`netcdf`] an area or cube as a NetCDF file, [`documents`] the discovery documents. No axum
-//! here: the HTTP edge is `http::routes::edr`.
+//! writes CoverageJSON, GeoJSON or CSV, [`netcdf`] an area or cube as a NetCDF file, [`documents`] the discovery documents
+//! ([`schema`]: their types). No axum here: the HTTP edge is `http::routes::edr`.
 
 pub mod collection;
 pub mod documents;
@@ -17,6 +17,7 @@ pub mod params;
 pub mod places;
 pub mod query;
 pub mod read;
+pub mod schema;
 
 use std::sync::Arc;
 

@@ -36,7 +36,7 @@ fn document_params(raw: Option<&str>) -> Result<()> {
     }
 }
 
-fn document(state: &AppState, value: &serde_json::Value) -> Response {
+fn document(state: &AppState, value: &impl serde::Serialize) -> Response {
     json_response(value, &state.config.http.cache_control)
 }
 
