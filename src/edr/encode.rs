@@ -3,14 +3,17 @@
 //! piece as the connection takes them ([`Text`]), and the size an answer may reach, known
 //! before any read.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use serde_json::{Value, json};
 use zarrd_core::coords::calendar::Calendar;
 use zarrd_core::coords::labels::Kind;
 use zarrd_core::zarr::data_type::DataType;
 
 use crate::edr::collection::{Collection, Parameter};
+use crate::edr::covjson::{
+    self, AxisUnit, I18n, ObservedProperty, Referencing, System, Unit, VerticalAxis, VerticalCs,
+};
 use crate::edr::query::{Format, Places, Plan};
 use crate::edr::read::{Coverage, Domain, Place};
 use crate::{csv, numbers};
@@ -68,33 +71,32 @@ fn domain_type(plan: &Plan, listed: bool) -> &'static str {
 /// The CoverageJSON `referencing` of a collection's axes: x/y in CRS84, or a box on a
 /// grid other than latitude/longitude in its native `ProjectedCRS` (by EPSG URI, else WKT;
 /// not the cells a curvilinear grid lists, which are at their centres in CRS84).
-fn referencing(collection: &Collection, plan: &Plan, domain: &Domain, listed: bool) -> Value {
+fn referencing<'a>(collection: &'a Collection, plan: &Plan, domain: &Domain, listed: bool) -> Vec<Referencing<'a>> {
     let system = match (&collection.grid, &plan.places) {
         (Some(found), Places::Box(_)) if !listed => match crate::edr::query::native_uri(found) {
-            Some(id) => json!({"type": "ProjectedCRS", "id": id}),
-            None => json!({"type": "ProjectedCRS", "wkt": found.grid.crs_wkt()}),
+            Some(id) => System::Projected { id: Some(id), wkt: None },
+            None => System::Projected { id: None, wkt: Some(found.grid.crs_wkt()) },
         },
-        _ => json!({"type": "GeographicCRS", "id": "http://www.opengis.net/def/crs/OGC/1.3/CRS84"}),
+        _ => System::Geographic { id: "http://www.opengis.net/def/crs/OGC/1.3/CRS84" },
     };
-    let mut out = vec![json!({"coordinates": ["x", "y"], "system": system})];
+    let mut out = vec![Referencing { coordinates: &["x", "y"], system }];
     if domain.t.is_some()
         && let Some(Kind::Time(cf)) = collection.time.as_deref().map(|l| &l.kind)
     {
-        out.push(
-            json!({"coordinates": ["t"], "system": {"type": "TemporalRS", "calendar": calendar_name(cf.calendar)}}),
-        );
+        out.push(Referencing {
+            coordinates: &["t"],
+            system: System::Temporal { calendar: calendar_name(cf.calendar) },
+        });
     }
     if domain.z.is_some()
         && let Some(v) = &collection.vertical
     {
         let direction = if v.positive.as_deref() == Some("down") { "down" } else { "up" };
-        let mut axis = json!({"name": {"en": v.name}, "direction": direction});
-        if let Some(units) = &v.units {
-            axis["unit"] = json!({"symbol": units});
-        }
-        out.push(json!({"coordinates": ["z"], "system": {"type": "VerticalCRS", "cs": {"csAxes": [axis]}}}));
+        let unit = v.units.as_deref().map(|symbol| AxisUnit { symbol });
+        let axis = VerticalAxis { name: I18n { en: &v.name }, direction, unit };
+        out.push(Referencing { coordinates: &["z"], system: System::Vertical { cs: VerticalCs { cs_axes: [axis] } } });
     }
-    Value::Array(out)
+    out
 }
 
 /// `Gregorian` for the standard calendars, else a URI naming the CF calendar.
@@ -106,28 +108,22 @@ pub fn calendar_name(calendar: Calendar) -> String {
 }
 
 /// The CoverageJSON `parameters` member.
-fn parameters(plan: &Plan) -> Value {
-    let mut out = serde_json::Map::new();
-    for p in &plan.parameters {
-        out.insert(p.name.clone(), parameter(p));
-    }
-    Value::Object(out)
+fn parameters(plan: &Plan) -> BTreeMap<&str, covjson::Parameter<'_>> {
+    plan.parameters.iter().map(|p| (p.name.as_str(), parameter(p))).collect()
 }
 
 /// One parameter as CoverageJSON describes it.
-pub fn parameter(p: &Parameter) -> Value {
-    let mut property = json!({"label": {"en": p.label}});
-    if let Some(s) = &p.standard_name {
-        property["id"] = json!(format!("http://vocab.nerc.ac.uk/standard_name/{s}/"));
+pub fn parameter(p: &Parameter) -> covjson::Parameter<'_> {
+    let observed_property = ObservedProperty {
+        label: I18n { en: &p.label },
+        id: p.standard_name.as_ref().map(|s| format!("http://vocab.nerc.ac.uk/standard_name/{s}/")),
+    };
+    covjson::Parameter {
+        kind: "Parameter",
+        observed_property,
+        description: (p.label != p.name).then_some(I18n { en: &p.label }),
+        unit: p.units.as_deref().map(|units| Unit { label: I18n { en: units }, symbol: units }),
     }
-    let mut out = json!({"type": "Parameter", "observedProperty": property});
-    if p.label != p.name {
-        out["description"] = json!({"en": p.label});
-    }
-    if let Some(units) = &p.units {
-        out["unit"] = json!({"label": {"en": units}, "symbol": units});
-    }
-    out
 }
 
 /// An answer, read: what its text is written from.
@@ -235,8 +231,8 @@ pub fn coverage_json(collection: &Collection, answer: std::sync::Arc<Answer>) ->
     let (plan, domain) = (&answer.plan, &answer.domain);
     let listed = answer.coverages.first().is_some_and(|c| c.listed);
     let kind = domain_type(plan, listed);
-    let referencing = referencing(collection, plan, domain, listed).to_string();
-    let parameters = parameters(plan).to_string();
+    let referencing = json_text(&referencing(collection, plan, domain, listed));
+    let parameters = json_text(&parameters(plan));
     let mut parts = Vec::new();
     if matches!(plan.places, Places::Points { multi: true, .. }) {
         let head = format!(
@@ -305,7 +301,7 @@ fn coverage(parts: &mut Vec<Part>, answer: &Answer, k: usize, kind: &str, refere
         let data_type = if p.decoded.is_float() { "float" } else { "integer" };
         let _ = write!(out, r#"{}:{{"type":"NdArray","dataType":"{data_type}""#, json_text(&p.name));
         if !names.is_empty() {
-            let _ = write!(out, r#","axisNames":{},"shape":{}"#, json!(names), json!(shape));
+            let _ = write!(out, r#","axisNames":{},"shape":{}"#, json_text(&names), json_text(&shape));
         }
         out.push_str(r#","values":["#);
         parts.push(Part::Fixed(std::mem::take(&mut out)));
@@ -358,9 +354,10 @@ fn range_axes(kind: &str, domain: &Domain, c: &Coverage) -> (Vec<&'static str>, 
     }
 }
 
-/// A string as JSON text (with its quotes).
-fn json_text(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_default()
+/// A value as JSON text (a string with its quotes).
+fn json_text(value: &(impl serde::Serialize + ?Sized)) -> String {
+    // Strings, numbers and maps with string keys serialize without fail.
+    serde_json::to_string(value).unwrap_or_default()
 }
 
 /// Positions (step, level, cell) of one coverage, listed or skipped as rows.

@@ -6,9 +6,11 @@
 //! [`collection`] finds the collections and their parameters (cached per version),
 //! [`params`] is a query's parameters typed, [`query`] plans a query before any read ([`places`]: the cells it takes), [`read`] reads it, [`encode`]
 //! writes CoverageJSON, GeoJSON or CSV, [`netcdf`] an area or cube as a NetCDF file, [`documents`] the discovery documents
-//! ([`schema`]: their types). No axum here: the HTTP edge is `http::routes::edr`.
+//! ([`schema`]: their types; [`covjson`]: the CoverageJSON objects as types). No axum
+//! here: the HTTP edge is `http::routes::edr`.
 
 pub mod collection;
+pub mod covjson;
 pub mod documents;
 pub mod encode;
 pub mod geotiff;
