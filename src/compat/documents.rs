@@ -1,9 +1,16 @@
 //! The metadata documents of a view: v3 `zarr.json` (groups carrying their subtree as
-//! consolidated metadata) and v2 `.zarray`, `.zgroup`, `.zattrs`, `.zmetadata`.
+//! consolidated metadata) and v2 `.zarray`, `.zgroup`, `.zattrs`, `.zmetadata`, built as the
+//! types of `zarr_documents` from the view's tree; and the fill value as each format writes it.
 
-use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
 
 use crate::compat::tree::{Flavor, ViewNode, ViewTree};
+use crate::compat::zarr_documents::{
+    DefaultChunkKeyEncoding, Endian, Extension, RegularChunkGrid, SEPARATOR, V2Array, V2Codec, V2Consolidated,
+    V2Document, V2Group, V3Array, V3Codec, V3Consolidated, V3Group, V3Node,
+};
 use zarrd_core::zarr::data_type::DataType;
 use zarrd_core::zarr::metadata::ArrayMetadata;
 use zarrd_core::zarr::ome;
@@ -14,14 +21,14 @@ use zarrd_core::zarr::ome;
 fn float_json(value: f64, bits: u64, canonical_nan: u64, hex_digits: usize, flavor: Flavor) -> Value {
     if value.is_nan() {
         if bits == canonical_nan || flavor == Flavor::V2 {
-            return json!("NaN");
+            return Value::from("NaN");
         }
-        return json!(format!("0x{bits:0hex_digits$x}"));
+        return Value::String(format!("0x{bits:0hex_digits$x}"));
     }
     if value.is_infinite() {
-        return json!(if value > 0.0 { "Infinity" } else { "-Infinity" });
+        return Value::from(if value > 0.0 { "Infinity" } else { "-Infinity" });
     }
-    json!(value)
+    Value::from(value)
 }
 
 fn scalar_json(data_type: DataType, b: &[u8], flavor: Flavor) -> Value {
@@ -29,13 +36,13 @@ fn scalar_json(data_type: DataType, b: &[u8], flavor: Flavor) -> Value {
     a[..b.len().min(8)].copy_from_slice(&b[..b.len().min(8)]);
     let signed = |bits: u32| (i64::from_le_bytes(a) << (64 - bits)) >> (64 - bits);
     match data_type {
-        DataType::Bool => json!(b[0] != 0),
-        DataType::Int8 => json!(signed(8)),
-        DataType::Int16 => json!(signed(16)),
-        DataType::Int32 => json!(signed(32)),
+        DataType::Bool => Value::Bool(b[0] != 0),
+        DataType::Int8 => Value::from(signed(8)),
+        DataType::Int16 => Value::from(signed(16)),
+        DataType::Int32 => Value::from(signed(32)),
         // Times as their count (`NaT` as `i64::MIN`), as zarr-python writes them in both formats.
-        DataType::Int64 | DataType::DateTime64(_) | DataType::TimeDelta64(_) => json!(i64::from_le_bytes(a)),
-        DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => json!(u64::from_le_bytes(a)),
+        DataType::Int64 | DataType::DateTime64(_) | DataType::TimeDelta64(_) => Value::from(i64::from_le_bytes(a)),
+        DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => Value::from(u64::from_le_bytes(a)),
         DataType::Float16 => {
             let bits = u16::from_le_bytes([b[0], b[1]]);
             float_json(half::f16::from_bits(bits).to_f64(), u64::from(bits), 0x7e00, 4, flavor)
@@ -48,27 +55,29 @@ fn scalar_json(data_type: DataType, b: &[u8], flavor: Flavor) -> Value {
             let bits = u64::from_le_bytes(a);
             float_json(f64::from_bits(bits), bits, 0x7ff8_0000_0000_0000, 16, flavor)
         }
-        DataType::Complex64 => {
-            json!([scalar_json(DataType::Float32, &b[..4], flavor), scalar_json(DataType::Float32, &b[4..8], flavor)])
-        }
-        DataType::Complex128 => {
-            json!([scalar_json(DataType::Float64, &b[..8], flavor), scalar_json(DataType::Float64, &b[8..16], flavor)])
-        }
+        DataType::Complex64 => Value::Array(vec![
+            scalar_json(DataType::Float32, &b[..4], flavor),
+            scalar_json(DataType::Float32, &b[4..8], flavor),
+        ]),
+        DataType::Complex128 => Value::Array(vec![
+            scalar_json(DataType::Float64, &b[..8], flavor),
+            scalar_json(DataType::Float64, &b[8..16], flavor),
+        ]),
         // Text fill values are stored as their UTF-8 bytes.
-        DataType::String => json!(String::from_utf8_lossy(b)),
+        DataType::String => Value::String(String::from_utf8_lossy(b).into_owned()),
         DataType::FixedUtf32(_) => {
             let units = b.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
             let text: String = units.map(|u| char::from_u32(u).unwrap_or(char::REPLACEMENT_CHARACTER)).collect();
-            json!(text.trim_end_matches('\0'))
+            Value::from(text.trim_end_matches('\0'))
         }
         DataType::Bytes => {
             use base64::Engine as _;
-            json!(base64::engine::general_purpose::STANDARD.encode(b))
+            Value::String(base64::engine::general_purpose::STANDARD.encode(b))
         }
         DataType::FixedBytes(_) => {
             use base64::Engine as _;
             let end = b.iter().rposition(|&u| u != 0).map_or(0, |i| i + 1);
-            json!(base64::engine::general_purpose::STANDARD.encode(&b[..end]))
+            Value::String(base64::engine::general_purpose::STANDARD.encode(&b[..end]))
         }
     }
 }
@@ -80,49 +89,54 @@ pub fn fill_json(data_type: DataType, fill: &[u8], flavor: Flavor) -> Value {
 
 /// The dimension names of an array (its own, else xarray's `_ARRAY_DIMENSIONS`), when
 /// every dimension has one.
-fn dimension_names(meta: &ArrayMetadata) -> Option<Vec<Option<String>>> {
-    zarrd_core::coords::dimension_names(meta).filter(|names| names.iter().all(Option::is_some))
+fn dimension_names(meta: &ArrayMetadata) -> Option<Vec<String>> {
+    zarrd_core::coords::dimension_names(meta)?.into_iter().collect()
 }
 
 /// The view's codecs: `bytes` (little endian; no configuration for one-byte types, as
 /// zarr-python writes it) and `zstd`; for text `vlen-utf8` and `zstd`, zarr-python 3's
 /// default chain of a `string` array.
-pub fn v3_codecs(data_type: DataType) -> Value {
+pub fn v3_codecs(data_type: DataType) -> Vec<V3Codec> {
     let bytes = if data_type == DataType::Bytes {
-        json!({"name": "vlen-bytes", "configuration": {}})
+        V3Codec::VlenBytes {}
     } else if data_type.is_variable() {
-        json!({"name": "vlen-utf8", "configuration": {}})
+        V3Codec::VlenUtf8 {}
     } else if data_type.swap_unit() == 1 {
-        json!({"name": "bytes"})
+        V3Codec::BytesUnordered
     } else {
-        json!({"name": "bytes", "configuration": {"endian": "little"}})
+        V3Codec::Bytes { endian: Endian::Little }
     };
-    json!([bytes, {"name": "zstd", "configuration": {"level": 0, "checksum": false}}])
+    vec![bytes, V3Codec::Zstd { level: 0, checksum: false }]
 }
 
 /// The v3 `zarr.json` of an array in the view.
-pub fn v3_array_document(meta: &ArrayMetadata, chunk_shape: &[u64]) -> Value {
-    let mut doc = json!({
-        "zarr_format": 3,
-        "node_type": "array",
-        "shape": meta.shape,
-        "data_type": meta.data_type.to_v3_json(),
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunk_shape}},
-        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-        "fill_value": fill_json(meta.data_type, &meta.fill_value, Flavor::V3),
-        "codecs": v3_codecs(meta.data_type),
-        "attributes": meta.attributes,
-        "storage_transformers": [],
-    });
-    if let Some(names) = dimension_names(meta) {
-        doc["dimension_names"] = json!(names);
+pub fn v3_array_document<'a>(meta: &'a ArrayMetadata, chunk_shape: &'a [u64]) -> V3Array<'a> {
+    V3Array {
+        zarr_format: 3,
+        node_type: "array",
+        shape: &meta.shape,
+        data_type: meta.data_type.to_v3_json(),
+        chunk_grid: Extension { name: "regular", configuration: RegularChunkGrid { chunk_shape } },
+        chunk_key_encoding: Extension {
+            name: "default",
+            configuration: DefaultChunkKeyEncoding { separator: SEPARATOR },
+        },
+        fill_value: fill_json(meta.data_type, &meta.fill_value, Flavor::V3),
+        codecs: v3_codecs(meta.data_type),
+        attributes: &meta.attributes,
+        storage_transformers: [],
+        dimension_names: dimension_names(meta),
     }
-    doc
 }
 
 /// A v3 group: OME-Zarr metadata as 0.5 writes it (under `ome`), whatever the stored version.
-fn v3_group_document(attributes: &Map<String, Value>) -> Value {
-    json!({"zarr_format": 3, "node_type": "group", "attributes": ome::to_v05(attributes)})
+fn v3_group_document<'a>(attributes: &Map<String, Value>, consolidated: Option<V3Consolidated<'a>>) -> V3Group<'a> {
+    V3Group {
+        zarr_format: 3,
+        node_type: "group",
+        attributes: ome::to_v05(attributes),
+        consolidated_metadata: consolidated,
+    }
 }
 
 impl ViewTree {
@@ -130,56 +144,61 @@ impl ViewTree {
     /// consolidated metadata, flattened to relative paths as zarr-python writes it (child
     /// groups with their own, empty, block), so one request opens the hierarchy. (Readers
     /// rebuild the nesting from the paths, so the members' order does not matter.)
-    pub fn v3_document(&self, path: &str) -> Option<Value> {
+    pub fn v3_document<'a>(&'a self, path: &'a str) -> Option<V3Node<'a>> {
         match self.nodes.get(path)? {
-            ViewNode::Array { meta, chunk_shape } => Some(v3_array_document(meta, chunk_shape)),
-            ViewNode::Group(attributes) if !self.complete => Some(v3_group_document(attributes)),
+            ViewNode::Array { meta, chunk_shape } => Some(V3Node::Array(v3_array_document(meta, chunk_shape))),
+            ViewNode::Group(attributes) if !self.complete => Some(V3Node::Group(v3_group_document(attributes, None))),
             ViewNode::Group(attributes) => {
-                let mut metadata = Map::new();
-                for (rel, node) in self.below(path) {
-                    let doc = match node {
-                        ViewNode::Array { meta, chunk_shape } => v3_array_document(meta, chunk_shape),
-                        ViewNode::Group(attributes) => {
-                            let mut doc = v3_group_document(attributes);
-                            doc["consolidated_metadata"] = empty_consolidated();
-                            doc
-                        }
-                    };
-                    metadata.insert(rel.to_owned(), doc);
-                }
-                let mut doc = v3_group_document(attributes);
-                doc["consolidated_metadata"] =
-                    json!({"kind": "inline", "must_understand": false, "metadata": metadata});
-                Some(doc)
+                let metadata = self
+                    .below(path)
+                    .map(|(rel, node)| {
+                        let doc = match node {
+                            ViewNode::Array { meta, chunk_shape } => {
+                                V3Node::Array(v3_array_document(meta, chunk_shape))
+                            }
+                            ViewNode::Group(attributes) => V3Node::Group(v3_group_document(
+                                attributes,
+                                Some(V3Consolidated::inline(BTreeMap::new())),
+                            )),
+                        };
+                        (rel, doc)
+                    })
+                    .collect();
+                Some(V3Node::Group(v3_group_document(attributes, Some(V3Consolidated::inline(metadata)))))
             }
         }
     }
 
     /// A v2 metadata document (`.zarray`, `.zgroup`, `.zattrs`, `.zmetadata`) at `path`.
-    pub fn v2_document(&self, path: &str, name: &str) -> Option<Value> {
+    pub fn v2_document<'a>(&'a self, path: &'a str, name: &str) -> Option<V2Document<'a>> {
         let node = self.nodes.get(path)?;
         match (node, name) {
-            (ViewNode::Array { meta, chunk_shape }, ".zarray") => Some(v2_array_document(meta, chunk_shape)),
-            (ViewNode::Array { meta, .. }, ".zattrs") => Some(Value::Object(v2_attributes(meta))),
-            (ViewNode::Group(_), ".zgroup") => Some(json!({"zarr_format": 2})),
-            (ViewNode::Group(attributes), ".zattrs") => Some(Value::Object(ome::to_v04(attributes))),
+            (ViewNode::Array { meta, chunk_shape }, ".zarray") => {
+                Some(V2Document::Array(v2_array_document(meta, chunk_shape)))
+            }
+            (ViewNode::Array { meta, .. }, ".zattrs") => Some(V2Document::Attributes(v2_attributes(meta))),
+            (ViewNode::Group(_), ".zgroup") => Some(V2Document::Group(V2Group::DOCUMENT)),
+            (ViewNode::Group(attributes), ".zattrs") => Some(V2Document::Attributes(ome::to_v04(attributes))),
             (ViewNode::Group(attributes), ".zmetadata") if self.complete => {
-                let mut metadata = Map::new();
-                metadata.insert(".zgroup".into(), json!({"zarr_format": 2}));
-                metadata.insert(".zattrs".into(), Value::Object(ome::to_v04(attributes)));
+                let mut metadata = BTreeMap::new();
+                metadata.insert(".zgroup".into(), V2Document::Group(V2Group::DOCUMENT));
+                metadata.insert(".zattrs".into(), V2Document::Attributes(ome::to_v04(attributes)));
                 for (rel, node) in self.below(path) {
                     match node {
                         ViewNode::Array { meta, chunk_shape } => {
-                            metadata.insert(format!("{rel}/.zarray"), v2_array_document(meta, chunk_shape));
-                            metadata.insert(format!("{rel}/.zattrs"), Value::Object(v2_attributes(meta)));
+                            metadata.insert(
+                                format!("{rel}/.zarray"),
+                                V2Document::Array(v2_array_document(meta, chunk_shape)),
+                            );
+                            metadata.insert(format!("{rel}/.zattrs"), V2Document::Attributes(v2_attributes(meta)));
                         }
                         ViewNode::Group(attributes) => {
-                            metadata.insert(format!("{rel}/.zgroup"), json!({"zarr_format": 2}));
-                            metadata.insert(format!("{rel}/.zattrs"), Value::Object(ome::to_v04(attributes)));
+                            metadata.insert(format!("{rel}/.zgroup"), V2Document::Group(V2Group::DOCUMENT));
+                            metadata.insert(format!("{rel}/.zattrs"), V2Document::Attributes(ome::to_v04(attributes)));
                         }
                     }
                 }
-                Some(json!({"metadata": metadata, "zarr_consolidated_format": 1}))
+                Some(V2Document::Consolidated(V2Consolidated { metadata, zarr_consolidated_format: 1 }))
             }
             _ => None,
         }
@@ -197,19 +216,14 @@ impl ViewTree {
     }
 }
 
-fn empty_consolidated() -> Value {
-    json!({"kind": "inline", "must_understand": false, "metadata": {}})
-}
-
 /// A v2 array's attributes, with `_ARRAY_DIMENSIONS` (how v2 readers such as xarray find
 /// dimension names) added from the array's dimension names when it has all of them.
 fn v2_attributes(meta: &ArrayMetadata) -> Map<String, Value> {
     let mut attributes = meta.attributes.clone();
     if !attributes.contains_key("_ARRAY_DIMENSIONS")
         && let Some(names) = dimension_names(meta)
-        && names.iter().all(Option::is_some)
     {
-        attributes.insert("_ARRAY_DIMENSIONS".into(), json!(names));
+        attributes.insert("_ARRAY_DIMENSIONS".into(), Value::Array(names.into_iter().map(Value::String).collect()));
     }
     attributes
 }
@@ -217,27 +231,29 @@ fn v2_attributes(meta: &ArrayMetadata) -> Map<String, Value> {
 /// The `.zarray` of an array in the v2 view: the same chunks and bytes as the v3 view, with
 /// numcodecs' zstd as the compressor (text: `|O` objects with the `vlen-utf8` filter, which
 /// frames them as the v3 codec does).
-pub fn v2_array_document(meta: &ArrayMetadata, chunk_shape: &[u64]) -> Value {
+pub fn v2_array_document<'a>(meta: &'a ArrayMetadata, chunk_shape: &'a [u64]) -> V2Array<'a> {
     let filters = match meta.data_type {
-        DataType::Bytes => json!([{"id": "vlen-bytes"}]),
-        DataType::String => json!([{"id": "vlen-utf8"}]),
-        _ => Value::Null,
+        DataType::Bytes => Some(vec![V2Codec::VlenBytes]),
+        DataType::String => Some(vec![V2Codec::VlenUtf8]),
+        _ => None,
     };
-    json!({
-        "zarr_format": 2,
-        "shape": meta.shape,
-        "chunks": chunk_shape,
-        "dtype": meta.data_type.npy_descr(),
-        "compressor": {"id": "zstd", "level": 0},
-        "fill_value": fill_json(meta.data_type, &meta.fill_value, Flavor::V2),
-        "order": "C",
-        "filters": filters,
-        "dimension_separator": "/",
-    })
+    V2Array {
+        zarr_format: 2,
+        shape: &meta.shape,
+        chunks: chunk_shape,
+        dtype: meta.data_type.npy_descr(),
+        compressor: V2Codec::Zstd { level: 0 },
+        fill_value: fill_json(meta.data_type, &meta.fill_value, Flavor::V2),
+        order: "C",
+        filters,
+        dimension_separator: SEPARATOR,
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -253,6 +269,32 @@ mod tests {
         c.extend(f32::NEG_INFINITY.to_le_bytes());
         assert_eq!(fill_json(DataType::Complex64, &c, Flavor::V2), json!([1.0, "-Infinity"]));
         assert_eq!(fill_json(DataType::Bool, &[1], Flavor::V3), json!(true));
+    }
+
+    #[test]
+    fn members_null_or_absent_as_the_formats_write_them() {
+        let doc = json!({"zarr_format": 3, "node_type": "array", "shape": [2], "data_type": "int16",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 0, "codecs": [{"name": "bytes"}]});
+        let zarrd_core::zarr::metadata::Node::Array(meta) = zarrd_core::zarr::metadata::Node::from_value(doc).unwrap()
+        else {
+            panic!()
+        };
+        let v3 = serde_json::to_value(v3_array_document(&meta, &[2])).unwrap();
+        assert!(v3.get("dimension_names").is_none(), "absent without names: {v3}");
+        assert_eq!(v3["storage_transformers"], json!([]));
+        let v2 = serde_json::to_value(v2_array_document(&meta, &[2])).unwrap();
+        assert_eq!(v2["filters"], Value::Null);
+        assert!(v2.as_object().unwrap().contains_key("filters"), "v2 writes `filters: null`");
+        let mut tree = ViewTree { complete: false, ..ViewTree::default() };
+        tree.insert("a".into(), ViewNode::Array { meta, chunk_shape: vec![2] });
+        let root = serde_json::to_value(tree.v3_document("").unwrap()).unwrap();
+        assert_eq!(
+            root,
+            json!({"zarr_format": 3, "node_type": "group", "attributes": {}}),
+            "a partial tree claims no subtree"
+        );
+        assert!(tree.v2_document("", ".zmetadata").is_none());
     }
 
     #[test]
@@ -279,7 +321,7 @@ mod tests {
         assert_eq!(tree.chunk("a/b/c/1", Flavor::V3), None);
         assert_eq!(tree.chunk("a/b/c/1/+2", Flavor::V3), None);
         assert_eq!(tree.children(""), ["a", "s"]);
-        let root = tree.v3_document("").unwrap();
+        let root = serde_json::to_value(tree.v3_document("").unwrap()).unwrap();
         let keys: Vec<&String> = root["consolidated_metadata"]["metadata"].as_object().unwrap().keys().collect();
         assert_eq!(keys, ["a", "a/b", "s"], "every node below the root");
     }

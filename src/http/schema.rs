@@ -1,7 +1,8 @@
 //! The JSON bodies of the API as types: what `openapi.yaml`'s schemas describe, serialized
 //! by serde in the order written here. Documents that belong to a standard are typed where
-//! they are made (`images::iiif::info`, `images::maps::tilejson`); Zarr metadata documents
-//! stay JSON values, as stored.
+//! they are made (`images::iiif::info`, `images::maps::tilejson`, the Zarr documents of the
+//! compatibility views in `compat::zarr_documents`); stored Zarr metadata documents stay
+//! JSON values, as stored.
 
 use serde::Serialize;
 use serde_json::Value;

@@ -88,11 +88,11 @@ async fn serve(
     let (dir, name) = key.rsplit_once('/').unwrap_or(("", key));
     if tree.documents(dir, flavor).contains(&name) {
         let doc = match flavor {
-            Flavor::V3 => tree.v3_document(dir),
-            Flavor::V2 => tree.v2_document(dir, name),
+            Flavor::V3 => tree.v3_document(dir).map(|doc| serde_json::to_string(&doc)),
+            Flavor::V2 => tree.v2_document(dir, name).map(|doc| serde_json::to_string(&doc)),
         }
         .ok_or_else(|| not_found(flavor, key))?;
-        let body = Bytes::from(doc.to_string());
+        let body = Bytes::from(doc.map_err(|e| Error::internal_from("a compat metadata document", e))?);
         let etag = EtagBuilder::new("compat-document").text(&String::from_utf8_lossy(&body)).finish();
         return Ranged::new(&body, "application/json")
             .head_only(head_only)
