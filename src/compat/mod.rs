@@ -44,4 +44,7 @@ pub use self::chunks::{ViewChunk, view_chunk};
 pub use self::documents::{fill_json, v2_array_document, v3_array_document, v3_codecs};
 pub use self::sizing::{view_chunk_shape, view_grid_shape};
 pub use self::tree::{Flavor, ViewNode, ViewTree};
-pub use self::zarr_documents::{V2Array, V2Document, V3Array, V3Codec, V3Node};
+pub use self::zarr_documents::{
+    DefaultChunkKeyEncoding, Endian, Extension, RegularChunkGrid, V2Array, V2Document, V3Array, V3Codec, V3Group,
+    V3Node,
+};

@@ -33,7 +33,7 @@ pub struct DefaultChunkKeyEncoding {
 }
 
 /// The v3 codecs a view declares (`name`, and `configuration` where the codec has one).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "name", content = "configuration", rename_all = "kebab-case")]
 pub enum V3Codec {
     /// `bytes` of a one-byte type: no byte order, no configuration (as zarr-python writes it).
@@ -49,6 +49,16 @@ pub enum V3Codec {
         level: i32,
         checksum: bool,
     },
+    /// A shard of inner chunks (the overviews zarrd writes): their shape and codecs, and
+    /// the index's codecs and place.
+    #[serde(rename = "sharding_indexed")]
+    ShardingIndexed {
+        chunk_shape: Vec<u64>,
+        codecs: Vec<V3Codec>,
+        index_codecs: Vec<V3Codec>,
+        index_location: &'static str,
+    },
+    Crc32c,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -27,10 +27,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::compat::V3Group;
 use object_store::ObjectStoreExt;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
-use serde_json::json;
 
 use crate::catalog::open_url;
 use crate::error::{Error, Result};
@@ -42,7 +42,7 @@ use zarrd_core::store::Store;
 mod metadata;
 mod shard;
 
-use metadata::{level_metadata, multiscale};
+use metadata::{group_attributes, level_metadata};
 pub use shard::{SHARD_TILES, ShardGeometry, element_bytes, encode_shard};
 
 /// The largest `--tile-size`: a shard is then 4096 × 4096 elements, whose working copy
@@ -166,8 +166,7 @@ pub async fn write(source: &ArrayReader, out: &Store, name: &str, options: Optio
         let mut shape = leading.clone();
         shape.extend([lh, lw]);
         tracing::info!(level = k, shape = ?shape, "writing overview level");
-        put(out, &format!("{k}/zarr.json"), level_metadata(source, &shape, options.tile).to_string().into_bytes())
-            .await?;
+        put(out, &format!("{k}/zarr.json"), level_metadata(source, &shape, options.tile)).await?;
         let mut plane = vec![0u64; leading.len()];
         let planes = leading.iter().fold(1u64, |n, &e| n.saturating_mul(e));
         for _ in 0..planes {
@@ -198,12 +197,12 @@ pub async fn write(source: &ArrayReader, out: &Store, name: &str, options: Optio
         }
         summary.levels.push(shape);
     }
-    let group = json!({
-        "zarr_format": 3,
-        "node_type": "group",
-        "attributes": {"ome": {"version": "0.5", "multiscales": [multiscale(source, name, top)]}},
-    });
-    put(out, "zarr.json", group.to_string().into_bytes()).await?;
+    let attributes = match serde_json::to_value(group_attributes(source, name, top)) {
+        Ok(serde_json::Value::Object(attributes)) => attributes,
+        _ => serde_json::Map::new(),
+    };
+    let group = V3Group { zarr_format: 3, node_type: "group", attributes, consolidated_metadata: None };
+    put(out, "zarr.json", serde_json::to_vec(&group).unwrap_or_default()).await?;
     Ok(summary)
 }
 
