@@ -33,15 +33,17 @@ use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
 
 use crate::catalog::open_url;
-use crate::error::{Error, Result};
+use crate::images::overviews::error::Result;
 use crate::images::render::Reducer;
 use zarrd_core::read::selection::DimSelection;
 use zarrd_core::read::{ArrayReader, ReadError};
 use zarrd_core::store::Store;
 
+pub mod error;
 mod metadata;
 mod shard;
 
+pub use error::OverviewsError;
 use metadata::{group_attributes, level_metadata};
 pub use shard::{SHARD_TILES, ShardGeometry, element_bytes, encode_shard};
 
@@ -97,12 +99,12 @@ pub fn coarsest_level(height: u64, width: u64, tile: u64) -> u32 {
 /// `options` (the credentials of the source dataset's configuration).
 pub fn open_output(url: &str, options: (&str, &BTreeMap<String, String>)) -> Result<Store> {
     let local = if url.contains("://") {
-        let parsed = url::Url::parse(url).map_err(|e| Error::BadRequest(format!("--out `{url}`: {e}")))?;
+        let parsed = url::Url::parse(url).map_err(|e| OverviewsError::Destination(format!("--out `{url}`: {e}")))?;
         if parsed.scheme() == "file" {
             Some(
                 parsed
                     .to_file_path()
-                    .map_err(|()| Error::BadRequest(format!("--out `{url}` is not a valid file URL")))?,
+                    .map_err(|()| OverviewsError::Destination(format!("--out `{url}` is not a valid file URL")))?,
             )
         } else {
             None
@@ -113,12 +115,12 @@ pub fn open_output(url: &str, options: (&str, &BTreeMap<String, String>)) -> Res
     match local {
         Some(dir) => {
             std::fs::create_dir_all(&dir)
-                .map_err(|e| Error::BadRequest(format!("cannot create `{}`: {e}", dir.display())))?;
+                .map_err(|e| OverviewsError::Destination(format!("cannot create `{}`: {e}", dir.display())))?;
             let fs = LocalFileSystem::new_with_prefix(&dir)
-                .map_err(|e| Error::BadRequest(format!("cannot open `{}`: {e}", dir.display())))?;
+                .map_err(|e| OverviewsError::Destination(format!("cannot open `{}`: {e}", dir.display())))?;
             Ok(Store::new(Arc::new(fs), ObjectPath::default()))
         }
-        None => open_url("--out", url, options).map_err(|e| Error::BadRequest(e.to_string())),
+        None => open_url("--out", url, options).map_err(|e| OverviewsError::Destination(e.to_string())),
     }
 }
 
@@ -129,26 +131,26 @@ pub async fn write(source: &ArrayReader, out: &Store, name: &str, options: Optio
     let meta = &source.meta;
     let rank = meta.shape.len();
     if rank < 2 {
-        return Err(Error::Unsupported(format!(
+        return Err(OverviewsError::Refused(format!(
             "`{}` has {rank} dimension(s); overviews reduce the last two, so it needs at least two",
             source.path
         )));
     }
     if !meta.data_type.is_real_number() {
-        return Err(Error::Unsupported(format!(
+        return Err(OverviewsError::Refused(format!(
             "`{}` holds {} values, which have no mean; overviews need real numbers",
             source.path,
             meta.data_type.name()
         )));
     }
     if !(1..=MAX_TILE).contains(&options.tile) {
-        return Err(Error::BadRequest(format!("the tile size must be 1 to {MAX_TILE}, got {}", options.tile)));
+        return Err(OverviewsError::Refused(format!("the tile size must be 1 to {MAX_TILE}, got {}", options.tile)));
     }
     // A finished pyramid, or the start of an interrupted run (whose shards might not be
     // overwritten by this one's, with another tile size), is never written over.
     for key in ["zarr.json", "0/zarr.json"] {
         if out.get(key).await?.is_some() {
-            return Err(Error::BadRequest(format!(
+            return Err(OverviewsError::Refused(format!(
                 "the output already holds {key}; remove what is there (or choose another --out) to write overviews"
             )));
         }
@@ -211,7 +213,7 @@ async fn put(out: &Store, key: &str, bytes: Vec<u8>) -> Result<()> {
     out.backend()
         .put(&path, bytes.into())
         .await
-        .map_err(|e| Error::Storage(format!("cannot write `{key}` of the overviews: {e}")))?;
+        .map_err(|e| OverviewsError::Write(format!("cannot write `{key}` of the overviews: {e}")))?;
     Ok(())
 }
 
@@ -275,11 +277,11 @@ async fn level_region(
             }
             let end = (y + band_rows).min(y1);
             let data = source.read_whole(&selection).await.map_err(|e| match e {
-                ReadError::TooManyChunks { chunks, limit } => Error::TooManyChunks(format!(
+                ReadError::TooManyChunks { chunks, limit } => OverviewsError::Refused(format!(
                     "one row of {src_w} elements of `{}` spans {chunks} chunks, more than limits.max_chunks_per_request ({limit}) of the configuration; raise it for this command",
                     source.path
                 )),
-                other => Error::from(other),
+                other => OverviewsError::Read(other),
             })?
             .data;
             match &mut reducer {

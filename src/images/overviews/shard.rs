@@ -1,7 +1,7 @@
 //! One level's shard: reduced values as the level's data type, inner chunks encoded with
 //! zstd (fill-only chunks left out), and the index with its `crc32c`.
 
-use crate::error::{Error, Result};
+use crate::images::overviews::error::{OverviewsError, Result};
 use zarrd_core::zarr::data_type::DataType;
 
 /// Inner chunks per shard along each of the last two dimensions.
@@ -71,7 +71,7 @@ pub fn encode_shard(values: &[u8], g: ShardGeometry, fill: &[u8]) -> Result<Opti
                 index.extend(u64::MAX.to_le_bytes());
                 continue;
             }
-            let coded = zstd::bulk::compress(&tile, 0).map_err(|e| Error::internal_from("zstd", e))?;
+            let coded = zstd::bulk::compress(&tile, 0).map_err(OverviewsError::Compress)?;
             index.extend((data.len() as u64).to_le_bytes());
             index.extend((coded.len() as u64).to_le_bytes());
             data.extend_from_slice(&coded);
