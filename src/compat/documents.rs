@@ -8,8 +8,8 @@ use serde_json::{Map, Value};
 
 use crate::compat::tree::{Flavor, ViewNode, ViewTree};
 use crate::compat::zarr_documents::{
-    DefaultChunkKeyEncoding, Endian, Extension, RegularChunkGrid, SEPARATOR, V2Array, V2Codec, V2Consolidated,
-    V2Document, V2Group, V3Array, V3Codec, V3Consolidated, V3Group, V3Node,
+    Endian, Extension, KeySeparator, RegularChunkGrid, SEPARATOR, V2Array, V2Codec, V2Consolidated, V2Document,
+    V2Group, V3Array, V3Codec, V3Consolidated, V3Group, V3Node,
 };
 use zarrd_core::zarr::data_type::DataType;
 use zarrd_core::zarr::metadata::ArrayMetadata;
@@ -117,10 +117,7 @@ pub fn v3_array_document<'a>(meta: &'a ArrayMetadata, chunk_shape: &'a [u64]) ->
         shape: &meta.shape,
         data_type: meta.data_type.to_v3_json(),
         chunk_grid: Extension { name: "regular", configuration: RegularChunkGrid { chunk_shape } },
-        chunk_key_encoding: Extension {
-            name: "default",
-            configuration: DefaultChunkKeyEncoding { separator: SEPARATOR },
-        },
+        chunk_key_encoding: Extension { name: "default", configuration: KeySeparator { separator: SEPARATOR } },
         fill_value: fill_json(meta.data_type, &meta.fill_value, Flavor::V3),
         codecs: v3_codecs(meta.data_type),
         attributes: &meta.attributes,

@@ -45,6 +45,5 @@ pub use self::documents::{fill_json, v2_array_document, v3_array_document, v3_co
 pub use self::sizing::{view_chunk_shape, view_grid_shape};
 pub use self::tree::{Flavor, ViewNode, ViewTree};
 pub use self::zarr_documents::{
-    DefaultChunkKeyEncoding, Endian, Extension, RegularChunkGrid, V2Array, V2Document, V3Array, V3Codec, V3Group,
-    V3Node,
+    Endian, Extension, KeySeparator, RegularChunkGrid, V2Array, V2Document, V3Array, V3Codec, V3Group, V3Node,
 };

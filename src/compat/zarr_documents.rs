@@ -26,10 +26,10 @@ pub struct RegularChunkGrid<'a> {
     pub chunk_shape: &'a [u64],
 }
 
-/// The configuration of the `default` chunk key encoding.
+/// The configuration of the `default` and `v2` chunk key encodings.
 #[derive(Debug, Serialize)]
-pub struct DefaultChunkKeyEncoding {
-    pub separator: &'static str,
+pub struct KeySeparator<'a> {
+    pub separator: &'a str,
 }
 
 /// The v3 codecs a view declares (`name`, and `configuration` where the codec has one).
@@ -85,7 +85,7 @@ pub struct V3Array<'a> {
     pub shape: &'a [u64],
     pub data_type: Value,
     pub chunk_grid: Extension<RegularChunkGrid<'a>>,
-    pub chunk_key_encoding: Extension<DefaultChunkKeyEncoding>,
+    pub chunk_key_encoding: Extension<KeySeparator<'a>>,
     pub fill_value: Value,
     pub codecs: Vec<V3Codec>,
     pub attributes: &'a Map<String, Value>,

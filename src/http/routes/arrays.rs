@@ -2,10 +2,11 @@
 
 use axum::extract::{RawQuery, State};
 use axum::response::Response;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::http::schema::{ArrayInfo, ChunkGridInfo, GridInfo, ShardingInfo};
 
+use crate::compat::{Extension, KeySeparator};
 use crate::error::Result;
 use crate::http::encode::json_response;
 use crate::http::extract::{NodePath, Params};
@@ -45,7 +46,7 @@ pub fn describe<'a>(path: &'a str, meta: &'a ArrayMetadata) -> ArrayInfo<'a> {
             // The v3 form: a name, or for times and fixed-size text a name and configuration.
             Some(meta.data_type.to_v3_json()),
             Some(Value::Array(filters.into_iter().chain(compressor).collect())),
-            Some(json!({"name": "v2", "configuration": {"separator": separator}})),
+            serde_json::to_value(Extension { name: "v2", configuration: KeySeparator { separator } }).ok(),
         )
     } else {
         (doc.get("data_type").cloned(), doc.get("codecs").cloned(), doc.get("chunk_key_encoding").cloned())

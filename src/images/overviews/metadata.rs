@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::compat::{
-    DefaultChunkKeyEncoding, Endian, Extension, Flavor, RegularChunkGrid, V3Array, V3Codec, fill_json, v3_codecs,
+    Endian, Extension, Flavor, KeySeparator, RegularChunkGrid, V3Array, V3Codec, fill_json, v3_codecs,
 };
 use crate::images::overviews::shard::SHARD_TILES;
 use zarrd_core::read::ArrayReader;
@@ -148,7 +148,7 @@ pub(super) fn level_metadata(source: &ArrayReader, shape: &[u64], tile: u64) -> 
         shape,
         data_type: Value::from(meta.data_type.name()),
         chunk_grid: Extension { name: "regular", configuration: RegularChunkGrid { chunk_shape: &shard } },
-        chunk_key_encoding: Extension { name: "default", configuration: DefaultChunkKeyEncoding { separator: "/" } },
+        chunk_key_encoding: Extension { name: "default", configuration: KeySeparator { separator: "/" } },
         fill_value: fill_json(meta.data_type, &meta.fill_value, Flavor::V3),
         codecs: vec![V3Codec::ShardingIndexed {
             chunk_shape: inner,
