@@ -55,8 +55,9 @@ impl BoxMask {
     /// Sets the elements of `data` (float32 or float64, C order over `shape`, whose Y and X
     /// span the box) that lie outside it to NaN.
     pub fn blank(&self, data: &mut [u8], data_type: DataType, shape: &[u64]) {
-        let nan = if data_type.size() == 4 { f32::NAN.to_le_bytes().to_vec() } else { f64::NAN.to_le_bytes().to_vec() };
-        self.fill(data, &nan, shape);
+        if let Some(nan) = nan(data_type) {
+            self.fill(data, &nan, shape);
+        }
     }
 
     /// Marks the elements of `data` (of `data_type`, C order over `shape`, whose Y and X
@@ -72,10 +73,8 @@ impl BoxMask {
         (declared, preferred): (Option<Vec<u8>>, &[Vec<u8>]),
     ) -> Result<Vec<u8>> {
         let item = data_type.size();
-        let value = match declared {
+        let value = match declared.or_else(|| nan(data_type)) {
             Some(value) => value,
-            None if data_type == DataType::Float32 => f32::NAN.to_le_bytes().to_vec(),
-            None if data_type == DataType::Float64 => f64::NAN.to_le_bytes().to_vec(),
             None => self.free_integer(data, (item, signed(data_type)), shape, preferred).ok_or_else(|| {
                 Error::Unsupported(format!(
                     "the cells inside the latitude/longitude box hold every value a missing cell could be \
@@ -158,6 +157,15 @@ impl BoxMask {
             }
             inside
         })
+    }
+}
+
+/// NaN as one little-endian element of `data_type`, when it is float32 or float64.
+fn nan(data_type: DataType) -> Option<Vec<u8>> {
+    match data_type {
+        DataType::Float32 => Some(f32::NAN.to_le_bytes().to_vec()),
+        DataType::Float64 => Some(f64::NAN.to_le_bytes().to_vec()),
+        _ => None,
     }
 }
 
