@@ -60,6 +60,12 @@ impl Parameter {
     pub fn dim(&self, axis: Axis) -> Option<usize> {
         self.axes.iter().position(|&a| a == axis)
     }
+
+    /// The URI of its CF standard name (NERC's vocabulary server), the observed property
+    /// of both the collection document and CoverageJSON.
+    pub fn standard_name_uri(&self) -> Option<String> {
+        self.standard_name.as_ref().map(|s| format!("http://vocab.nerc.ac.uk/standard_name/{s}/"))
+    }
 }
 
 /// The levels of a collection.

@@ -191,10 +191,7 @@ fn extent(c: &Collection) -> Extent {
 fn parameter_names(c: &Collection) -> BTreeMap<&str, ParameterName<'_>> {
     let mut out = BTreeMap::new();
     for p in &c.parameters {
-        let observed_property = ObservedProperty {
-            label: &p.label,
-            id: p.standard_name.as_ref().map(|s| format!("http://vocab.nerc.ac.uk/standard_name/{s}/")),
-        };
+        let observed_property = ObservedProperty { label: &p.label, id: p.standard_name_uri() };
         let unit = p.units.as_deref().map(|units| Unit {
             label: units,
             symbol: Symbol { value: units, kind: "http://www.opengis.net/def/uom/UCUM/" },

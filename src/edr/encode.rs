@@ -114,10 +114,7 @@ fn parameters(plan: &Plan) -> BTreeMap<&str, covjson::Parameter<'_>> {
 
 /// One parameter as CoverageJSON describes it.
 pub fn parameter(p: &Parameter) -> covjson::Parameter<'_> {
-    let observed_property = ObservedProperty {
-        label: I18n { en: &p.label },
-        id: p.standard_name.as_ref().map(|s| format!("http://vocab.nerc.ac.uk/standard_name/{s}/")),
-    };
+    let observed_property = ObservedProperty { label: I18n { en: &p.label }, id: p.standard_name_uri() };
     covjson::Parameter {
         kind: "Parameter",
         observed_property,
