@@ -5,10 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
-use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
-
-use thread_local::ThreadLocal;
-use zarrd_core::ops::tally::{escape, family};
+use zarrd_core::ops::tally::{PerThread, escape, family};
 
 /// Upper bounds of `zarrd_request_duration_seconds`, in seconds.
 pub const DURATION_BUCKETS: [f64; 13] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
@@ -49,17 +46,12 @@ impl Route {
 /// Each thread's routes, hashed with foldhash: every request looks its route up here.
 type Routes = HashMap<String, Route, foldhash::fast::RandomState>;
 
-static TALLIES: LazyLock<ThreadLocal<Mutex<Routes>>> = LazyLock::new(ThreadLocal::new);
-
-fn lock(tally: &Mutex<Routes>) -> MutexGuard<'_, Routes> {
-    // Counts stay counts after a panic elsewhere: still usable.
-    tally.lock().unwrap_or_else(PoisonError::into_inner)
-}
+static TALLIES: PerThread<Routes> = PerThread::new();
 
 /// One request served: `zarrd_http_requests_total{route,status}`,
 /// `zarrd_request_duration_seconds{route}` and `zarrd_http_response_bytes_total{route}`.
 pub fn request(route: &str, status: u16, seconds: f64, bytes_out: u64) {
-    let mut routes = lock(TALLIES.get_or_default());
+    let mut routes = TALLIES.mine();
     let entry =
         if let Some(entry) = routes.get_mut(route) { entry } else { routes.entry(route.to_owned()).or_default() };
     entry.count_status(status, 1);
@@ -74,11 +66,11 @@ pub fn request(route: &str, status: u16, seconds: f64, bytes_out: u64) {
 /// Prometheus text of the routes' series, summed over the threads.
 pub fn render() -> String {
     let mut routes: BTreeMap<String, Route> = BTreeMap::new();
-    for tally in TALLIES.iter() {
-        for (route, counts) in lock(tally).iter() {
+    TALLIES.each(|tally| {
+        for (route, counts) in tally {
             routes.entry(route.clone()).or_default().add(counts);
         }
-    }
+    });
     let mut out = String::new();
     if !routes.is_empty() {
         family(&mut out, "zarrd_http_requests_total", "counter", &mut |out| {

@@ -1,6 +1,6 @@
 //! The counters every storage request and cache lookup updates, counted per thread and
 //! summed when `/metrics` is scraped (the server counts its requests per route the same
-//! way, with [`family`] and [`escape`]).
+//! way, with [`PerThread`], [`family`] and [`escape`]).
 //!
 //! Through the `metrics` facade each update looked its series up in the exporter's
 //! registry (a shared lock word), allocated its labels, and bumped an atomic that every
@@ -18,30 +18,58 @@ use thread_local::ThreadLocal;
 /// A counter series: metric name, label name (`""` for none) and label value.
 type Series = (&'static str, &'static str, &'static str);
 
-/// Hashed with foldhash: every cache hit looks a series up here, and the keys are the
-/// server's own metric names.
-type Counters = HashMap<Series, u64, foldhash::fast::RandomState>;
+/// A tally kept per thread: each thread updates its own behind its own lock, and a scrape
+/// visits every thread's once.
+pub struct PerThread<T: Send>(LazyLock<ThreadLocal<Mutex<T>>>);
 
-static TALLIES: LazyLock<ThreadLocal<Mutex<Counters>>> = LazyLock::new(ThreadLocal::new);
+impl<T: Send + Default> PerThread<T> {
+    pub const fn new() -> Self {
+        Self(LazyLock::new(ThreadLocal::new))
+    }
 
-fn lock(tally: &Mutex<Counters>) -> MutexGuard<'_, Counters> {
+    /// This thread's tally.
+    pub fn mine(&self) -> MutexGuard<'_, T> {
+        lock(self.0.get_or_default())
+    }
+
+    /// Calls `f` with every thread's tally in turn.
+    pub fn each(&self, mut f: impl FnMut(&T)) {
+        for tally in self.0.iter() {
+            f(&lock(tally));
+        }
+    }
+}
+
+impl<T: Send + Default> Default for PerThread<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn lock<T>(tally: &Mutex<T>) -> MutexGuard<'_, T> {
     // Counts stay counts after a panic elsewhere: still usable.
     tally.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// Hashed with foldhash: every cache hit looks a series up here, and the keys are the
+/// server's own metric names.
+type Counters = HashMap<Series, u64, foldhash::fast::RandomState>;
+
+static TALLIES: PerThread<Counters> = PerThread::new();
+
 /// Adds `n` to the counter `name{label="value"}` (`label` `""`: no label).
 pub fn count(name: &'static str, label: &'static str, value: &'static str, n: u64) {
-    *lock(TALLIES.get_or_default()).entry((name, label, value)).or_default() += n;
+    *TALLIES.mine().entry((name, label, value)).or_default() += n;
 }
 
 /// Prometheus text of everything counted here, summed over the threads.
 pub fn render() -> String {
     let mut counters: BTreeMap<Series, u64> = BTreeMap::new();
-    for tally in TALLIES.iter() {
-        for (series, n) in lock(tally).iter() {
+    TALLIES.each(|tally| {
+        for (series, n) in tally {
             *counters.entry(*series).or_default() += n;
         }
-    }
+    });
     let mut out = String::new();
     let mut names: Vec<&'static str> = counters.keys().map(|(name, ..)| *name).collect();
     names.dedup();
